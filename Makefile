@@ -1,0 +1,91 @@
+# mgtools — one entry point.
+#   make            build libmgcommon.a and the tools into bin/
+#   make test       build with -Werror and run every test (unit, CLI, fuzz smoke, interop)
+#   make asan       ASan+UBSan build (build-asan/) running the C tests
+#   make fuzz       libFuzzer targets, run longer (FUZZ_SECONDS per target)
+#   make bench      benchmarks against the peers (scripts/bench-preprocess.sh)
+#   make demo       the README's main job: preprocess a real corpus with a real tokenizer
+# Dependencies are detected with probe compiles; force one with HAVE_X=0/1.
+
+include mk/config.mk
+
+BUILD   ?= build
+BIN     := bin
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -O2 -g -pthread $(WARNINGS) $(DEP_CFLAGS) \
+               -Ilibcommon/include -Ilibcommon
+CFLAGS  ?=
+LDLIBS_ALL := $(DEP_LDLIBS) -lm -pthread
+
+LIB_SRCS  := $(sort $(wildcard libcommon/*.c libcommon/*/*.c))
+PRE_SRCS  := $(sort $(wildcard preprocess/*.c))
+UNIT_SRCS := $(sort $(wildcard tests/unit/*.c))
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+TOOL_SRCS := $(sort $(wildcard tests/tools/*.c))
+
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+PRE_OBJS  := $(PRE_SRCS:%.c=$(BUILD)/%.o)
+UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/%.o)
+LIB       := $(BUILD)/libmgcommon.a
+TOOLS     := $(BIN)/mg-preprocess
+UNIT_BIN  := $(BUILD)/test-unit
+# Test helper programs (tests/tools/NAME.c -> build/tests/tools/NAME), built by `make test`.
+TEST_TOOLS := $(TOOL_SRCS:%.c=$(BUILD)/%)
+
+tools-test: $(TEST_TOOLS)
+.PHONY: tools-test all test test-c test-cli test-fuzz test-interop asan fuzz bench demo clean config
+all: config $(TOOLS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BIN)/mg-preprocess: $(PRE_OBJS) $(LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(PRE_OBJS) $(LIB) $(LDLIBS_ALL)
+
+# Unit tests: every MG_TEST(name) in tests/unit/*.c is registered through a generated list.
+$(BUILD)/tests/unit/test_list.h: $(UNIT_SRCS)
+	@mkdir -p $(dir $@)
+	@grep -h '^MG_TEST(' $(UNIT_SRCS) | sed 's/^MG_TEST(\([a-z0-9_]*\)).*/MG_TEST_ENTRY(\1)/' | sort > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+$(BUILD)/tests/unit/harness.o: $(BUILD)/tests/unit/test_list.h
+$(BUILD)/tests/unit/%.o: CFLAGS_BASE += -I$(BUILD)/tests/unit -Itests/unit
+$(UNIT_BIN): $(UNIT_OBJS) $(LIB)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(UNIT_OBJS) $(LIB) $(LDLIBS_ALL)
+
+$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS_ALL)
+
+config:
+	@$(MAKE) -s --no-print-directory -f mk/config.mk print-config
+
+test: CFLAGS += -Werror
+test: all $(UNIT_BIN) $(TEST_TOOLS)
+	@scripts/run-tests.sh
+
+test-c: $(UNIT_BIN)
+	$(UNIT_BIN)
+
+asan:
+	$(MAKE) BUILD=build-asan BIN=build-asan/bin \
+	  CFLAGS="-Werror -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+	  build-asan/bin/mg-preprocess build-asan/test-unit
+	MG_BIN=build-asan/bin MG_UNIT=build-asan/test-unit MG_SKIP_INTEROP=1 MG_SKIP_FUZZ=1 scripts/run-tests.sh
+
+fuzz:
+	scripts/fuzz.sh $${FUZZ_SECONDS:-60}
+
+bench: all
+	scripts/bench-preprocess.sh
+
+demo: all
+	scripts/demo.sh
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz $(BIN)
+
+-include $(LIB_OBJS:.o=.d) $(PRE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/%.d)

@@ -1,0 +1,52 @@
+/* mg/file.h — files: read-only mappings and atomic output.
+ *
+ * Contract:
+ *   - mg_map_*: maps a whole file read-only (an empty file maps to data == NULL, size 0).
+ *   - mg_out_*: an output file is written under a temporary name in the same directory
+ *     ("<path>.tmp.<pid>.<n>"), through a buffer, with 64-bit offsets; mg_out_commit()
+ *     flushes, fsyncs and renames it to its final name; mg_out_abort() (or mg_out_free()
+ *     without commit) deletes the temporary file. So a failed run never leaves a file under
+ *     the final name. A full disk is reported as MG_ERR_NOSPACE naming the file.
+ *   - Several outputs that must appear together (a .bin and its .idx) are committed one
+ *     after the other by the caller after all writes succeeded.
+ *   - Errors name the path and carry errno's text (mg/error.h).
+ */
+#ifndef MG_FILE_H
+#define MG_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mg/error.h"
+
+typedef struct {
+    const uint8_t *data; /* NULL when size == 0 */
+    size_t size;
+} mg_map;
+
+/* Maps path read-only. On failure *m is zeroed. */
+mg_status mg_map_open(mg_map *m, const char *path);
+void mg_map_close(mg_map *m); /* accepts a zeroed map */
+
+typedef struct mg_out mg_out; /* opaque */
+
+/* Creates the temporary file for final path `path`. *out is NULL on failure. */
+mg_status mg_out_create(mg_out **out, const char *path);
+mg_status mg_out_write(mg_out *o, const void *data, size_t len);
+/* Bytes written so far (the current offset). */
+uint64_t mg_out_offset(const mg_out *o);
+/* Flush + fsync + rename to the final path. The handle stays valid for mg_out_free. */
+mg_status mg_out_commit(mg_out *o);
+/* Removes the temporary file (no-op after commit). */
+void mg_out_abort(mg_out *o);
+/* Aborts if not committed, then frees. Accepts NULL. */
+void mg_out_free(mg_out *o);
+/* The final path given at creation. */
+const char *mg_out_path(const mg_out *o);
+
+/* Reads a whole file into a malloc'd, NUL-terminated buffer (for small files). */
+mg_status mg_read_file(const char *path, char **data, size_t *len);
+/* 1 if path names an existing directory, else 0. */
+int mg_is_dir(const char *path);
+
+#endif

@@ -1,0 +1,73 @@
+/* mg/tokenizer.h — Megatron's tokenizers, with Megatron's ids.
+ *
+ * Contract:
+ *   - mg_tokenizer_create() builds a tokenizer from Megatron's flags (mg_tok_opts, the
+ *     names of tools/preprocess_data.py). Supported --tokenizer-type values:
+ *       GPT2BPETokenizer      --vocab-file vocab.json --merge-file merges.txt
+ *       HuggingFaceTokenizer  --tokenizer-model DIR (tokenizer.json [+ tokenizer_config.json])
+ *       TikTokenizer          --tokenizer-model FILE (Megatron JSON list or .tiktoken ranks)
+ *       NullTokenizer         --vocab-size V
+ *     Anything else is MG_ERR_UNSUPPORTED "not supported yet: --tokenizer-type X".
+ *   - Semantics follow Megatron's current tokenizer system (megatron/core/tokenizers, HEAD
+ *     of ../shared/specs/megatron-data.md §3): ids == what Megatron writes into .bin.
+ *   - A tokenizer is immutable and shared by threads; each thread encodes through its own
+ *     mg_encoder (which owns caches and scratch memory).
+ *   - mg_encode() appends the ids of one text (one JSON value, UTF-8) to *out; it includes
+ *     the BOS/EOS the HF post-processor adds when Megatron's call would add them.
+ *   - Invalid UTF-8 or a lone surrogate: see mg_encode.
+ */
+#ifndef MG_TOKENIZER_H
+#define MG_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mg/error.h"
+
+typedef struct {
+    const char *type;              /* --tokenizer-type */
+    const char *vocab_file;        /* --vocab-file */
+    const char *merge_file;        /* --merge-file */
+    const char *model;             /* --tokenizer-model */
+    int64_t vocab_size;            /* --vocab-size, -1 if not given */
+    const char *tiktoken_pattern;  /* --tiktoken-pattern v1|v2, NULL = v2 */
+    int64_t tiktoken_num_special;  /* --tiktoken-num-special-tokens, default 1000 */
+    const char *const *special_tokens; /* --tokenizer-special-tokens */
+    size_t n_special_tokens;
+    int hf_no_include_special;     /* --tokenizer-hf-no-include-special-tokens */
+    int64_t null_eod_id;           /* --null-tokenizer-eod-id, -1 if not given */
+} mg_tok_opts;
+
+/* Fills the defaults (vocab_size -1, tiktoken_num_special 1000, null_eod_id -1). */
+void mg_tok_opts_init(mg_tok_opts *o);
+
+typedef struct mg_tokenizer mg_tokenizer;
+typedef struct mg_encoder mg_encoder;
+
+mg_status mg_tokenizer_create(mg_tokenizer **tk, const mg_tok_opts *o);
+void mg_tokenizer_free(mg_tokenizer *tk); /* accepts NULL */
+
+/* Megatron's tokenizer.vocab_size (unpadded; decides the .bin dtype). */
+int64_t mg_tokenizer_vocab_size(const mg_tokenizer *tk);
+/* Megatron's tokenizer.eod (-1 if the tokenizer has none: then --append-eod is an error). */
+int64_t mg_tokenizer_eod(const mg_tokenizer *tk);
+/* One line describing the tokenizer (type, vocabulary, pre-tokenizer family, semantics). */
+const char *mg_tokenizer_describe(const mg_tokenizer *tk);
+
+typedef struct {
+    int64_t *v;
+    size_t n, cap;
+} mg_ids;
+
+mg_status mg_ids_push(mg_ids *ids, int64_t id);
+void mg_ids_free(mg_ids *ids);
+
+mg_status mg_encoder_create(mg_encoder **e, const mg_tokenizer *tk);
+void mg_encoder_free(mg_encoder *e); /* accepts NULL */
+
+/* Appends the ids of text[0, len) to out. Text must be valid UTF-8 (MG_ERR_FORMAT
+ * "invalid UTF-8 at byte N" otherwise). NullTokenizer: Megatron's int(x) for x in
+ * text.split(' ') — a non-integer field is MG_ERR_FORMAT. */
+mg_status mg_encode(mg_encoder *e, const char *text, size_t len, mg_ids *out);
+
+#endif

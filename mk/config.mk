@@ -1,0 +1,50 @@
+# mk/config.mk — dependency detection by probe compiles. Each HAVE_X may be forced on the
+# command line (make HAVE_ONIG=0). Required dependencies stop the build when missing;
+# optional ones compile to code paths that answer "not built with X".
+
+CC ?= cc
+H := \#
+probe = $(shell printf '$(1)\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null $(2) 2>/dev/null && echo 1 || echo 0)
+pcver = $(shell pkg-config --modversion $(1) 2>/dev/null || echo '?')
+
+HAVE_JANSSON  ?= $(call probe,$(H)include <jansson.h>,-ljansson)
+HAVE_ARCHIVE  ?= $(call probe,$(H)include <archive.h>,-larchive)
+HAVE_ONIG     ?= $(call probe,$(H)include <oniguruma.h>,-lonig)
+HAVE_UTF8PROC ?= $(call probe,$(H)include <utf8proc.h>,-lutf8proc)
+HAVE_OPENMP   ?= $(call probe,$(H)include <omp.h>,-fopenmp)
+HAVE_CUDA     ?= $(shell command -v nvcc >/dev/null 2>&1 && echo 1 || echo 0)
+
+ifneq ($(HAVE_JANSSON),1)
+$(error jansson (JSON library) not found: run scripts/setup.sh --system or apt-get install libjansson-dev)
+endif
+
+WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
+            -Wcast-qual -Wvla -Wformat=2 -Wwrite-strings -Wundef -Wno-format-nonliteral
+
+DEP_CFLAGS := -DMG_HAVE_ARCHIVE=$(HAVE_ARCHIVE) -DMG_HAVE_ONIG=$(HAVE_ONIG) \
+              -DMG_HAVE_UTF8PROC=$(HAVE_UTF8PROC) -DMG_HAVE_OPENMP=$(HAVE_OPENMP)
+DEP_LDLIBS := -ljansson
+ifeq ($(HAVE_ARCHIVE),1)
+DEP_LDLIBS += -larchive
+endif
+ifeq ($(HAVE_ONIG),1)
+DEP_LDLIBS += -lonig
+endif
+ifeq ($(HAVE_UTF8PROC),1)
+DEP_LDLIBS += -lutf8proc
+endif
+ifeq ($(HAVE_OPENMP),1)
+DEP_CFLAGS += -fopenmp
+DEP_LDLIBS += -fopenmp
+endif
+
+yesno = $(if $(filter 1,$(1)),yes $(2),no)
+.PHONY: print-config
+print-config:
+	@echo "mgtools configuration (force with HAVE_X=0/1):"
+	@echo "  jansson   : $(call yesno,$(HAVE_JANSSON),$(call pcver,jansson))"
+	@echo "  libarchive: $(call yesno,$(HAVE_ARCHIVE),$(call pcver,libarchive))"
+	@echo "  oniguruma : $(call yesno,$(HAVE_ONIG),$(call pcver,oniguruma))"
+	@echo "  utf8proc  : $(call yesno,$(HAVE_UTF8PROC),$(call pcver,libutf8proc))"
+	@echo "  openmp    : $(call yesno,$(HAVE_OPENMP),($(CC)))"
+	@echo "  cuda      : $(call yesno,$(HAVE_CUDA),$(shell command -v nvcc 2>/dev/null))"
