@@ -48,3 +48,9 @@ print-config:
 	@echo "  utf8proc  : $(call yesno,$(HAVE_UTF8PROC),$(call pcver,libutf8proc))"
 	@echo "  openmp    : $(call yesno,$(HAVE_OPENMP),($(CC)))"
 	@echo "  cuda      : $(call yesno,$(HAVE_CUDA),$(shell command -v nvcc 2>/dev/null))"
+
+.PHONY: print-defs print-libs
+print-defs:
+	@echo $(DEP_CFLAGS)
+print-libs:
+	@echo $(DEP_LDLIBS)

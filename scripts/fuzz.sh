@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds every libFuzzer target tests/fuzz/fuzz_NAME.c (with clang, ASan+UBSan) into
+# build-fuzz/ and runs each for SECONDS seconds, starting from tests/fuzz/corpus/NAME/ if
+# present. `make test` runs it for a few seconds per target, `make fuzz` for longer.
+#   scripts/fuzz.sh SECONDS [NAME...]
+set -u
+cd "$(dirname "$0")/.."
+secs=${1:-60}; shift || true
+if ! command -v clang >/dev/null; then
+  echo "fuzz: clang not found, fuzz targets skipped (install clang)"; exit 0
+fi
+cflags="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ilibcommon/include -Ilibcommon"
+defs=$(make -s --no-print-directory -f mk/config.mk print-defs 2>/dev/null)
+libs=$(make -s --no-print-directory -f mk/config.mk print-libs 2>/dev/null)
+srcs=$(ls libcommon/*.c libcommon/*/*.c 2>/dev/null)
+mkdir -p build-fuzz
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && for f in tests/fuzz/fuzz_*.c; do [ -e "$f" ] && targets+=("$(basename "$f" .c | sed 's/^fuzz_//')"); done
+rc=0
+for t in "${targets[@]}"; do
+  exe=build-fuzz/fuzz_$t
+  if ! clang $cflags $defs -o "$exe" "tests/fuzz/fuzz_$t.c" $srcs $libs -lm -pthread; then
+    echo "fuzz: building $t failed"; rc=1; continue
+  fi
+  corpus=tests/fuzz/corpus/$t; work=build-fuzz/corpus-$t
+  mkdir -p "$work"
+  dirs=("$work"); [ -d "$corpus" ] && dirs+=("$corpus")
+  if "$exe" -max_total_time="$secs" -print_final_stats=0 "${dirs[@]}" >"build-fuzz/$t.log" 2>&1; then
+    echo "fuzz $t: ok ($(grep -c . "build-fuzz/$t.log") log lines, ${secs}s)"
+  else
+    echo "fuzz $t: FAILED (build-fuzz/$t.log):"; tail -30 "build-fuzz/$t.log"; rc=1
+  fi
+done
+exit $rc

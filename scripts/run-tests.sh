@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs every test suite and exits non-zero if any failed:
+#   1. C unit tests      (build/test-unit)
+#   2. CLI golden tests  (tests/cli/run.sh)
+#   3. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; needs clang)
+#   4. interop tests     (pytest in the Python test environment of scripts/setup.sh)
+# Environment: MG_BIN (tools dir, default bin), MG_UNIT (unit test binary),
+# MG_SKIP_INTEROP=1 / MG_SKIP_FUZZ=1 to leave a suite out (make asan does).
+set -u
+cd "$(dirname "$0")/.."
+export MG_BIN=${MG_BIN:-bin}
+unit=${MG_UNIT:-build/test-unit}
+export MG_VOCAB_DIR=${MG_VOCAB_DIR:-$(cd .. && pwd)/shared/vocab}
+failed=()
+
+echo "== C unit tests"
+"$unit" || failed+=(unit)
+
+echo "== CLI tests"
+tests/cli/run.sh || failed+=(cli)
+
+if [ "${MG_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== fuzz smoke"
+  scripts/fuzz.sh "${MG_FUZZ_SMOKE_SECONDS:-5}" || failed+=(fuzz)
+fi
+
+if [ "${MG_SKIP_INTEROP:-0}" != 1 ]; then
+  echo "== interop tests (pytest against the real peers)"
+  venv=$(scripts/setup.sh --python | sed -n 's/^MG_VENV=//p')
+  "$venv/bin/python" -m pytest -q tests/interop -p no:cacheprovider
+  rc=$?
+  [ $rc -eq 0 ] || failed+=(interop)
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED suites: ${failed[*]}"
+  exit 1
+fi
+echo "all suites passed"
