@@ -13,14 +13,19 @@
  *   - tokens are int64 values converted to the dataset dtype exactly like
  *     numpy.array(x, dtype) on a list would (values out of range are MG_ERR_LIMIT naming the
  *     value, since numpy >= 2 raises there).
- *   - add_index(prefix) == Megatron add_index: appends another dataset (same dtype required).
+ *   - add_index(prefix) == Megatron add_index: appends another dataset (same dtype required,
+ *     MG_ERR_FORMAT naming both otherwise); its .bin is streamed, not loaded. Modes: the output
+ *     gets a modes array as soon as one added dataset has one (sequences from plain datasets
+ *     or add_document get mode 0), i.e. merge_datasets.py --multimodal for multimodal inputs.
  *   - finish(): writes P.idx (pointers recomputed from lengths), commits P.bin then P.idx.
  *   - free() without finish removes the temporaries.
  *
  * Reader contract: mg_idx_open maps both files, validates the header, the sizes against the
  * file lengths, pointers (monotone, consistent with lengths) and document indices
  * (monotone, first 0, last == S), and reports the first inconsistency as MG_ERR_FORMAT
- * naming the file, the byte offset and what was expected.
+ * naming the file, the byte offset and what was expected. The modes array is detected from
+ * the .idx size (34+12S+8D plain, 34+13S+8D with modes). The .idx arrays are copied into
+ * aligned memory (in the file they are misaligned), the .bin stays mapped.
  */
 #ifndef MG_IDXDS_H
 #define MG_IDXDS_H
@@ -44,6 +49,8 @@ typedef enum {
 
 /* Bytes per element of a dtype code, 0 for an invalid code. */
 size_t mg_dtype_size(int code);
+/* numpy name of a dtype code ("uint16"), "invalid" for an invalid code. */
+const char *mg_dtype_name(int code);
 /* DType.optimal_dtype(vocab_size): UINT16 if vocab_size < 65500, else INT32. */
 mg_dtype mg_dtype_for_vocab(int64_t vocab_size);
 
@@ -65,7 +72,7 @@ typedef struct mg_idx {
     size_t elem_size;
     uint64_t n_sequences;     /* S */
     uint64_t n_doc_indices;   /* D (documents + 1) */
-    const int32_t *lengths;   /* [S], points into the mapped .idx (little-endian host) */
+    const int32_t *lengths;   /* [S], aligned copy of the .idx array (owned by the mg_idx) */
     const int64_t *pointers;  /* [S] */
     const int64_t *doc_index; /* [D] */
     const int8_t *modes;      /* [S] if multimodal, else NULL */

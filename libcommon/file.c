@@ -1,0 +1,287 @@
+/* file.c — read-only mappings, atomic buffered output files, small whole-file reads.
+ *
+ * Contract (see mg/file.h):
+ *   - mg_map_open() maps a regular file read-only (MAP_PRIVATE); an empty file is
+ *     {NULL, 0}; a directory or other non-regular file is refused.
+ *   - mg_out_create() creates "<path>.tmp.<pid>.<n>" (O_EXCL, first free n) in the same
+ *     directory; writes go through a 1 MiB buffer and are flushed with pwrite() at 64-bit
+ *     offsets; mg_out_commit() flushes, fsyncs the file, renames it over the final path
+ *     and fsyncs the directory. Any failure leaves the temporary file for mg_out_abort()
+ *     (or mg_out_free()) to delete; after the first failed write every further call
+ *     fails again, so a caller cannot commit a file with a hole in it.
+ *   - Errors name the path: "PATH: write failed: No space left on device" (MG_ERR_NOSPACE
+ *     for ENOSPC/EDQUOT through mg_error_errno()).
+ */
+#include "mg/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define OUT_BUF_SIZE ((size_t)1 << 20)
+#define OUT_MAX_TRIES 1000
+
+struct mg_out {
+    int fd;
+    int committed;
+    mg_status failed;  /* sticky: first write/flush error */
+    uint64_t flushed;  /* bytes on disk (the pwrite offset) */
+    size_t used;       /* bytes waiting in buf */
+    uint8_t *buf;
+    char *path;        /* final name */
+    char *tmp;         /* temporary name */
+};
+
+/* ---- read-only maps -------------------------------------------------------------- */
+
+static mg_status map_fd(mg_map *m, int fd, const char *path)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) return mg_error_errno(errno, "%s: stat failed", path);
+    if (S_ISDIR(st.st_mode)) return mg_error_errno(EISDIR, "%s: cannot map", path);
+    if (!S_ISREG(st.st_mode))
+        return mg_error_set(MG_ERR_IO, "%s: cannot map: not a regular file", path);
+    if (st.st_size == 0) return MG_OK;
+    if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX)
+        return mg_error_set(MG_ERR_LIMIT, "%s: file too large to map", path);
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) return mg_error_errno(errno, "%s: mmap failed", path);
+    m->data = p;
+    m->size = (size_t)st.st_size;
+    return MG_OK;
+}
+
+mg_status mg_map_open(mg_map *m, const char *path)
+{
+    m->data = NULL;
+    m->size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return mg_error_errno(errno, "%s: cannot open", path);
+    mg_status st = map_fd(m, fd, path);
+    close(fd); /* the mapping stays valid */
+    return st;
+}
+
+void mg_map_close(mg_map *m)
+{
+    if (m->data) munmap((void *)(uintptr_t)m->data, m->size);
+    m->data = NULL;
+    m->size = 0;
+}
+
+/* ---- atomic output ----------------------------------------------------------------- */
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = mg_malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* Creates the first free "<path>.tmp.<pid>.<n>" with O_EXCL. */
+static mg_status create_tmp(mg_out *o)
+{
+    size_t cap = strlen(o->path) + 64;
+    o->tmp = mg_malloc(cap);
+    if (!o->tmp) return MG_ERR_NOMEM;
+    for (int n = 0; n < OUT_MAX_TRIES; n++) {
+        snprintf(o->tmp, cap, "%s.tmp.%ld.%d", o->path, (long)getpid(), n);
+        o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (o->fd >= 0) return MG_OK;
+        if (errno != EEXIST) return mg_error_errno(errno, "%s: cannot create", o->tmp);
+    }
+    return mg_error_set(MG_ERR_IO, "%s: cannot create a temporary file: too many exist",
+                        o->path);
+}
+
+mg_status mg_out_create(mg_out **out, const char *path)
+{
+    *out = NULL;
+    mg_out *o = mg_calloc(1, sizeof *o);
+    if (!o) return MG_ERR_NOMEM;
+    o->fd = -1;
+    o->path = dup_str(path);
+    o->buf = mg_malloc(OUT_BUF_SIZE);
+    mg_status st = (o->path && o->buf) ? create_tmp(o) : MG_ERR_NOMEM;
+    if (st != MG_OK) {
+        free(o->tmp);
+        o->tmp = NULL; /* nothing was created: nothing to unlink */
+        mg_out_free(o);
+        return st;
+    }
+    *out = o;
+    return MG_OK;
+}
+
+/* Writes len bytes at the current on-disk offset, retrying short writes. */
+static mg_status write_at(mg_out *o, const uint8_t *p, size_t len)
+{
+    while (len > 0) {
+        size_t chunk = len < ((size_t)1 << 30) ? len : ((size_t)1 << 30);
+        ssize_t w = pwrite(o->fd, p, chunk, (off_t)o->flushed);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            o->failed = mg_error_errno(e, "%s: write failed", o->path);
+            return o->failed;
+        }
+        p += w;
+        len -= (size_t)w;
+        o->flushed += (uint64_t)w;
+    }
+    return MG_OK;
+}
+
+static mg_status flush_buf(mg_out *o)
+{
+    mg_status st = write_at(o, o->buf, o->used);
+    o->used = 0;
+    return st;
+}
+
+static mg_status check_writable(const mg_out *o)
+{
+    if (o->committed)
+        return mg_error_set(MG_ERR_ARG, "%s: write after commit", o->path);
+    if (o->failed)
+        return mg_error_set(o->failed, "%s: an earlier write failed", o->path);
+    return MG_OK;
+}
+
+mg_status mg_out_write(mg_out *o, const void *data, size_t len)
+{
+    MG_FORWARD(check_writable(o));
+    const uint8_t *p = data;
+    if (o->used + len <= OUT_BUF_SIZE) {
+        if (len) memcpy(o->buf + o->used, p, len);
+        o->used += len;
+        return MG_OK;
+    }
+    size_t fill = OUT_BUF_SIZE - o->used;
+    memcpy(o->buf + o->used, p, fill);
+    o->used = OUT_BUF_SIZE;
+    MG_FORWARD(flush_buf(o));
+    p += fill;
+    len -= fill;
+    if (len >= OUT_BUF_SIZE) return write_at(o, p, len); /* large writes bypass the buffer */
+    memcpy(o->buf, p, len);
+    o->used = len;
+    return MG_OK;
+}
+
+uint64_t mg_out_offset(const mg_out *o) { return o->flushed + o->used; }
+
+const char *mg_out_path(const mg_out *o) { return o->path; }
+
+/* fsync of the directory holding path, so that the rename itself is durable. */
+static mg_status sync_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return mg_error_errno(errno, "%s: cannot open directory", dir);
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    /* Some filesystems cannot fsync a directory: that is not a failure of ours. */
+    if (rc != 0 && e != EINVAL && e != ENOTSUP)
+        return mg_error_errno(e, "%s: fsync failed", dir);
+    return MG_OK;
+}
+
+mg_status mg_out_commit(mg_out *o)
+{
+    MG_FORWARD(check_writable(o));
+    MG_FORWARD(flush_buf(o));
+    if (fsync(o->fd) != 0) return o->failed = mg_error_errno(errno, "%s: fsync failed", o->path);
+    int rc = close(o->fd);
+    o->fd = -1;
+    if (rc != 0) return o->failed = mg_error_errno(errno, "%s: close failed", o->path);
+    if (rename(o->tmp, o->path) != 0)
+        return o->failed = mg_error_errno(errno, "%s: cannot rename %s", o->path, o->tmp);
+    o->committed = 1;
+    return sync_dir(o->path);
+}
+
+void mg_out_abort(mg_out *o)
+{
+    if (!o || o->committed) return;
+    if (o->fd >= 0) close(o->fd);
+    o->fd = -1;
+    if (o->tmp) unlink(o->tmp);
+    free(o->tmp);
+    o->tmp = NULL;
+    o->used = 0;
+}
+
+void mg_out_free(mg_out *o)
+{
+    if (!o) return;
+    mg_out_abort(o);
+    if (o->fd >= 0) close(o->fd);
+    free(o->buf);
+    free(o->tmp);
+    free(o->path);
+    free(o);
+}
+
+/* ---- small files ------------------------------------------------------------------- */
+
+/* Reads fd to its end (works for pipes and /proc files whose size is unknown). */
+static mg_status read_all(int fd, const char *path, char **data, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = mg_malloc(cap + 1);
+    if (!buf) return MG_ERR_NOMEM;
+    for (;;) {
+        if (n == cap) {
+            char *nb = mg_realloc(buf, cap * 2 + 1);
+            if (!nb) return free(buf), MG_ERR_NOMEM;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return free(buf), mg_error_errno(errno, "%s: read failed", path);
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return MG_OK;
+}
+
+mg_status mg_read_file(const char *path, char **data, size_t *len)
+{
+    *data = NULL;
+    if (len) *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return mg_error_errno(errno, "%s: cannot open", path);
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        return mg_error_errno(EISDIR, "%s: cannot read", path);
+    }
+    size_t n = 0;
+    mg_status s = read_all(fd, path, data, &n);
+    close(fd);
+    if (len) *len = n;
+    return s;
+}
+
+int mg_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}

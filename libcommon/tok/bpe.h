@@ -1,0 +1,55 @@
+/* bpe.h — the byte-level BPE engine shared by every BPE tokenizer (private to libcommon/tok).
+ *
+ * Contract:
+ *   - A model holds tokens as raw byte strings with their ids, and merge priorities:
+ *       MG_BPE_PAIR_RANK  (HF tokenizers): only listed merges apply; priority = the merge's
+ *                          index in the merges list (mg_bpe_add_merge call order); a later
+ *                          duplicate pair overrides the earlier one's rank (HF HashMap collect).
+ *       MG_BPE_TOKEN_RANK (tiktoken): any adjacent pair whose concatenation is a token merges;
+ *                          priority = that token's rank (= its id minus nothing: the rank).
+ *     Ties: lowest priority value first, then leftmost position (tiktoken and HF agree).
+ *   - Initial symbols are the single bytes of the piece: every byte 0..255 must be a token
+ *     (mg_bpe_finalize checks it: MG_ERR_FORMAT naming the missing byte).
+ *   - whole_piece_shortcut: if the whole piece is a token, emit it without merging (tiktoken
+ *     always; HF only with ignore_merges:true).
+ *   - Encoding a piece appends its ids; the model is immutable after finalize and shared by
+ *     threads; each thread uses its own mg_bpe_cache (pre-token -> ids memo + scratch).
+ *   - Pieces of any length are handled in O(n log n) (heap merge for long pieces).
+ */
+#ifndef MG_TOK_BPE_H
+#define MG_TOK_BPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mg/tokenizer.h"
+
+typedef enum { MG_BPE_PAIR_RANK = 1, MG_BPE_TOKEN_RANK = 2 } mg_bpe_mode;
+
+typedef struct mg_bpe mg_bpe;
+typedef struct mg_bpe_cache mg_bpe_cache;
+
+mg_status mg_bpe_create(mg_bpe **b, mg_bpe_mode mode);
+/* Adds a token. TOKEN_RANK mode: its rank is `rank`; PAIR_RANK mode: rank is ignored.
+ * A duplicate byte string is MG_ERR_FORMAT. */
+mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t id, int32_t rank);
+/* PAIR_RANK mode only: adds merge (left, right) -> the token left||right, rank = call index.
+ * Unknown left/right/merged token is MG_ERR_FORMAT (message names the merge). */
+mg_status mg_bpe_add_merge(mg_bpe *b, const uint8_t *left, size_t llen, const uint8_t *right,
+                           size_t rlen);
+mg_status mg_bpe_finalize(mg_bpe *b, int whole_piece_shortcut);
+size_t mg_bpe_n_tokens(const mg_bpe *b);
+/* Id of a byte string, -1 if not a token. */
+int32_t mg_bpe_token_id(const mg_bpe *b, const uint8_t *bytes, size_t len);
+/* Byte string of an id (NULL if unknown); for decoding and tests. */
+const uint8_t *mg_bpe_token_bytes(const mg_bpe *b, int32_t id, size_t *len);
+void mg_bpe_free(mg_bpe *b);
+
+mg_status mg_bpe_cache_create(mg_bpe_cache **c, const mg_bpe *b);
+void mg_bpe_cache_free(mg_bpe_cache *c);
+
+/* Appends the ids of one pre-token (raw bytes). */
+mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *piece, size_t len,
+                              mg_ids *out);
+
+#endif
