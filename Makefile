@@ -31,9 +31,9 @@ UNIT_BIN  := $(BUILD)/test-unit
 # Test helper programs (tests/tools/NAME.c -> build/tests/tools/NAME), built by `make test`.
 TEST_TOOLS := $(TOOL_SRCS:%.c=$(BUILD)/%)
 
-tools-test: $(TEST_TOOLS)
-.PHONY: tools-test all test test-c test-cli test-fuzz test-interop asan fuzz bench demo clean config
 all: config $(TOOLS)
+tools-test: $(TEST_TOOLS)
+.PHONY: tools-test all test test-c test-cli test-interop asan fuzz bench demo clean config
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -69,6 +69,12 @@ test: all $(UNIT_BIN) $(TEST_TOOLS)
 
 test-c: $(UNIT_BIN)
 	$(UNIT_BIN)
+
+test-cli: all
+	tests/cli/run.sh
+
+test-interop: all $(TEST_TOOLS)
+	MG_SKIP_FUZZ=1 MG_SKIP_UNIT=1 MG_SKIP_CLI=1 scripts/run-tests.sh
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin \

@@ -1,5 +1,5 @@
-/* idxds_internal.h — private helpers shared by idxds_reader.c, idxds_writer.c and
- * idxds_merge.c. Never included by the tools.
+/* idxds_internal.h — private helpers shared by idxds_reader.c, idxds_writer.c,
+ * idxds_merge.c, idxds_spill.c and idxds_view.c. Never included by the tools.
  *
  * Contract:
  *   - MG_IDX_MAGIC / MG_IDX_HEADER_SIZE: the fixed 34-byte .idx header (spec §1.2).
@@ -7,12 +7,20 @@
  *     MG_ERR_NOMEM set on failure.
  *   - mg_idx_is_multimodal(): whether an opened dataset carries a modes array (inferred from
  *     the .idx size at open).
+ *   - mg_spill (idxds_spill.c): an append-only byte array kept in a buffer of at most `cap`
+ *     bytes and spilled to an unlinked temporary file beyond that; streamed back in order.
+ *   - mg_idx_view (idxds_view.c): a dataset mapped and validated like mg_idx_open, with its
+ *     arrays left in the mapping (unaligned little-endian bytes), for streaming.
+ *   - mg_idx_writer_set_spill_bytes(): the writer's per-array buffer size (tests use a tiny
+ *     one to force spilling); a multiple of 8, at least 8. mg_idx_writer_spilled_bytes():
+ *     how much went to spill files (tests check that spilling happened, or did not).
  *   - The .idx/.bin bytes are little-endian; the code stores host integers directly, so it
  *     refuses to compile on a big-endian host.
  */
 #ifndef MG_IDXDS_INTERNAL_H
 #define MG_IDXDS_INTERNAL_H
 
+#include "mg/file.h"
 #include "mg/idxds.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -23,6 +31,54 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #define MG_IDX_HEADER_SIZE 34
 
 char *mg_idx_path_alloc(const char *prefix, const char *suffix);
+
+/* ---- idxds_spill.c ---- */
+
+#define MG_SPILL_DEFAULT_CAP ((size_t)1 << 20)
+
+typedef struct {
+    char *name;          /* spill file name without ".tmp.XXXXXX" (owned) */
+    uint8_t *buf;        /* the in-memory tail: `used` of `alloc` bytes, alloc <= cap */
+    size_t used, alloc, cap;
+    int fd;              /* the unlinked spill file, -1 until the first spill */
+    uint64_t file_bytes; /* bytes in the spill file (they precede buf) */
+} mg_spill;
+
+/* Chunk consumer for mg_spill_stream: len bytes of whole elements. */
+typedef mg_status (*mg_spill_fn)(void *ctx, const void *data, size_t len);
+
+/* name = prefix + tag; allocates nothing else (the buffer grows on demand). */
+mg_status mg_spill_init(mg_spill *s, const char *prefix, const char *tag);
+/* Closes (so deletes) the spill file; accepts any s passed to mg_spill_init, even a failed one. */
+void mg_spill_free(mg_spill *s);
+void mg_spill_set_cap(mg_spill *s, size_t bytes);
+/* Appends len bytes from data, or len zero bytes if data is NULL. */
+mg_status mg_spill_append(mg_spill *s, const void *data, size_t len);
+mg_status mg_spill_stream(const mg_spill *s, mg_spill_fn fn, void *ctx);
+static inline uint64_t mg_spill_size(const mg_spill *s) { return s->file_bytes + s->used; }
+
+/* ---- idxds_view.c ---- */
+
+typedef struct {
+    char *path; /* "P.idx" (owned) */
+    mg_map idx, bin;
+    mg_dtype dtype;
+    size_t elem_size;
+    uint64_t n_sequences, n_doc_indices;
+    int multimodal;
+} mg_idx_view;
+
+mg_status mg_idx_view_open(mg_idx_view *v, const char *prefix);
+void mg_idx_view_close(mg_idx_view *v); /* accepts a view whose open failed */
+const uint8_t *mg_idx_view_lengths(const mg_idx_view *v);   /* int32 [S] */
+const uint8_t *mg_idx_view_doc_index(const mg_idx_view *v); /* int64 [D] */
+const uint8_t *mg_idx_view_modes(const mg_idx_view *v);     /* int8 [S] or NULL */
+
+/* ---- idxds_writer.c ---- */
+
+void mg_idx_writer_set_spill_bytes(mg_idx_writer *w, size_t bytes);
+/* Bytes the writer has moved to its spill files so far (0 for a small dataset). */
+uint64_t mg_idx_writer_spilled_bytes(const mg_idx_writer *w);
 
 static inline int mg_idx_is_multimodal(const mg_idx *d) { return d->modes != NULL; }
 

@@ -4,7 +4,9 @@
 #   scripts/bench-preprocess.sh [CORPUS.jsonl]
 # Without an argument a >= 120 MB corpus is built from text installed on this machine
 # (scripts/make-bench-corpus.py) under ~/.cache/mgtools/bench. Set MEGATRON_LM_DIR to a
-# Megatron-LM checkout to include tools/preprocess_data.py.
+# Megatron-LM checkout (tag core_v0.16.1, matching the megatron-core of the test environment)
+# to include tools/preprocess_data.py; it needs the `six` module, installed here into
+# ~/.cache/mgtools/bench/pyextra.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=$("$root/scripts/setup.sh" --python | sed -n 's/^MG_VENV=//p')
@@ -14,6 +16,11 @@ if [ -z "$corpus" ]; then
   mkdir -p "$dir"
   corpus=$dir/corpus-120MB.jsonl
   [ -s "$corpus" ] || "$venv/bin/python" "$root/scripts/make-bench-corpus.py" --size 120 --out "$corpus"
+fi
+if [ -n "${MEGATRON_LM_DIR:-}" ]; then
+  extra=${XDG_CACHE_HOME:-$HOME/.cache}/mgtools/bench/pyextra
+  [ -d "$extra/six.py" ] || [ -f "$extra/six.py" ] || "$venv/bin/pip" install -q --target "$extra" six
+  export MG_BENCH_PYEXTRA=$extra
 fi
 exec "$venv/bin/python" "$root/scripts/bench_preprocess.py" --corpus "$corpus" \
   --bin "$root/bin" --vocab "${MG_VOCAB_DIR:-$root/../shared/vocab}"

@@ -58,6 +58,31 @@ def hf_gpt2(vocab):
     return lambda t: backend.encode(t).ids
 
 
+def time_megatron(megatron_dir, corpus, vocab, extra_path, limit_mb=8):
+    """Megatron's tools/preprocess_data.py (legacy GPT-2 tokenizer: the current one needs the
+    Hugging Face hub) on the first limit_mb MB of the corpus; returns (seconds, MB of text)."""
+    with tempfile.TemporaryDirectory() as d:
+        part = os.path.join(d, "part.jsonl")
+        mb = 0.0
+        with open(corpus, encoding="utf-8") as f, open(part, "w", encoding="utf-8") as out:
+            for line in f:
+                out.write(line)
+                mb += len(json.loads(line)["text"].encode("utf-8", "surrogatepass")) / 1e6
+                if mb >= limit_mb:
+                    break
+        env = dict(os.environ, PYTHONPATH=extra_path)
+        cmd = [sys.executable, os.path.join(megatron_dir, "tools", "preprocess_data.py"),
+               "--input", part, "--output-prefix", os.path.join(d, "out"),
+               "--tokenizer-type", "GPT2BPETokenizer", "--legacy-tokenizer",
+               "--vocab-file", os.path.join(vocab, "gpt2", "gpt2-vocab.json"),
+               "--merge-file", os.path.join(vocab, "gpt2", "gpt2-merges.txt"),
+               "--workers", "1", "--append-eod", "--log-interval", "1000000"]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        return time.perf_counter() - t0, mb
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", required=True)
@@ -78,6 +103,10 @@ def main():
         rows.append((f"mg-preprocess GPT-2 end to end, {w} worker(s)", s, w))
     rows.append(("tiktoken r50k encode, 1 thread", time_peer(tiktoken_r50k(a.vocab), texts), 1))
     rows.append(("HF tokenizers GPT-2 encode, 1 thread", time_peer(hf_gpt2(a.vocab), texts), 1))
+    mdir = os.environ.get("MEGATRON_LM_DIR")
+    if mdir:
+        s, part_mb = time_megatron(mdir, a.corpus, a.vocab, os.environ.get("MG_BENCH_PYEXTRA", ""))
+        rows.append((f"Megatron preprocess_data.py, 1 worker ({part_mb:.0f} MB)", s * mb / part_mb, 1))
     base = {name: mb / s / cores for name, s, cores in rows}
     print(f"{'contender':48s} {'seconds':>8s} {'MB/s':>8s} {'MB/s/core':>10s}")
     for name, s, cores in rows:
@@ -87,6 +116,9 @@ def main():
     print(f"mg-preprocess (1 worker) / tiktoken per core: {mg1 / base[rows[2][0]]:.1f}x")
     print(f"mg-preprocess (1 worker) / HF tokenizers per core: {mg1 / base[rows[3][0]]:.1f}x")
     print(f"scaling 1 -> 2 workers: {rows[0][1] / rows[1][1]:.2f}x")
+    if mdir:
+        print(f"mg-preprocess (1 worker) / Megatron preprocess_data.py per core: "
+              f"{mg1 / base[rows[4][0]]:.1f}x")
     return 0
 
 

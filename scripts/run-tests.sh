@@ -5,7 +5,7 @@
 #   3. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; needs clang)
 #   4. interop tests     (pytest in the Python test environment of scripts/setup.sh)
 # Environment: MG_BIN (tools dir, default bin), MG_UNIT (unit test binary),
-# MG_SKIP_INTEROP=1 / MG_SKIP_FUZZ=1 to leave a suite out (make asan does).
+# MG_SKIP_UNIT=1 / MG_SKIP_CLI=1 / MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1 leave a suite out.
 set -u
 cd "$(dirname "$0")/.."
 export MG_BIN=${MG_BIN:-bin}
@@ -13,11 +13,15 @@ unit=${MG_UNIT:-build/test-unit}
 export MG_VOCAB_DIR=${MG_VOCAB_DIR:-$(cd .. && pwd)/shared/vocab}
 failed=()
 
-echo "== C unit tests"
-"$unit" || failed+=(unit)
+if [ "${MG_SKIP_UNIT:-0}" != 1 ]; then
+  echo "== C unit tests"
+  "$unit" || failed+=(unit)
+fi
 
-echo "== CLI tests"
-tests/cli/run.sh || failed+=(cli)
+if [ "${MG_SKIP_CLI:-0}" != 1 ]; then
+  echo "== CLI tests"
+  tests/cli/run.sh || failed+=(cli)
+fi
 
 if [ "${MG_SKIP_FUZZ:-0}" != 1 ]; then
   echo "== fuzz smoke"

@@ -41,7 +41,7 @@ mg_status mg_bpe_finalize(mg_bpe *b, int whole_piece_shortcut);
 size_t mg_bpe_n_tokens(const mg_bpe *b);
 /* Id of a byte string, -1 if not a token. */
 int32_t mg_bpe_token_id(const mg_bpe *b, const uint8_t *bytes, size_t len);
-/* Byte string of an id (NULL if unknown); for decoding and tests. */
+/* Byte string of an id (NULL if unknown, or before mg_bpe_finalize); for decoding and tests. */
 const uint8_t *mg_bpe_token_bytes(const mg_bpe *b, int32_t id, size_t *len);
 void mg_bpe_free(mg_bpe *b);
 

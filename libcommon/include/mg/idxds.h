@@ -19,6 +19,10 @@
  *     or add_document get mode 0), i.e. merge_datasets.py --multimodal for multimodal inputs.
  *   - finish(): writes P.idx (pointers recomputed from lengths), commits P.bin then P.idx.
  *   - free() without finish removes the temporaries.
+ *   - Memory is bounded (a few MiB per writer) whatever the number of documents: the index
+ *     arrays are buffered and, past 1 MiB each, spilled to temporary files beside P that
+ *     are unlinked as soon as they are created (never visible, never left behind);
+ *     add_index streams the other dataset's arrays too. Small datasets never spill.
  *
  * Reader contract: mg_idx_open maps both files, validates the header, the sizes against the
  * file lengths, pointers (monotone, consistent with lengths) and document indices

@@ -20,6 +20,15 @@
  *     may be shared by threads, each using its own mg_pretok_scratch.
  *   - Each piece boundary behaves as end of text (\s+(?!\S) at a piece end matches the
  *     whole run), as HF does when stages are chained.
+ *   - Regex dialects (added): the same pattern text can mean different things to the two
+ *     engines. MG_REGEX_HF is Oniguruma with its default syntax, as HF tokenizers compiles a
+ *     tokenizer.json Split regex (there `\p{N}{1,3}+` is a nested repeat = `\p{N}+`, and `$`
+ *     is end of line); MG_REGEX_TIKTOKEN is tiktoken's fancy-regex (`{1,3}+` possessive, `$`
+ *     end of text). mg_pretok_add_regex() is the HF dialect. A family is picked only where
+ *     its scanner gives the engine's exact pieces in that dialect (checked by differential
+ *     tests against Oniguruma).
+ *   - Unicode classes are those of Unicode 16.0 (both peers); the Oniguruma fallback uses
+ *     the system library's tables (Debian 6.9.8: Unicode 14.0), see mg/unicode.h.
  */
 #ifndef MG_PRETOK_H
 #define MG_PRETOK_H
@@ -63,7 +72,17 @@ typedef enum {
     MG_PRETOK_DEEPSEEK_V3_1,   /* DeepSeek-V3 stage 1: \p{N}{1,3} */
     MG_PRETOK_DEEPSEEK_V3_2,   /* DeepSeek-V3 stage 2: CJK/kana runs */
     MG_PRETOK_DEEPSEEK_V3_3,   /* DeepSeek-V3 stage 3 */
+    /* added: the tiktoken >= 0.8 cl100k text found in a tokenizer.json and run by HF's
+     * Oniguruma: as CL100K_TIKTOKEN but with unbounded digit runs ({1,3}+ = (?:{1,3})+) */
+    MG_PRETOK_CL100K_TIKTOKEN_ONIG,
+    MG_PRETOK_FAMILY_COUNT_ /* not a family */
 } mg_pretok_family;
+
+/* Which engine's reading of a pattern text applies (added). */
+typedef enum {
+    MG_REGEX_HF = 0,   /* HF tokenizers: Oniguruma, OnigDefaultSyntax, no options */
+    MG_REGEX_TIKTOKEN, /* tiktoken: fancy-regex over Rust regex */
+} mg_regex_dialect;
 
 typedef struct mg_pretok mg_pretok;
 typedef struct mg_pretok_scratch mg_pretok_scratch; /* per-thread working memory */
@@ -72,6 +91,9 @@ typedef struct mg_pretok_scratch mg_pretok_scratch; /* per-thread working memory
 mg_status mg_pretok_create(mg_pretok **p);
 /* Appends a Split stage for `regex` (fast scanner if it is a known family's text). */
 mg_status mg_pretok_add_regex(mg_pretok *p, const char *regex, mg_split_behavior b, int invert);
+/* Appends a Split stage for `regex` read in dialect d (added). */
+mg_status mg_pretok_add_regex_dialect(mg_pretok *p, const char *regex, mg_regex_dialect d,
+                                      mg_split_behavior b, int invert);
 /* Appends a Split stage whose pattern is a literal string (HF {"String": ...}). */
 mg_status mg_pretok_add_literal(mg_pretok *p, const char *str, mg_split_behavior b, int invert);
 /* Appends a stage by family (ISOLATED, not inverted). */
@@ -81,6 +103,13 @@ mg_pretok_family mg_pretok_stage_family(const mg_pretok *p, size_t i);
 size_t mg_pretok_stages(const mg_pretok *p);
 /* The regex text of a family (NULL for GENERIC). */
 const char *mg_pretok_family_regex(mg_pretok_family f);
+/* The dialect in which the family's regex text has the family's meaning (added). */
+mg_regex_dialect mg_pretok_family_dialect(mg_pretok_family f);
+/* Short name ("gpt2", "cl100k", "cl100k-tiktoken", "qwen2", "o200k", "megatron-v1",
+ * "megatron-v2", "deepseek-v3-1".."-3", "cl100k-tiktoken-onig") and back (added);
+ * the lookup returns MG_PRETOK_GENERIC for an unknown name. */
+const char *mg_pretok_family_name(mg_pretok_family f);
+mg_pretok_family mg_pretok_family_from_name(const char *name);
 /* Forces the generic engine for every stage (the differential fuzz oracle). */
 void mg_pretok_force_generic(mg_pretok *p, int on);
 

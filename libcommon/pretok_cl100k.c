@@ -1,0 +1,93 @@
+/* pretok_cl100k.c — the cl100k scanner, parameterised (mg_scan_cfg) for the family of
+ * regexes built like cl100k_base:
+ *   CL100K_HF (original cl100k = Llama-3; also tiktoken 0.6's form):
+ *     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+ *     ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ *   CL100K_TIKTOKEN (tiktoken >= 0.8): the same pieces except \s++$ (ws_end = 1)
+ *   CL100K_TIKTOKEN_ONIG: that text under Oniguruma, digit runs unbounded
+ *   QWEN2: \p{N} single digits;  MEGATRON_V1: no contractions, single digits.
+ * Every character is matched by some alternative, so a match always starts at pos.
+ */
+#include "pretok_internal.h"
+
+static inline int is_crlf(uint8_t b) { return b == '\r' || b == '\n'; }
+
+/* End of the \p{L} run starting at i. */
+static size_t run_letters(const uint8_t *s, size_t n, size_t i)
+{
+    while (i < n) {
+        uint8_t b = s[i];
+        if (b < 0x80) {
+            if ((unsigned)((b | 0x20) - 'a') >= 26) break;
+            i++;
+            continue;
+        }
+        size_t len;
+        if (!(pk_cat(pk_props(s, n, i, &len)) & PK_L)) break;
+        i += len;
+    }
+    return i;
+}
+
+/* End of at most max (0 = any number of) \p{N} characters from i (s[i] is one). */
+static size_t run_digits(const uint8_t *s, size_t n, size_t i, int max)
+{
+    for (int k = 0; i < n && (max == 0 || k < max); k++) {
+        size_t len;
+        if (!(pk_cat(pk_props(s, n, i, &len)) & PK_N)) break;
+        i += len;
+    }
+    return i;
+}
+
+/* [^\s\p{L}\p{N}]+ from i, then [\r\n]*. */
+static size_t run_other_crlf(const uint8_t *s, size_t n, size_t i)
+{
+    while (i < n) {
+        size_t len;
+        uint8_t props = pk_props(s, n, i, &len);
+        if ((props & MG_UC_WS) || (pk_cat(props) & (PK_L | PK_N))) break;
+        i += len;
+    }
+    while (i < n && is_crlf(s[i])) i++;
+    return i;
+}
+
+/* Whitespace alternatives at i (s[i] is White_Space). */
+static size_t ws_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
+{
+    size_t last, crlf, j = mg_pk_ws_run(s, n, i, &last, &crlf);
+    if (cfg->ws_end && j == n) return n; /* \s++$ */
+    if (crlf) return crlf;               /* \s*[\r\n]+ ends at the run's last CR/LF */
+    return pk_ws_tail(i, j, last, n);
+}
+
+static inline size_t cl100k_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
+{
+    size_t len, len2, k;
+    if (s[i] == '\'' && cfg->contractions && (k = mg_pk_contraction(s, n, i, 1)) != 0)
+        return i + k;
+    uint8_t props = pk_props(s, n, i, &len);
+    unsigned cat = pk_cat(props);
+    if (cat & PK_L) return run_letters(s, n, i + len);
+    int has_next = i + len < n;
+    uint8_t next = has_next ? pk_props(s, n, i + len, &len2) : 0;
+    if (!(cat & PK_N) && !is_crlf(s[i]) && has_next && (pk_cat(next) & PK_L))
+        return run_letters(s, n, i + len + len2);
+    if (cat & PK_N) return run_digits(s, n, i, cfg->digits_max);
+    int other = !(props & MG_UC_WS);
+    if (other) return run_other_crlf(s, n, i + len);
+    if (s[i] == ' ' && has_next && !(next & MG_UC_WS) && !(pk_cat(next) & (PK_L | PK_N)))
+        return run_other_crlf(s, n, i + 1 + len2);
+    return ws_piece(cfg, s, n, i);
+}
+
+int mg_scan_cl100k(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t pos, size_t *ms,
+                   size_t *me)
+{
+    *ms = pos;
+    *me = cl100k_piece(cfg, s, n, pos);
+    return 1;
+}
+
+MG_PK_DEFINE_SPLIT_ALL(mg_split_cl100k, cl100k_piece)

@@ -1,0 +1,113 @@
+/* pretok_gpt2.c — the GPT-2 scanner and the helpers shared by all scanners.
+ *
+ * Regex (HF ByteLevel, original encoder.py; tiktoken r50k/p50k have an equivalent form,
+ * proved by the differential tests):
+ *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * Every character is matched by some alternative, so a match always starts at pos.
+ */
+#include "pretok_internal.h"
+
+/* Character kinds: White_Space, \p{L}, \p{N}, anything else. */
+enum { K_WS = 'W', K_L = 'L', K_N = 'N', K_O = 'O' };
+
+/* Kinds of the ASCII characters (checked against the Unicode table by test_pretok.c). */
+static const char ascii_kind[129] = "OOOOOOOOOWWWWWOO"
+                                    "OOOOOOOOOOOOOOOO"
+                                    "WOOOOOOOOOOOOOOO"
+                                    "NNNNNNNNNNOOOOOO"
+                                    "OLLLLLLLLLLLLLLL"
+                                    "LLLLLLLLLLLOOOOO"
+                                    "OLLLLLLLLLLLLLLL"
+                                    "LLLLLLLLLLLOOOOO";
+
+static inline int kind_of(uint8_t props)
+{
+    if (props & MG_UC_WS) return K_WS;
+    unsigned c = pk_cat(props);
+    return (c & PK_L) ? K_L : (c & PK_N) ? K_N : K_O;
+}
+
+static inline int kind_at(const uint8_t *s, size_t n, size_t i, size_t *len)
+{
+    if (s[i] < 0x80) {
+        *len = 1;
+        return ascii_kind[s[i]];
+    }
+    return kind_of(pk_props(s, n, i, len));
+}
+
+/* End of the run of characters of one kind starting at i. */
+static size_t run_kind(const uint8_t *s, size_t n, size_t i, int kind)
+{
+    for (;;) {
+        while (i < n && s[i] < 0x80 && ascii_kind[s[i]] == kind) i++;
+        if (i >= n || s[i] < 0x80) return i;
+        size_t len;
+        if (kind_at(s, n, i, &len) != kind) return i;
+        i += len;
+    }
+}
+
+int mg_pk_gpt2_ascii_kind(uint8_t b) { return b < 0x80 ? ascii_kind[b] : 0; }
+
+size_t mg_pk_contraction(const uint8_t *s, size_t n, size_t i, int fold)
+{
+    uint32_t cp;
+    size_t p = i + 1, la, lb;
+    if (p >= n) return 0;
+    la = mg_utf8_decode(s + p, n - p, &cp);
+    int a = fold ? mg_uc_fold_ascii_letter(cp) : (cp >= 'a' && cp <= 'z' ? (int)cp : 0);
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 1 + la;
+    if (a != 'r' && a != 'v' && a != 'l') return 0;
+    p += la;
+    if (p >= n) return 0;
+    lb = mg_utf8_decode(s + p, n - p, &cp);
+    int b = fold ? mg_uc_fold_ascii_letter(cp) : (cp >= 'a' && cp <= 'z' ? (int)cp : 0);
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+        return 1 + la + lb;
+    return 0;
+}
+
+size_t mg_pk_ws_run(const uint8_t *s, size_t n, size_t i, size_t *last, size_t *crlf)
+{
+    *last = i;
+    *crlf = 0;
+    while (i < n) {
+        size_t len;
+        uint8_t props = pk_props(s, n, i, &len);
+        if (!(props & MG_UC_WS)) break;
+        if (s[i] == '\r' || s[i] == '\n') *crlf = i + 1;
+        *last = i;
+        i += len;
+    }
+    return i;
+}
+
+static inline size_t gpt2_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
+{
+    (void)cfg;
+    size_t len, k;
+    /* fast path: ` ?[A-Za-z]` starts ` ?\p{L}+` */
+    size_t j = s[i] == ' ' && i + 1 < n ? i + 1 : i;
+    if (s[j] < 0x80 && ascii_kind[s[j]] == K_L) return run_kind(s, n, j + 1, K_L);
+    if (s[i] == '\'' && (k = mg_pk_contraction(s, n, i, 0)) != 0) return i + k;
+    int kind = kind_at(s, n, i, &len);
+    if (s[i] == ' ' && i + 1 < n) {
+        size_t len2;
+        int next = kind_at(s, n, i + 1, &len2);
+        if (next != K_WS) return run_kind(s, n, i + 1 + len2, next);
+    }
+    if (kind != K_WS) return run_kind(s, n, i + len, kind);
+    size_t last, crlf, e = mg_pk_ws_run(s, n, i, &last, &crlf);
+    return pk_ws_tail(i, e, last, n);
+}
+
+int mg_scan_gpt2(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t pos, size_t *ms,
+                 size_t *me)
+{
+    *ms = pos;
+    *me = gpt2_piece(cfg, s, n, pos);
+    return 1;
+}
+
+MG_PK_DEFINE_SPLIT_ALL(mg_split_gpt2, gpt2_piece)

@@ -1,0 +1,144 @@
+/* pretok_o200k.c — the o200k scanner (O200K, HF and tiktoken texts are identical) and
+ * Megatron TikTokenizer v2 (no contraction suffix, single digits):
+ *     [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+C?|
+ *     [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*C?|
+ *     \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * with C = (?i:'s|'t|'re|'ve|'m|'ll|'d). Write U = Lu|Lt|Lm|Lo|M ("upper") and
+ * W = Ll|Lm|Lo|M ("lower"); the two overlap in Lm, Lo and M, which is why the backtracking
+ * of U* against W+ is emulated exactly below. Every character is matched by some
+ * alternative, so a match always starts at pos.
+ */
+#include "pretok_internal.h"
+
+#define SET_U (PK_BIT(MG_UC_LU) | PK_BIT(MG_UC_LT) | PK_BIT(MG_UC_LM) | PK_BIT(MG_UC_LO) | PK_M)
+#define SET_W (PK_BIT(MG_UC_LL) | PK_BIT(MG_UC_LM) | PK_BIT(MG_UC_LO) | PK_M)
+
+static inline int is_crlf(uint8_t b) { return b == '\r' || b == '\n'; }
+
+/* Category mask of the character at i, 0 past the end. */
+static inline unsigned cat_at(const uint8_t *s, size_t n, size_t i, size_t *len)
+{
+    if (i >= n) {
+        *len = 0;
+        return 0;
+    }
+    return pk_cat(pk_props(s, n, i, len));
+}
+
+/* End of the run of characters whose category is in set, from i. */
+static size_t run_set(const uint8_t *s, size_t n, size_t i, unsigned set)
+{
+    size_t len;
+    while (i < n && (cat_at(s, n, i, &len) & set)) i += len;
+    return i;
+}
+
+/* U*W+ at i: 0 if it cannot match. U* is greedy; when the character after the U-run is
+ * not in W, U* gives back characters until the last one of the run that is in W. */
+static size_t upper_lower(const uint8_t *s, size_t n, size_t i)
+{
+    size_t len, last_w = 0, last_w_end = 0;
+    while (i < n) {
+        unsigned c = cat_at(s, n, i, &len);
+        if (!(c & SET_U)) break;
+        if (c & SET_W) last_w = 1, last_w_end = i + len;
+        i += len;
+    }
+    if (cat_at(s, n, i, &len) & SET_W) return run_set(s, n, i + len, SET_W);
+    return last_w ? last_w_end : 0;
+}
+
+/* U+W* at i: 0 if it cannot match. */
+static size_t upper_then_lower(const uint8_t *s, size_t n, size_t i)
+{
+    size_t len;
+    if (!(cat_at(s, n, i, &len) & SET_U)) return 0;
+    return run_set(s, n, run_set(s, n, i + len, SET_U), SET_W);
+}
+
+static inline int is_upper(uint8_t b) { return (unsigned)(b - 'A') < 26; }
+static inline int is_lower(uint8_t b) { return (unsigned)(b - 'a') < 26; }
+
+/* ASCII fast path of word(): an optional ASCII prefix, then ASCII letters up to an ASCII
+ * non-letter or the end. Returns 0 when it does not apply (the general path decides). */
+static size_t word_ascii(const uint8_t *s, size_t n, size_t i)
+{
+    size_t j = i, k, e;
+    if (!is_upper(s[j]) && !is_lower(s[j])) {
+        if (s[j] >= 0x80 || (unsigned)(s[j] - '0') < 10 || is_crlf(s[j]) || j + 1 >= n ||
+            (!is_upper(s[j + 1]) && !is_lower(s[j + 1])))
+            return 0;
+        j++;
+    }
+    for (k = j; k < n && is_upper(s[k]); k++) {
+    }
+    if (k < n && is_lower(s[k])) /* U*W+ */
+        for (e = k + 1; e < n && is_lower(s[e]); e++) {
+        }
+    else
+        e = k; /* no W in the run: U+W* with an empty W* */
+    return e < n && s[e] >= 0x80 ? 0 : e;
+}
+
+/* The two letter alternatives with the optional prefix; 0 if neither matches. */
+static size_t word(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
+{
+    size_t len, e = word_ascii(s, n, i);
+    if (e) {
+        if (cfg->contractions && e < n && s[e] == '\'') e += mg_pk_contraction(s, n, e, 1);
+        return e;
+    }
+    unsigned c = cat_at(s, n, i, &len);
+    int prefix = !(c & (PK_L | PK_N)) && !is_crlf(s[i]);
+    if (prefix) e = upper_lower(s, n, i + len);
+    if (!e) e = upper_lower(s, n, i);
+    if (!e && prefix) e = upper_then_lower(s, n, i + len);
+    if (!e) e = upper_then_lower(s, n, i);
+    if (e && cfg->contractions && e < n && s[e] == '\'') e += mg_pk_contraction(s, n, e, 1);
+    return e;
+}
+
+/* [^\s\p{L}\p{N}]+[\r\n/]* from i (s[i] is such a character). */
+static size_t other_run(const uint8_t *s, size_t n, size_t i)
+{
+    while (i < n) {
+        size_t len;
+        uint8_t props = pk_props(s, n, i, &len);
+        if ((props & MG_UC_WS) || (pk_cat(props) & (PK_L | PK_N))) break;
+        i += len;
+    }
+    while (i < n && (is_crlf(s[i]) || s[i] == '/')) i++;
+    return i;
+}
+
+static inline size_t o200k_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
+{
+    size_t len, len2, e = word(cfg, s, n, i);
+    if (e) return e;
+    uint8_t props = pk_props(s, n, i, &len);
+    if (pk_cat(props) & PK_N) {
+        for (int k = 0; i < n && (cfg->digits_max == 0 || k < cfg->digits_max); k++) {
+            if (!(cat_at(s, n, i, &len2) & PK_N)) break;
+            i += len2;
+        }
+        return i;
+    }
+    if (!(props & MG_UC_WS)) return other_run(s, n, i);
+    if (s[i] == ' ' && i + 1 < n) {
+        uint8_t next = pk_props(s, n, i + 1, &len2);
+        if (!(next & MG_UC_WS) && !(pk_cat(next) & (PK_L | PK_N))) return other_run(s, n, i + 1);
+    }
+    size_t last, crlf, j = mg_pk_ws_run(s, n, i, &last, &crlf);
+    if (crlf) return crlf;
+    return pk_ws_tail(i, j, last, n);
+}
+
+int mg_scan_o200k(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t pos, size_t *ms,
+                  size_t *me)
+{
+    *ms = pos;
+    *me = o200k_piece(cfg, s, n, pos);
+    return 1;
+}
+
+MG_PK_DEFINE_SPLIT_ALL(mg_split_o200k, o200k_piece)

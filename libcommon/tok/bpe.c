@@ -1,0 +1,281 @@
+/* bpe.c — building the BPE model: the token table, the pair table and their lookups
+ * (contract in bpe.h, layout in bpe_impl.h). Encoding lives in bpe_merge.c.
+ */
+#include "tok/bpe_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define INITIAL_SLOTS 1024
+
+/* Writes a printable form of bytes (\xNN for non-printable ones) into buf. */
+static const char *show_bytes(char *buf, size_t cap, const uint8_t *s, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 5 < cap; i++) {
+        if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\')
+            buf[o++] = (char)s[i];
+        else
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", s[i]);
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+static mg_status alloc_pairs(mg_bpe *b, size_t n_slots)
+{
+    b->pairs = mg_malloc(n_slots * sizeof *b->pairs);
+    if (!b->pairs) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < n_slots; i++) b->pairs[i].key = MG_BPE_EMPTY_KEY;
+    b->pair_mask = n_slots - 1;
+    return MG_OK;
+}
+
+mg_status mg_bpe_create(mg_bpe **out, mg_bpe_mode mode)
+{
+    *out = NULL;
+    MG_RETURN_IF(mode != MG_BPE_PAIR_RANK && mode != MG_BPE_TOKEN_RANK, MG_ERR_ARG,
+                 "unknown BPE mode %d", (int)mode);
+    mg_bpe *b = mg_calloc(1, sizeof *b);
+    if (!b) return MG_ERR_NOMEM;
+    b->mode = mode;
+    b->slots = mg_calloc(INITIAL_SLOTS, sizeof *b->slots);
+    if (!b->slots || alloc_pairs(b, INITIAL_SLOTS) != MG_OK) {
+        mg_bpe_free(b);
+        return MG_ERR_NOMEM;
+    }
+    b->slot_mask = INITIAL_SLOTS - 1;
+    *out = b;
+    return MG_OK;
+}
+
+void mg_bpe_free(mg_bpe *b)
+{
+    if (!b) return;
+    free(b->bytes);
+    free(b->tok_off);
+    free(b->tok_len);
+    free(b->tok_id);
+    free(b->tok_rank);
+    free(b->slots);
+    free(b->id_index);
+    free(b->pairs);
+    free(b->grid);
+    free(b);
+}
+
+/* Places token index t (hash h) into the slot table (no duplicate check). */
+static void slot_put(mg_bpe_slot *slots, size_t mask, uint64_t h, size_t t)
+{
+    size_t i = (size_t)h & mask;
+    while (slots[i].idx1 != 0) i = (i + 1) & mask;
+    slots[i].hash = (uint32_t)h;
+    slots[i].idx1 = (uint32_t)(t + 1);
+}
+
+static mg_status grow_slots(mg_bpe *b)
+{
+    size_t n = (b->slot_mask + 1) * 2;
+    mg_bpe_slot *s = mg_calloc(n, sizeof *s);
+    if (!s) return MG_ERR_NOMEM;
+    for (size_t t = 0; t < b->n_tok; t++)
+        slot_put(s, n - 1, mg_bpe_hash(b->bytes + b->tok_off[t], b->tok_len[t]), t);
+    free(b->slots);
+    b->slots = s;
+    b->slot_mask = n - 1;
+    return MG_OK;
+}
+
+#define GROW(ptr, cap_elems)                                                               \
+    do {                                                                                   \
+        void *np_ = mg_realloc((ptr), (cap_elems) * sizeof *(ptr));                         \
+        if (!np_) return MG_ERR_NOMEM;                                                     \
+        (ptr) = np_;                                                                       \
+    } while (0)
+
+static mg_status reserve_tokens(mg_bpe *b, size_t len)
+{
+    if (b->n_tok == b->tok_cap) {
+        size_t cap = b->tok_cap ? b->tok_cap * 2 : 1024;
+        GROW(b->tok_off, cap);
+        GROW(b->tok_len, cap);
+        GROW(b->tok_id, cap);
+        GROW(b->tok_rank, cap);
+        b->tok_cap = cap;
+    }
+    if (b->bytes_len + len > b->bytes_cap) {
+        size_t cap = b->bytes_cap ? b->bytes_cap * 2 : 16384;
+        while (cap < b->bytes_len + len) cap *= 2;
+        GROW(b->bytes, cap);
+        b->bytes_cap = cap;
+    }
+    if ((b->n_tok + 1) * 2 > b->slot_mask + 1) return grow_slots(b);
+    return MG_OK;
+}
+
+mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t id, int32_t rank)
+{
+    char show[200];
+    MG_RETURN_IF(b->finalized, MG_ERR_ARG, "BPE model already finalized");
+    MG_RETURN_IF(id < 0 || id == INT32_MAX, MG_ERR_FORMAT, "token \"%s\": invalid id %d",
+                 show_bytes(show, sizeof show, bytes, len), (int)id);
+    MG_RETURN_IF(b->mode == MG_BPE_TOKEN_RANK && (rank < 0 || rank == INT32_MAX), MG_ERR_FORMAT,
+                 "token \"%s\": invalid rank %d", show_bytes(show, sizeof show, bytes, len),
+                 (int)rank);
+    MG_RETURN_IF(len > UINT32_MAX || b->n_tok >= INT32_MAX - 1, MG_ERR_LIMIT,
+                 "BPE vocabulary too large");
+    MG_RETURN_IF(mg_bpe_find_index(b, bytes, len) >= 0, MG_ERR_FORMAT,
+                 "duplicate token \"%s\" (id %d)", show_bytes(show, sizeof show, bytes, len),
+                 (int)id);
+    MG_FORWARD(reserve_tokens(b, len));
+    size_t t = b->n_tok++;
+    if (len) memcpy(b->bytes + b->bytes_len, bytes, len);
+    b->tok_off[t] = b->bytes_len;
+    b->tok_len[t] = (uint32_t)len;
+    b->tok_id[t] = id;
+    b->tok_rank[t] = b->mode == MG_BPE_TOKEN_RANK ? rank : 0;
+    b->bytes_len += len;
+    slot_put(b->slots, b->slot_mask, mg_bpe_hash(bytes, len), t);
+    return MG_OK;
+}
+
+static mg_status grow_pairs(mg_bpe *b)
+{
+    mg_bpe_pair *old = b->pairs;
+    size_t old_n = b->pair_mask + 1;
+    MG_FORWARD(alloc_pairs(b, old_n * 2));
+    for (size_t i = 0; i < old_n; i++) {
+        if (old[i].key == MG_BPE_EMPTY_KEY) continue;
+        size_t j = (size_t)mg_bpe_mix64(old[i].key) & b->pair_mask;
+        while (b->pairs[j].key != MG_BPE_EMPTY_KEY) j = (j + 1) & b->pair_mask;
+        b->pairs[j] = old[i];
+    }
+    free(old);
+    return MG_OK;
+}
+
+/* Inserts or overwrites pair (left, right) -> (rank, merged). */
+static mg_status pair_put(mg_bpe *b, int32_t left, int32_t right, uint32_t rank, int32_t merged)
+{
+    if ((b->n_pairs + 1) * 2 > b->pair_mask + 1) MG_FORWARD(grow_pairs(b));
+    uint64_t key = mg_bpe_pair_key(left, right);
+    size_t i = (size_t)mg_bpe_mix64(key) & b->pair_mask;
+    while (b->pairs[i].key != MG_BPE_EMPTY_KEY && b->pairs[i].key != key)
+        i = (i + 1) & b->pair_mask;
+    if (b->pairs[i].key == MG_BPE_EMPTY_KEY) b->n_pairs++;
+    b->pairs[i] = (mg_bpe_pair){.key = key, .rank = rank, .merged = merged};
+    return MG_OK;
+}
+
+static mg_status merge_error(const uint8_t *l, size_t ll, const uint8_t *r, size_t rl,
+                             const char *what)
+{
+    char sl[120], sr[120];
+    return mg_error_set(MG_ERR_FORMAT, "merge \"%s %s\": %s", show_bytes(sl, sizeof sl, l, ll),
+                        show_bytes(sr, sizeof sr, r, rl), what);
+}
+
+mg_status mg_bpe_add_merge(mg_bpe *b, const uint8_t *left, size_t llen, const uint8_t *right,
+                           size_t rlen)
+{
+    MG_RETURN_IF(b->finalized, MG_ERR_ARG, "BPE model already finalized");
+    MG_RETURN_IF(b->mode != MG_BPE_PAIR_RANK, MG_ERR_ARG, "merges need MG_BPE_PAIR_RANK mode");
+    MG_RETURN_IF(b->n_merge_calls >= UINT32_MAX - 1, MG_ERR_LIMIT, "too many merges");
+    int64_t li = mg_bpe_find_index(b, left, llen), ri = mg_bpe_find_index(b, right, rlen);
+    if (li < 0) return merge_error(left, llen, right, rlen, "left part is not a token");
+    if (ri < 0) return merge_error(left, llen, right, rlen, "right part is not a token");
+    uint8_t stack[256];
+    uint8_t *cat = llen + rlen <= sizeof stack ? stack : mg_malloc(llen + rlen);
+    if (!cat) return MG_ERR_NOMEM;
+    memcpy(cat, left, llen);
+    memcpy(cat + llen, right, rlen);
+    int64_t mi = mg_bpe_find_index(b, cat, llen + rlen);
+    if (cat != stack) free(cat);
+    if (mi < 0) return merge_error(left, llen, right, rlen, "merged token is not in the vocabulary");
+    uint32_t rank = (uint32_t)b->n_merge_calls++;
+    return pair_put(b, b->tok_id[li], b->tok_id[ri], rank, b->tok_id[mi]);
+}
+
+/* TOKEN_RANK: every split of every token into two tokens is a pair ranked by the token. */
+static mg_status build_token_rank_pairs(mg_bpe *b)
+{
+    for (size_t t = 0; t < b->n_tok; t++) {
+        const uint8_t *s = b->bytes + b->tok_off[t];
+        size_t n = b->tok_len[t];
+        for (size_t k = 1; k < n; k++) {
+            int64_t l = mg_bpe_find_index(b, s, k);
+            if (l < 0) continue;
+            int64_t r = mg_bpe_find_index(b, s + k, n - k);
+            if (r < 0) continue;
+            MG_FORWARD(pair_put(b, b->tok_id[l], b->tok_id[r], (uint32_t)b->tok_rank[t],
+                                b->tok_id[t]));
+        }
+    }
+    return MG_OK;
+}
+
+static mg_status build_id_index(mg_bpe *b)
+{
+    int32_t max_id = -1;
+    for (size_t t = 0; t < b->n_tok; t++)
+        if (b->tok_id[t] > max_id) max_id = b->tok_id[t];
+    b->n_ids = (size_t)max_id + 1;
+    b->id_index = mg_malloc((b->n_ids ? b->n_ids : 1) * sizeof *b->id_index);
+    if (!b->id_index) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < b->n_ids; i++) b->id_index[i] = -1;
+    for (size_t t = 0; t < b->n_tok; t++)
+        if (b->id_index[b->tok_id[t]] < 0) b->id_index[b->tok_id[t]] = (int32_t)t;
+    return MG_OK;
+}
+
+static mg_status build_grid(mg_bpe *b)
+{
+    b->grid = mg_malloc(65536 * sizeof *b->grid);
+    if (!b->grid) return MG_ERR_NOMEM;
+    for (size_t a = 0; a < 256; a++) {
+        for (size_t c = 0; c < 256; c++) {
+            int32_t merged = -1;
+            uint32_t rank = mg_bpe_pair_find(b, b->byte_id[a], b->byte_id[c], &merged);
+            b->grid[a << 8 | c] = rank == MG_BPE_NO_RANK
+                                      ? MG_BPE_EMPTY_KEY
+                                      : (uint64_t)rank << 32 | (uint32_t)merged;
+        }
+    }
+    return MG_OK;
+}
+
+mg_status mg_bpe_finalize(mg_bpe *b, int whole_piece_shortcut)
+{
+    MG_RETURN_IF(b->finalized, MG_ERR_ARG, "BPE model already finalized");
+    for (int c = 0; c < 256; c++) {
+        uint8_t byte = (uint8_t)c;
+        int64_t t = mg_bpe_find_index(b, &byte, 1);
+        MG_RETURN_IF(t < 0, MG_ERR_FORMAT,
+                     "BPE vocabulary lacks the single byte 0x%02X (every byte must be a token)",
+                     c);
+        b->byte_id[c] = b->tok_id[t];
+    }
+    MG_FORWARD(build_id_index(b));
+    if (b->mode == MG_BPE_TOKEN_RANK) MG_FORWARD(build_token_rank_pairs(b));
+    MG_FORWARD(build_grid(b));
+    b->shortcut = whole_piece_shortcut != 0;
+    b->finalized = 1;
+    return MG_OK;
+}
+
+size_t mg_bpe_n_tokens(const mg_bpe *b) { return b->n_tok; }
+
+int32_t mg_bpe_token_id(const mg_bpe *b, const uint8_t *bytes, size_t len)
+{
+    int64_t t = mg_bpe_find_index(b, bytes, len);
+    return t < 0 ? -1 : b->tok_id[t];
+}
+
+const uint8_t *mg_bpe_token_bytes(const mg_bpe *b, int32_t id, size_t *len)
+{
+    *len = 0;
+    if (!b->id_index || id < 0 || (size_t)id >= b->n_ids || b->id_index[id] < 0) return NULL;
+    int32_t t = b->id_index[id];
+    *len = b->tok_len[t];
+    return b->bytes + b->tok_off[t];
+}

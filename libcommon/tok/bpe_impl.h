@@ -1,0 +1,122 @@
+/* bpe_impl.h — the BPE model's layout, shared by bpe.c (building) and bpe_merge.c
+ * (encoding). Private to those two files; everything else uses bpe.h.
+ *
+ * Tables (all open addressing, linear probing, power-of-two sizes, load <= 1/2):
+ *   - tokens: byte string -> token index (slots hold index+1, 0 = empty, plus the hash);
+ *   - pairs:  (left_id << 32 | right_id) -> (rank, merged_id); key ~0 = empty;
+ *   - grid:   the pair table for two single bytes, dense (65536 entries), so the first
+ *             round of a merge needs no hashing.
+ * A rank value of MG_BPE_NO_RANK means "no merge".
+ */
+#ifndef MG_TOK_BPE_IMPL_H
+#define MG_TOK_BPE_IMPL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "tok/bpe.h"
+
+#define MG_BPE_NO_RANK UINT32_MAX
+#define MG_BPE_EMPTY_KEY UINT64_MAX
+
+typedef struct {
+    uint64_t key;    /* left_id << 32 | right_id */
+    uint32_t rank;   /* merge priority, lower first */
+    int32_t merged;  /* id of left||right */
+} mg_bpe_pair;
+
+typedef struct {
+    uint32_t hash; /* low 32 bits of the byte-string hash */
+    uint32_t idx1; /* token index + 1; 0 = empty slot */
+} mg_bpe_slot;
+
+struct mg_bpe {
+    mg_bpe_mode mode;
+    int finalized;
+    int shortcut;
+    /* tokens in mg_bpe_add_token order */
+    uint8_t *bytes;
+    size_t bytes_len, bytes_cap;
+    uint64_t *tok_off;
+    uint32_t *tok_len;
+    int32_t *tok_id;
+    int32_t *tok_rank;
+    size_t n_tok, tok_cap;
+    mg_bpe_slot *slots;
+    size_t slot_mask;
+    /* id -> token index (-1 = none), ids 0 .. n_ids-1 */
+    int32_t *id_index;
+    size_t n_ids;
+    int32_t byte_id[256];
+    mg_bpe_pair *pairs;
+    size_t pair_mask, n_pairs;
+    size_t n_merge_calls; /* PAIR_RANK: rank of the next merge */
+    uint64_t *grid;       /* [a << 8 | b] = rank << 32 | merged, or MG_BPE_EMPTY_KEY */
+};
+
+static inline uint64_t mg_bpe_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* Hash of a byte string (also used by the per-thread cache). */
+static inline uint64_t mg_bpe_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0x2545F4914F6CDD1DULL);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x9fb21c651e98df25ULL;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    return mg_bpe_mix64(h ^ w);
+}
+
+static inline uint64_t mg_bpe_pair_key(int32_t left, int32_t right)
+{
+    return (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
+}
+
+/* Looks up pair (left, right): returns its rank (MG_BPE_NO_RANK if none) and sets *merged. */
+static inline uint32_t mg_bpe_pair_find(const mg_bpe *b, int32_t left, int32_t right,
+                                        int32_t *merged)
+{
+    uint64_t key = mg_bpe_pair_key(left, right);
+    size_t i = (size_t)mg_bpe_mix64(key) & b->pair_mask;
+    for (;;) {
+        const mg_bpe_pair *p = &b->pairs[i];
+        if (p->key == key) {
+            *merged = p->merged;
+            return p->rank;
+        }
+        if (p->key == MG_BPE_EMPTY_KEY) return MG_BPE_NO_RANK;
+        i = (i + 1) & b->pair_mask;
+    }
+}
+
+/* Token index of a byte string, -1 if none. */
+static inline int64_t mg_bpe_find_index(const mg_bpe *b, const uint8_t *s, size_t n)
+{
+    uint64_t h = mg_bpe_hash(s, n);
+    size_t i = (size_t)h & b->slot_mask;
+    for (;;) {
+        const mg_bpe_slot *sl = &b->slots[i];
+        if (sl->idx1 == 0) return -1;
+        size_t t = sl->idx1 - 1;
+        if (sl->hash == (uint32_t)h && b->tok_len[t] == n &&
+            memcmp(b->bytes + b->tok_off[t], s, n) == 0)
+            return (int64_t)t;
+        i = (i + 1) & b->slot_mask;
+    }
+}
+
+#endif

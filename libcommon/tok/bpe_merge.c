@@ -1,0 +1,314 @@
+/* bpe_merge.c — encoding one pre-token with a finalized BPE model (contract in bpe.h).
+ *
+ *   1. pieces of 2..24 bytes are looked up in the per-thread cache (direct-mapped,
+ *      CACHE_SLOTS entries of 64 bytes, key bytes and up to 8 ids inline, replaced on
+ *      collision: bounded memory, no eviction bookkeeping);
+ *   2. the whole-piece shortcut (if the model has it);
+ *   3. the merge: repeatedly merge the adjacent pair with the lowest rank, leftmost first,
+ *      until no adjacent pair has a rank. Pieces under SHORT_MAX bytes use a linear scan
+ *      over an id array (what tiktoken does); longer ones a binary heap of (rank, position)
+ *      with lazy invalidation over a linked list of symbols, O(n log n).
+ * Both merge paths pick the same pair at every step: the minimum of (rank, position).
+ */
+#include "tok/bpe_impl.h"
+
+#include <stdlib.h>
+
+#define CACHE_SLOTS 65536
+#define CACHE_KEY_MAX 24
+#define CACHE_IDS_MAX 8
+#define SHORT_MAX 64
+/* Scratch larger than this (in symbols / heap entries) is released after the piece. */
+#define KEEP_SCRATCH_MAX (1u << 16)
+
+typedef struct {
+    uint8_t key[CACHE_KEY_MAX];
+    uint32_t hash;
+    uint8_t klen, nids;
+    uint8_t pad[2];
+    int32_t ids[CACHE_IDS_MAX];
+} cache_entry;
+
+typedef struct {
+    uint64_t key; /* rank << 32 | position of the left symbol */
+    int32_t left, right;
+} heap_entry;
+
+struct mg_bpe_cache {
+    const mg_bpe *b;
+    cache_entry *entries;
+    /* merge scratch, indexed by byte position in the piece */
+    int32_t *ids, *next, *prev;
+    size_t sym_cap;
+    heap_entry *heap;
+    size_t heap_n, heap_cap;
+};
+
+mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
+{
+    *out = NULL;
+    MG_RETURN_IF(!b->finalized, MG_ERR_ARG, "BPE model not finalized");
+    mg_bpe_cache *c = mg_calloc(1, sizeof *c);
+    if (!c) return MG_ERR_NOMEM;
+    c->b = b;
+    c->entries = mg_calloc(CACHE_SLOTS, sizeof *c->entries);
+    if (!c->entries) {
+        free(c);
+        return MG_ERR_NOMEM;
+    }
+    *out = c;
+    return MG_OK;
+}
+
+static void free_scratch(mg_bpe_cache *c)
+{
+    free(c->ids);
+    free(c->next);
+    free(c->prev);
+    free(c->heap);
+    c->ids = c->next = c->prev = NULL;
+    c->heap = NULL;
+    c->sym_cap = c->heap_cap = 0;
+}
+
+void mg_bpe_cache_free(mg_bpe_cache *c)
+{
+    if (!c) return;
+    free_scratch(c);
+    free(c->entries);
+    free(c);
+}
+
+static mg_status reserve_symbols(mg_bpe_cache *c, size_t n)
+{
+    if (n <= c->sym_cap) return MG_OK;
+    size_t cap = c->sym_cap ? c->sym_cap : 256;
+    while (cap < n) cap *= 2;
+    int32_t *a = mg_realloc(c->ids, cap * sizeof *a);
+    if (!a) return MG_ERR_NOMEM;
+    c->ids = a;
+    if (!(a = mg_realloc(c->next, cap * sizeof *a))) return MG_ERR_NOMEM;
+    c->next = a;
+    if (!(a = mg_realloc(c->prev, cap * sizeof *a))) return MG_ERR_NOMEM;
+    c->prev = a;
+    c->sym_cap = cap;
+    return MG_OK;
+}
+
+static mg_status append_ids(mg_ids *out, const int32_t *ids, size_t n)
+{
+    if (out->n + n > out->cap) {
+        size_t cap = out->cap ? out->cap : 64;
+        while (cap < out->n + n) cap *= 2;
+        int64_t *v = mg_realloc(out->v, cap * sizeof *v);
+        if (!v) return MG_ERR_NOMEM;
+        out->v = v;
+        out->cap = cap;
+    }
+    for (size_t i = 0; i < n; i++) out->v[out->n + i] = ids[i];
+    out->n += n;
+    return MG_OK;
+}
+
+/* ---- short pieces: linear scan (n < SHORT_MAX) ---- */
+
+/* Rank of the pair of ids[i], ids[i+1]. */
+static uint32_t pair_at(const mg_bpe *b, const int32_t *ids, size_t i, int32_t *merged)
+{
+    return mg_bpe_pair_find(b, ids[i], ids[i + 1], merged);
+}
+
+/* Merges piece[0, n) into ids; returns the number of ids. */
+static size_t merge_short(const mg_bpe *b, const uint8_t *p, size_t n, int32_t *ids)
+{
+    uint32_t rank[SHORT_MAX];
+    int32_t merged[SHORT_MAX];
+    for (size_t i = 0; i < n; i++) ids[i] = b->byte_id[p[i]];
+    for (size_t i = 0; i + 1 < n; i++) {
+        uint64_t g = b->grid[(size_t)p[i] << 8 | p[i + 1]];
+        rank[i] = g == MG_BPE_EMPTY_KEY ? MG_BPE_NO_RANK : (uint32_t)(g >> 32);
+        merged[i] = (int32_t)(uint32_t)g;
+    }
+    size_t m = n;
+    while (m > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i + 1 < m; i++)
+            if (rank[i] < rank[best]) best = i;
+        if (rank[best] == MG_BPE_NO_RANK) break;
+        ids[best] = merged[best];
+        size_t tail = m - 2 - best; /* pairs after the merged one */
+        memmove(ids + best + 1, ids + best + 2, tail * sizeof *ids);
+        memmove(rank + best, rank + best + 1, tail * sizeof *rank);
+        memmove(merged + best, merged + best + 1, tail * sizeof *merged);
+        m--;
+        if (best > 0) rank[best - 1] = pair_at(b, ids, best - 1, &merged[best - 1]);
+        if (best + 1 < m) rank[best] = pair_at(b, ids, best, &merged[best]);
+    }
+    return m;
+}
+
+/* ---- long pieces: heap of (rank, position) + linked list ---- */
+
+static void heap_sift_down(heap_entry *h, size_t n, size_t i)
+{
+    heap_entry e = h[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && h[c + 1].key < h[c].key) c++;
+        if (h[c].key >= e.key) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = e;
+}
+
+static mg_status heap_push(mg_bpe_cache *c, uint32_t rank, size_t pos, int32_t l, int32_t r)
+{
+    if (c->heap_n == c->heap_cap) {
+        size_t cap = c->heap_cap ? c->heap_cap * 2 : 1024;
+        heap_entry *h = mg_realloc(c->heap, cap * sizeof *h);
+        if (!h) return MG_ERR_NOMEM;
+        c->heap = h;
+        c->heap_cap = cap;
+    }
+    heap_entry e = {.key = (uint64_t)rank << 32 | pos, .left = l, .right = r};
+    size_t i = c->heap_n++;
+    while (i > 0 && c->heap[(i - 1) / 2].key > e.key) {
+        c->heap[i] = c->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    c->heap[i] = e;
+    return MG_OK;
+}
+
+static heap_entry heap_pop(mg_bpe_cache *c)
+{
+    heap_entry top = c->heap[0];
+    c->heap[0] = c->heap[--c->heap_n];
+    if (c->heap_n) heap_sift_down(c->heap, c->heap_n, 0);
+    return top;
+}
+
+/* Pushes the pair starting at symbol position i (if i and its successor form one). */
+static mg_status push_pair(mg_bpe_cache *c, int32_t i)
+{
+    if (i < 0 || c->next[i] < 0) return MG_OK;
+    int32_t merged = -1, l = c->ids[i], r = c->ids[c->next[i]];
+    uint32_t rank = mg_bpe_pair_find(c->b, l, r, &merged);
+    if (rank == MG_BPE_NO_RANK) return MG_OK;
+    return heap_push(c, rank, (size_t)i, l, r);
+}
+
+/* Applies a popped entry if it still describes a current pair. */
+static mg_status apply_entry(mg_bpe_cache *c, heap_entry e)
+{
+    int32_t i = (int32_t)(uint32_t)e.key, j = c->next[i];
+    if (c->ids[i] != e.left || j < 0 || c->ids[j] != e.right) return MG_OK; /* stale */
+    int32_t merged = -1;
+    (void)mg_bpe_pair_find(c->b, e.left, e.right, &merged);
+    c->ids[i] = merged;
+    c->ids[j] = -1;
+    c->next[i] = c->next[j];
+    if (c->next[j] >= 0) c->prev[c->next[j]] = i;
+    MG_FORWARD(push_pair(c, c->prev[i]));
+    return push_pair(c, i);
+}
+
+/* Merges piece[0, n) (n < 2^31) into c->ids[0, *m). */
+static mg_status merge_long(mg_bpe_cache *c, const uint8_t *p, size_t n, size_t *m)
+{
+    const mg_bpe *b = c->b;
+    MG_FORWARD(reserve_symbols(c, n));
+    for (size_t i = 0; i < n; i++) {
+        c->ids[i] = b->byte_id[p[i]];
+        c->prev[i] = (int32_t)i - 1;
+        c->next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
+    }
+    c->heap_n = 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        uint64_t g = b->grid[(size_t)p[i] << 8 | p[i + 1]];
+        if (g != MG_BPE_EMPTY_KEY)
+            MG_FORWARD(heap_push(c, (uint32_t)(g >> 32), i, c->ids[i], c->ids[i + 1]));
+    }
+    while (c->heap_n) MG_FORWARD(apply_entry(c, heap_pop(c)));
+    /* compact the surviving symbols to the front of c->ids */
+    *m = 0;
+    for (int32_t i = 0; i >= 0; i = c->next[i]) c->ids[(*m)++] = c->ids[i];
+    return MG_OK;
+}
+
+/* ---- cache ---- */
+
+static cache_entry *cache_slot(mg_bpe_cache *c, uint64_t h)
+{
+    return &c->entries[(size_t)(h >> 16) & (CACHE_SLOTS - 1)];
+}
+
+static int cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h, mg_ids *out,
+                     mg_status *st)
+{
+    cache_entry *e = cache_slot(c, h);
+    if (e->klen != n || e->hash != (uint32_t)h || memcmp(e->key, p, n) != 0) return 0;
+    *st = append_ids(out, e->ids, e->nids);
+    return 1;
+}
+
+static void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
+                      const int32_t *ids, size_t nids)
+{
+    if (nids > CACHE_IDS_MAX) return;
+    cache_entry *e = cache_slot(c, h);
+    memcpy(e->key, p, n);
+    e->klen = (uint8_t)n;
+    e->hash = (uint32_t)h;
+    e->nids = (uint8_t)nids;
+    memcpy(e->ids, ids, nids * sizeof *ids);
+}
+
+/* Encodes a piece of 2+ bytes without the cache. Result in ids (SHORT) or c->ids. */
+static mg_status encode_uncached(mg_bpe_cache *c, const uint8_t *p, size_t n, int32_t *small,
+                                 const int32_t **ids, size_t *nids)
+{
+    const mg_bpe *b = c->b;
+    if (b->shortcut) {
+        int64_t t = mg_bpe_find_index(b, p, n);
+        if (t >= 0) {
+            small[0] = b->tok_id[t];
+            *ids = small;
+            *nids = 1;
+            return MG_OK;
+        }
+    }
+    if (n < SHORT_MAX) {
+        *nids = merge_short(b, p, n, small);
+        *ids = small;
+        return MG_OK;
+    }
+    MG_RETURN_IF(n > INT32_MAX, MG_ERR_LIMIT, "pre-token of %zu bytes is too long for BPE", n);
+    MG_FORWARD(merge_long(c, p, n, nids));
+    *ids = c->ids;
+    return MG_OK;
+}
+
+mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *piece, size_t len,
+                              mg_ids *out)
+{
+    MG_ASSERT(c->b == b);
+    if (len == 0) return MG_OK;
+    if (len == 1) return append_ids(out, &b->byte_id[piece[0]], 1);
+    uint64_t h = 0;
+    mg_status st = MG_OK;
+    if (len <= CACHE_KEY_MAX) {
+        h = mg_bpe_hash(piece, len);
+        if (cache_get(c, piece, len, h, out, &st)) return st;
+    }
+    int32_t small[SHORT_MAX];
+    const int32_t *ids = NULL;
+    size_t nids = 0;
+    MG_FORWARD(encode_uncached(c, piece, len, small, &ids, &nids));
+    if (len <= CACHE_KEY_MAX) cache_put(c, piece, len, h, ids, nids);
+    st = append_ids(out, ids, nids);
+    if (c->sym_cap > KEEP_SCRATCH_MAX || c->heap_cap > KEEP_SCRATCH_MAX) free_scratch(c);
+    return st;
+}

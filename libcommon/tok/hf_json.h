@@ -1,0 +1,103 @@
+/* hf_json.h — a Hugging Face byte-level BPE tokenizer, described (private to libcommon/tok).
+ *
+ * Contract:
+ *   - mg_hf_desc holds everything the encoder needs, parsed from tokenizer.json
+ *     (+ tokenizer_config.json) by hf_json.c, or from GPT-2 vocab.json + merges.txt by
+ *     tok_gpt2.c; mg_hf_build() (tok_hf.c) turns a description into a tokenizer.
+ *   - Strings (vocabulary entries, merge halves, added-token contents) are views into
+ *     buffers the description owns (the parsed JSON trees, the merges text); nothing is
+ *     copied per entry. Vocabulary and merge strings are in byte-level form (byte_level.h).
+ *   - Supported tokenizer.json: model BPE (vocab; merges as "a b" strings or ["a","b"]
+ *     pairs; ignore_merges; dropout null/0; no byte_fallback; empty or null
+ *     continuing_subword_prefix / end_of_word_suffix); normalizer null, NFC, or a Sequence
+ *     of those; pre_tokenizer: Split stages (Regex/String pattern, behavior, invert) then a
+ *     final ByteLevel (add_prefix_space, use_regex), possibly inside Sequences;
+ *     post_processor null, ByteLevel, TemplateProcessing, BertProcessing, RobertaProcessing
+ *     or a Sequence of those. Anything else is MG_ERR_UNSUPPORTED
+ *     "not supported yet: <feature> in <file>"; malformed files are MG_ERR_FORMAT naming
+ *     the file and what is wrong.
+ *   - tokenizer_config.json contributes eos_token (Megatron's eod), sep_token, and the
+ *     named special tokens transformers registers as added tokens when missing.
+ */
+#ifndef MG_TOK_HF_JSON_H
+#define MG_TOK_HF_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mg/pretok.h"
+#include "mg/tokenizer.h"
+#include "tok/added_tokens.h"
+#include "tok/normalize.h"
+
+typedef struct {
+    const char *s;
+    size_t len;
+} mg_hf_str;
+
+typedef enum { MG_HF_PRE_SPLIT = 1, MG_HF_PRE_BYTE_LEVEL } mg_hf_pre_kind;
+
+typedef struct {
+    mg_hf_pre_kind kind;
+    const char *pattern; /* Split: NUL-terminated pattern text */
+    int is_regex;        /* Split: {"Regex": ...} (1) or {"String": ...} (0) */
+    mg_split_behavior behavior;
+    int invert;
+    int add_prefix_space, use_regex; /* ByteLevel */
+} mg_hf_pre_stage;
+
+#define MG_HF_MAX_PRE 16
+#define MG_HF_MAX_POST 16
+#define MG_HF_MAX_NAMED 64
+#define MG_HF_MAX_OWNED 4
+
+typedef struct {
+    char file[512]; /* the file named in messages */
+    /* model */
+    mg_hf_str *vocab;
+    int64_t *vocab_id;
+    size_t n_vocab;
+    mg_hf_str *merge_l, *merge_r;
+    size_t n_merges;
+    int ignore_merges;
+    /* added_tokens of tokenizer.json */
+    mg_added_token *added;
+    size_t n_added;
+    /* named special tokens of tokenizer_config.json (or class defaults), added if missing */
+    mg_added_token named[MG_HF_MAX_NAMED];
+    size_t n_named;
+    const char *eos_token, *sep_token; /* contents, NULL if unset */
+    mg_normalizer norm;
+    mg_hf_pre_stage pre[MG_HF_MAX_PRE];
+    size_t n_pre;
+    /* post-processor: ids around the sequence (add_special_tokens=True) */
+    int64_t prefix[MG_HF_MAX_POST], suffix[MG_HF_MAX_POST];
+    size_t n_prefix, n_suffix;
+    /* owned storage */
+    void *json[MG_HF_MAX_OWNED]; /* json_t roots */
+    size_t n_json;
+    char *text[MG_HF_MAX_OWNED]; /* malloc'd buffers */
+    size_t n_text;
+} mg_hf_desc;
+
+/* Zeroes a description (call before filling it). */
+void mg_hf_desc_init(mg_hf_desc *d);
+void mg_hf_desc_free(mg_hf_desc *d); /* frees what it owns; d itself is the caller's */
+
+/* Parses tokenizer.json content buf[0, len); `name` is the file named in messages. */
+mg_status mg_hf_desc_parse(mg_hf_desc *d, const char *buf, size_t len, const char *name);
+/* Reads and parses a tokenizer.json file. */
+mg_status mg_hf_desc_load(mg_hf_desc *d, const char *path);
+/* Parses tokenizer_config.json content (eos/sep and named special tokens). */
+mg_status mg_hf_config_parse(mg_hf_desc *d, const char *buf, size_t len, const char *name);
+/* Takes ownership of a json_t root / a malloc'd buffer (freed with the description). */
+mg_status mg_hf_desc_own_json(mg_hf_desc *d, void *json);
+mg_status mg_hf_desc_own_text(mg_hf_desc *d, char *text);
+
+/* tok_hf.c: builds the tokenizer (fills tk: vtable, vocab_size, eod, describe). `kind`
+ * names the tokenizer in the description line. Does not take ownership of d: the caller
+ * frees it afterwards (the tokenizer keeps no pointer into it). */
+mg_status mg_hf_build(mg_tokenizer *tk, const mg_hf_desc *d, const char *kind,
+                      const mg_tok_opts *o);
+
+#endif

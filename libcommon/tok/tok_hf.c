@@ -1,0 +1,503 @@
+/* tok_hf.c — Megatron's HuggingFaceTokenizer over a byte-level BPE tokenizer.json, and the
+ * shared engine behind GPT2BPETokenizer (tok_gpt2.c).
+ *
+ * Semantics (Megatron HEAD = transformers 5 AutoTokenizer on a local folder):
+ *   - ids = tokenizer(text).input_ids: added tokens with normalized:false are matched in the
+ *     raw text (leftmost-longest, single_word/lstrip/rstrip); each gap is normalized, then
+ *     searched for normalized:true added tokens; each remaining gap is pre-tokenized (Split
+ *     stages, then ByteLevel) and each piece BPE-encoded on raw bytes; the post-processor's
+ *     special ids go around the whole (TemplateProcessing / Bert / Roberta).
+ *     transformers 5 ignores add_bos_token / add_eos_token of tokenizer_config.json when a
+ *     tokenizer.json exists, so only tokenizer.json's post-processor adds tokens.
+ *   - --tokenizer-hf-no-include-special-tokens: convert_tokens_to_ids(tokenize(text)), the
+ *     same ids without the post-processor's tokens.
+ *   - vocab_size = len(tokenizer) = model vocabulary + added tokens not in it; eod = id of
+ *     tokenizer_config.json's eos_token (else sep_token, else none). Named special tokens
+ *     of tokenizer_config.json missing from added_tokens, and --tokenizer-special-tokens,
+ *     become added (special, matched in text) tokens, new ones numbered from
+ *     max(vocabulary size, largest added id + 1), as transformers/tokenizers do.
+ * Encoding allocates nothing per piece: spans, normalization and prefix-space buffers live
+ * in the per-thread state and only grow.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg/file.h"
+#include "tok/added_tokens.h"
+#include "tok/bpe.h"
+#include "tok/byte_level.h"
+#include "tok/hf_json.h"
+#include "tok/normalize.h"
+#include "tok/tok_internal.h"
+
+typedef struct {
+    mg_bpe *bpe;
+    mg_added_tokens *raw_added;  /* normalized:false, matched in the raw text */
+    mg_added_tokens *norm_added; /* normalized:true, matched in normalized text */
+    mg_normalizer norm;
+    mg_pretok *pre;        /* Split stages (+ the ByteLevel regex unless prefix_space) */
+    mg_pretok *pre_prefix; /* ByteLevel regex run on each space-prefixed piece, or NULL */
+    int prefix_space;      /* ByteLevel add_prefix_space */
+    int include_special;   /* add the post-processor's tokens */
+    int64_t prefix[MG_HF_MAX_POST], suffix[MG_HF_MAX_POST];
+    size_t n_prefix, n_suffix;
+} hf_impl;
+
+typedef struct {
+    mg_bpe_cache *cache;
+    mg_pretok_scratch *scratch;
+    mg_spans spans, spans2;
+    mg_norm_buf norm;
+    char *pbuf; /* " " + piece */
+    size_t pcap;
+} hf_state;
+
+/* ---- encoding ---- */
+
+static mg_status bpe_piece(const hf_impl *h, hf_state *s, const char *p, size_t n, mg_ids *out)
+{
+    return mg_bpe_encode_piece(h->bpe, s->cache, (const uint8_t *)p, n, out);
+}
+
+/* " " + piece into the state's buffer. */
+static mg_status with_space(hf_state *s, const char *p, size_t n, const char **q)
+{
+    if (s->pcap < n + 1) {
+        size_t cap = s->pcap ? s->pcap : 256;
+        while (cap < n + 1) cap *= 2;
+        char *b = mg_realloc(s->pbuf, cap);
+        if (!b) return MG_ERR_NOMEM;
+        s->pbuf = b;
+        s->pcap = cap;
+    }
+    s->pbuf[0] = ' ';
+    memcpy(s->pbuf + 1, p, n);
+    *q = s->pbuf;
+    return MG_OK;
+}
+
+/* ByteLevel add_prefix_space: a piece not starting with ' ' gets one, then the regex. */
+static mg_status prefixed_piece(const hf_impl *h, hf_state *s, const char *p, size_t n,
+                                mg_ids *out)
+{
+    if (p[0] != ' ') {
+        MG_FORWARD(with_space(s, p, n, &p));
+        n++;
+    }
+    if (!h->pre_prefix) return bpe_piece(h, s, p, n, out);
+    s->spans2.n = 0;
+    MG_FORWARD(mg_pretok_split(h->pre_prefix, s->scratch, p, n, &s->spans2));
+    for (size_t i = 0; i < s->spans2.n; i++)
+        MG_FORWARD(bpe_piece(h, s, p + s->spans2.v[i].off, s->spans2.v[i].len, out));
+    return MG_OK;
+}
+
+/* Pre-tokenizes and BPE-encodes text with no added token in it. */
+static mg_status encode_plain(const hf_impl *h, hf_state *s, const char *text, size_t len,
+                              mg_ids *out)
+{
+    if (len == 0) return MG_OK;
+    if (len > UINT32_MAX - 1)
+        return mg_error_set(MG_ERR_LIMIT, "a text segment of %zu bytes (more than 4 GiB)", len);
+    s->spans.n = 0;
+    MG_FORWARD(mg_pretok_split(h->pre, s->scratch, text, len, &s->spans));
+    for (size_t i = 0; i < s->spans.n; i++) {
+        const char *p = text + s->spans.v[i].off;
+        size_t n = s->spans.v[i].len;
+        if (h->prefix_space)
+            MG_FORWARD(prefixed_piece(h, s, p, n, out));
+        else
+            MG_FORWARD(bpe_piece(h, s, p, n, out));
+    }
+    return MG_OK;
+}
+
+/* A gap between raw added tokens: normalize, then split on normalized added tokens. */
+static mg_status encode_segment(const hf_impl *h, hf_state *s, const char *text, size_t len,
+                                mg_ids *out)
+{
+    if (len == 0) return MG_OK;
+    const char *t;
+    size_t n, pos = 0, ms, me;
+    int64_t id;
+    MG_FORWARD(mg_normalize(&h->norm, &s->norm, text, len, &t, &n));
+    while (mg_added_tokens_find(h->norm_added, t, n, pos, &ms, &me, &id)) {
+        MG_FORWARD(encode_plain(h, s, t + pos, ms - pos, out));
+        MG_FORWARD(mg_ids_push(out, id));
+        pos = me;
+    }
+    return encode_plain(h, s, t + pos, n - pos, out);
+}
+
+static mg_status push_all(mg_ids *out, const int64_t *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) MG_FORWARD(mg_ids_push(out, ids[i]));
+    return MG_OK;
+}
+
+static mg_status hf_encode(const mg_tokenizer *tk, void *state, const char *text, size_t len,
+                           mg_ids *out)
+{
+    const hf_impl *h = tk->impl;
+    hf_state *s = state;
+    size_t pos = 0, ms, me;
+    int64_t id;
+    if (h->include_special) MG_FORWARD(push_all(out, h->prefix, h->n_prefix));
+    while (mg_added_tokens_find(h->raw_added, text, len, pos, &ms, &me, &id)) {
+        MG_FORWARD(encode_segment(h, s, text + pos, ms - pos, out));
+        MG_FORWARD(mg_ids_push(out, id));
+        pos = me;
+    }
+    MG_FORWARD(encode_segment(h, s, text + pos, len - pos, out));
+    if (h->include_special) MG_FORWARD(push_all(out, h->suffix, h->n_suffix));
+    return MG_OK;
+}
+
+static void hf_encoder_free(void *state)
+{
+    hf_state *s = state;
+    if (!s) return;
+    mg_bpe_cache_free(s->cache);
+    mg_pretok_scratch_free(s->scratch);
+    mg_spans_free(&s->spans);
+    mg_spans_free(&s->spans2);
+    mg_norm_buf_free(&s->norm);
+    free(s->pbuf);
+    free(s);
+}
+
+static mg_status hf_encoder_create(const mg_tokenizer *tk, void **state)
+{
+    const hf_impl *h = tk->impl;
+    *state = NULL;
+    hf_state *s = mg_calloc(1, sizeof *s);
+    if (!s) return MG_ERR_NOMEM;
+    mg_status st = mg_bpe_cache_create(&s->cache, h->bpe);
+    if (st == MG_OK) st = mg_pretok_scratch_create(&s->scratch);
+    if (st != MG_OK) {
+        hf_encoder_free(s);
+        return st;
+    }
+    *state = s;
+    return MG_OK;
+}
+
+static void hf_free(void *impl)
+{
+    hf_impl *h = impl;
+    if (!h) return;
+    mg_bpe_free(h->bpe);
+    mg_added_tokens_free(h->raw_added);
+    mg_added_tokens_free(h->norm_added);
+    mg_pretok_free(h->pre);
+    mg_pretok_free(h->pre_prefix);
+    free(h);
+}
+
+static const struct mg_tok_vtbl hf_vtbl = {
+    .encoder_create = hf_encoder_create,
+    .encoder_free = hf_encoder_free,
+    .encode = hf_encode,
+    .free = hf_free,
+};
+
+/* ---- building: vocabulary and merges ---- */
+
+typedef struct {
+    const mg_hf_desc *d;
+    hf_impl *h;
+    uint8_t *buf;       /* byte-level decoding scratch */
+    size_t buf_cap;     /* longest vocabulary string or merge (decodes never grow) */
+    size_t *invalid;    /* vocab entries that are not byte-level strings */
+    size_t n_invalid;
+    mg_added_token *added; /* final added-token list */
+    size_t n_added;
+    int64_t max_added;  /* largest added-token id so far, -1 if none */
+    int64_t vocab_size; /* len(tokenizer) */
+} builder;
+
+/* Id of a vocabulary string (byte-level form), -1 if absent. */
+static int64_t vocab_lookup(const builder *b, const char *s, size_t len)
+{
+    size_t n;
+    if (len > b->buf_cap) return -1; /* longer than every vocabulary string */
+    if (mg_byte_level_decode(s, len, b->buf, &n)) {
+        int32_t id = mg_bpe_token_id(b->h->bpe, b->buf, n);
+        if (id >= 0 || n > 0) return id;
+    }
+    for (size_t i = 0; i < b->n_invalid; i++) {
+        const mg_hf_str *v = &b->d->vocab[b->invalid[i]];
+        if (v->len == len && memcmp(v->s, s, len) == 0) return b->d->vocab_id[b->invalid[i]];
+    }
+    return -1;
+}
+
+static mg_status add_vocab(builder *b)
+{
+    const mg_hf_desc *d = b->d;
+    for (size_t i = 0; i < d->n_vocab; i++) {
+        size_t n;
+        if (!mg_byte_level_decode(d->vocab[i].s, d->vocab[i].len, b->buf, &n) || n == 0) {
+            b->invalid[b->n_invalid++] = i; /* e.g. special tokens kept in the vocabulary */
+            continue;
+        }
+        mg_status st = mg_bpe_add_token(b->h->bpe, b->buf, n, (int32_t)d->vocab_id[i], 0);
+        if (st != MG_OK) {
+            mg_error_prefix("%s: model.vocab[\"%.80s\"]", d->file, d->vocab[i].s);
+            return st;
+        }
+    }
+    return MG_OK;
+}
+
+static mg_status add_merge(builder *b, size_t i)
+{
+    const mg_hf_desc *d = b->d;
+    const mg_hf_str *l = &d->merge_l[i], *r = &d->merge_r[i];
+    size_t nl, nr;
+    int ok_l = mg_byte_level_decode(l->s, l->len, b->buf, &nl) && nl > 0;
+    int ok_r = ok_l && mg_byte_level_decode(r->s, r->len, b->buf + nl, &nr) && nr > 0;
+    if (!ok_l || !ok_r) {
+        /* Not byte-level: the merge can never apply; the tokens must still exist. */
+        if (vocab_lookup(b, l->s, l->len) < 0 || vocab_lookup(b, r->s, r->len) < 0)
+            return mg_error_set(MG_ERR_FORMAT, "%s: model.merges[%zu] uses a token that is "
+                                "not in the vocabulary", d->file, i);
+        return MG_OK;
+    }
+    mg_status st = mg_bpe_add_merge(b->h->bpe, b->buf, nl, b->buf + nl, nr);
+    if (st != MG_OK) mg_error_prefix("%s: model.merges[%zu]", d->file, i);
+    return st;
+}
+
+static mg_status build_bpe(builder *b)
+{
+    const mg_hf_desc *d = b->d;
+    size_t longest = 16;
+    for (size_t i = 0; i < d->n_vocab; i++)
+        if (d->vocab[i].len > longest) longest = d->vocab[i].len;
+    for (size_t i = 0; i < d->n_merges; i++)
+        if (d->merge_l[i].len + d->merge_r[i].len > longest)
+            longest = d->merge_l[i].len + d->merge_r[i].len;
+    b->buf = mg_malloc(longest + 1);
+    b->buf_cap = longest;
+    b->invalid = mg_calloc(d->n_vocab ? d->n_vocab : 1, sizeof *b->invalid);
+    if (!b->buf || !b->invalid) return MG_ERR_NOMEM;
+    MG_FORWARD(mg_bpe_create(&b->h->bpe, MG_BPE_PAIR_RANK));
+    MG_FORWARD(add_vocab(b));
+    for (size_t i = 0; i < d->n_merges; i++) MG_FORWARD(add_merge(b, i));
+    mg_status st = mg_bpe_finalize(b->h->bpe, d->ignore_merges);
+    if (st != MG_OK) mg_error_prefix("%s", d->file);
+    return st;
+}
+
+/* ---- building: added tokens ---- */
+
+static int64_t added_lookup(const builder *b, const char *s, size_t len)
+{
+    for (size_t i = 0; i < b->n_added; i++)
+        if (b->added[i].len == len && memcmp(b->added[i].content, s, len) == 0)
+            return b->added[i].id;
+    return -1;
+}
+
+/* tokenizers' AddedVocabulary::add_tokens, one token: the ids written in tokenizer.json
+ * are not used; a content already known keeps its id (vocabulary first), a new one gets
+ * max(added ids) + 1, or the vocabulary size while every added id is below it. */
+static void add_token(builder *b, const mg_added_token *t)
+{
+    if (t->len == 0 || added_lookup(b, t->content, t->len) >= 0) return;
+    mg_added_token a = *t;
+    a.id = vocab_lookup(b, t->content, t->len);
+    if (a.id < 0) {
+        int64_t nv = (int64_t)b->d->n_vocab;
+        a.id = b->max_added < 0 ? nv : (b->max_added >= nv || nv == 0) ? b->max_added + 1 : nv;
+        b->vocab_size++;
+    }
+    if (a.id > b->max_added) b->max_added = a.id;
+    b->added[b->n_added++] = a;
+}
+
+static mg_status build_added(builder *b, const mg_tok_opts *o)
+{
+    const mg_hf_desc *d = b->d;
+    b->added = mg_calloc(d->n_added + d->n_named + o->n_special_tokens + 1, sizeof *b->added);
+    if (!b->added) return MG_ERR_NOMEM;
+    b->vocab_size = (int64_t)d->n_vocab;
+    b->max_added = -1;
+    for (size_t i = 0; i < d->n_added; i++) add_token(b, &d->added[i]);
+    /* transformers: named special tokens of tokenizer_config.json not yet added */
+    for (size_t i = 0; i < d->n_named; i++) {
+        mg_added_token t = d->named[i];
+        t.special = 1;
+        add_token(b, &t);
+    }
+    /* Megatron: --tokenizer-special-tokens (add_special_tokens, normalized false) */
+    for (size_t i = 0; i < o->n_special_tokens; i++) {
+        const char *s = o->special_tokens[i];
+        mg_added_token t = {.content = s, .len = strlen(s), .special = 1};
+        add_token(b, &t);
+    }
+    return MG_OK;
+}
+
+/* Splits the added tokens into the raw-text and normalized-text matchers. */
+static mg_status build_matchers(builder *b)
+{
+    mg_added_token *part = mg_calloc(b->n_added + 1, sizeof *part);
+    if (!part) return MG_ERR_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < b->n_added; i++)
+        if (!b->added[i].normalized) part[n++] = b->added[i];
+    mg_status st = mg_added_tokens_create(&b->h->raw_added, part, n);
+    n = 0;
+    for (size_t i = 0; i < b->n_added; i++)
+        if (b->added[i].normalized) part[n++] = b->added[i];
+    if (st == MG_OK) st = mg_added_tokens_create(&b->h->norm_added, part, n);
+    free(part);
+    return st;
+}
+
+/* ---- building: pre-tokenizer ---- */
+
+/* Makes a pretok error name the file ("not supported yet: X in FILE"). */
+static mg_status pretok_error(const mg_hf_desc *d, mg_status st)
+{
+    char msg[MG_ERROR_MAX];
+    snprintf(msg, sizeof msg, "%s", mg_last_error());
+    if (st == MG_ERR_UNSUPPORTED && strncmp(msg, "not supported yet", 17) == 0 &&
+        !strstr(msg, d->file))
+        return mg_error_set(st, "%s in %s", msg, d->file);
+    return mg_error_set(st, "%s: %s", d->file, msg);
+}
+
+static mg_status add_split(const mg_hf_desc *d, mg_pretok *p, const mg_hf_pre_stage *s)
+{
+    mg_status st = s->is_regex ? mg_pretok_add_regex(p, s->pattern, s->behavior, s->invert)
+                               : mg_pretok_add_literal(p, s->pattern, s->behavior, s->invert);
+    return st == MG_OK ? MG_OK : pretok_error(d, st);
+}
+
+static mg_status build_pretok(const mg_hf_desc *d, hf_impl *h)
+{
+    const mg_hf_pre_stage *bl = &d->pre[d->n_pre - 1]; /* ByteLevel, checked by the parser */
+    MG_FORWARD(mg_pretok_create(&h->pre));
+    for (size_t i = 0; i + 1 < d->n_pre; i++) MG_FORWARD(add_split(d, h->pre, &d->pre[i]));
+    h->prefix_space = bl->add_prefix_space;
+    if (!bl->use_regex) return MG_OK;
+    mg_pretok *target = h->pre;
+    if (h->prefix_space) {
+        MG_FORWARD(mg_pretok_create(&h->pre_prefix));
+        target = h->pre_prefix;
+    }
+    mg_status st = mg_pretok_add_family(target, MG_PRETOK_GPT2);
+    return st == MG_OK ? MG_OK : pretok_error(d, st);
+}
+
+/* ---- building: the whole ---- */
+
+static int64_t token_id(const builder *b, const char *s)
+{
+    if (!s) return -1;
+    int64_t id = added_lookup(b, s, strlen(s));
+    return id >= 0 ? id : vocab_lookup(b, s, strlen(s));
+}
+
+static void describe(mg_tokenizer *tk, const builder *b, const char *kind)
+{
+    const hf_impl *h = b->h;
+    const mg_hf_desc *d = b->d;
+    char pre[160] = "";
+    size_t used = 0;
+    for (size_t i = 0; i + 1 < d->n_pre && used < sizeof pre - 40; i++) {
+        mg_pretok_family f = mg_pretok_stage_family(h->pre, i);
+        used += (size_t)snprintf(pre + used, sizeof pre - used, "%s%s", i ? "+" : "",
+                                 f == MG_PRETOK_GENERIC ? "Split(regex)" : "Split(known)");
+    }
+    int n = snprintf(tk->describe, sizeof tk->describe,
+             "%s %s: byte-level BPE, %zu tokens + %zu added (vocab_size %lld, eod %lld), "
+             "normalizer %s, pre-tokenizer %s%sByteLevel(regex=%d, prefix_space=%d)%s, "
+             "post-processor +%zu/+%zu ids%s",
+             kind, d->file, d->n_vocab, b->n_added, (long long)tk->vocab_size,
+             (long long)tk->eod, d->norm.n ? "NFC" : "none", pre, used ? "+" : "",
+             d->pre[d->n_pre - 1].use_regex, h->prefix_space,
+             d->ignore_merges ? ", ignore_merges" : "", h->n_prefix, h->n_suffix,
+             h->include_special ? "" : " (not added: no-include-special-tokens)");
+    if (n >= (int)sizeof tk->describe) /* a long path: keep the truncated line */
+        memcpy(tk->describe + sizeof tk->describe - 4, "...", 4);
+}
+
+static mg_status build(builder *b, mg_tokenizer *tk, const mg_tok_opts *o)
+{
+    const mg_hf_desc *d = b->d;
+    hf_impl *h = b->h;
+    MG_FORWARD(build_bpe(b));
+    MG_FORWARD(build_added(b, o));
+    MG_FORWARD(build_matchers(b));
+    MG_FORWARD(build_pretok(d, h));
+    h->norm = d->norm;
+    h->include_special = !o->hf_no_include_special;
+    memcpy(h->prefix, d->prefix, sizeof h->prefix);
+    memcpy(h->suffix, d->suffix, sizeof h->suffix);
+    h->n_prefix = d->n_prefix;
+    h->n_suffix = d->n_suffix;
+    tk->vocab_size = b->vocab_size;
+    tk->eod = token_id(b, d->eos_token ? d->eos_token : d->sep_token);
+    return MG_OK;
+}
+
+mg_status mg_hf_build(mg_tokenizer *tk, const mg_hf_desc *d, const char *kind,
+                      const mg_tok_opts *o)
+{
+    builder b = {.d = d};
+    b.h = mg_calloc(1, sizeof *b.h);
+    if (!b.h) return MG_ERR_NOMEM;
+    mg_status st = build(&b, tk, o);
+    if (st == MG_OK) {
+        tk->vt = &hf_vtbl;
+        tk->impl = b.h;
+        tk->accepts_lone_surrogates = 0;
+        describe(tk, &b, kind);
+    } else {
+        hf_free(b.h);
+    }
+    free(b.buf);
+    free(b.invalid);
+    free(b.added);
+    return st;
+}
+
+/* ---- HuggingFaceTokenizer --tokenizer-model DIR ---- */
+
+static mg_status load_config(mg_hf_desc *d, const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    char *buf;
+    size_t len;
+    mg_status st = mg_read_file(path, &buf, &len);
+    if (st == MG_ERR_NOTFOUND) return MG_OK; /* optional */
+    MG_FORWARD(st);
+    st = mg_hf_config_parse(d, buf, len, path);
+    free(buf);
+    return st;
+}
+
+mg_status mg_tok_hf_create(mg_tokenizer *tk, const mg_tok_opts *o)
+{
+    MG_RETURN_IF(!o->model, MG_ERR_ARG, "HuggingFaceTokenizer needs --tokenizer-model DIR");
+    MG_RETURN_IF(!mg_is_dir(o->model), MG_ERR_ARG,
+                 "--tokenizer-model %s: not a directory (HuggingFaceTokenizer reads "
+                 "DIR/tokenizer.json; hub names are not downloaded)", o->model);
+    MG_RETURN_IF(o->vocab_file || o->merge_file, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --vocab-file/--merge-file with HuggingFaceTokenizer");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.json", o->model);
+    mg_hf_desc d;
+    mg_hf_desc_init(&d);
+    mg_status st = mg_hf_desc_load(&d, path);
+    if (st == MG_OK) st = load_config(&d, o->model);
+    if (st == MG_OK) st = mg_hf_build(tk, &d, "HuggingFaceTokenizer", o);
+    mg_hf_desc_free(&d);
+    return st;
+}

@@ -1,0 +1,125 @@
+/* run.c — the preprocess mode (tools/preprocess_data.py): builds the tokenizer, the input
+ * stream, the outputs and one encoder per worker, runs the pipeline, and reports. On any
+ * failure the outputs are freed without finish (no file is left) before the message is
+ * printed; exit status 1 for bad input or I/O, 2 for usage errors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg/cli.h"
+#include "mg/file.h"
+#include "mg/idxds.h"
+#include "mg/instream.h"
+#include "mg/progress.h"
+#include "mg/tokenizer.h"
+#include "pipeline.h"
+#include "preprocess.h"
+
+typedef struct {
+    mg_tokenizer *tk;
+    mg_instream *in;
+    pp_outputs *out;
+    pp_encoder **encoders;
+    size_t n_workers;
+    mg_progress *progress;
+} run_ctx;
+
+static void run_free(run_ctx *r)
+{
+    for (size_t w = 0; r->encoders && w < r->n_workers; w++) pp_encoder_free(r->encoders[w]);
+    free(r->encoders);
+    pp_outputs_free(r->out);
+    mg_instream_free(r->in);
+    mg_progress_free(r->progress);
+    mg_tokenizer_free(r->tk);
+}
+
+/* Frees everything (removing temporary outputs), then reports st and exits. */
+__attribute__((noreturn)) static void fail(run_ctx *r, mg_status st)
+{
+    char msg[MG_ERROR_MAX];
+    mg_error_copy(msg);
+    run_free(r);
+    mg_error_restore(st, msg);
+    mg_die_status(st);
+}
+
+static mg_status make_encoders(run_ctx *r, const struct mg_preprocess_opts *o)
+{
+    r->n_workers = (size_t)o->workers;
+    r->encoders = mg_calloc(r->n_workers, sizeof *r->encoders);
+    if (!r->encoders) return MG_ERR_NOMEM;
+    for (size_t w = 0; w < r->n_workers; w++)
+        MG_FORWARD(pp_encoder_create(&r->encoders[w], r->tk, o->json_keys, o->n_json_keys,
+                                     o->append_eod, o->skip_invalid));
+    return MG_OK;
+}
+
+/* The directory of --output-prefix must exist (checked before any work is done). */
+static void check_output_dir(const char *prefix)
+{
+    const char *slash = strrchr(prefix, '/');
+    if (!slash) return;
+    size_t n = slash == prefix ? 1 : (size_t)(slash - prefix);
+    char *dir = mg_malloc(n + 1);
+    if (!dir) mg_die_status(MG_ERR_NOMEM);
+    memcpy(dir, prefix, n);
+    dir[n] = 0;
+    int ok = mg_is_dir(dir);
+    if (!ok) mg_die(MG_EXIT_FAILURE, "--output-prefix %s: directory %s does not exist", prefix, dir);
+    free(dir);
+}
+
+static void setup(run_ctx *r, const struct mg_preprocess_opts *o)
+{
+    check_output_dir(o->output_prefix);
+    mg_status st = mg_tokenizer_create(&r->tk, &o->tok);
+    if (st != MG_OK) fail(r, st);
+    if (o->append_eod && mg_tokenizer_eod(r->tk) < 0)
+        fail(r, mg_error_set(MG_ERR_ARG, "--append-eod: tokenizer %s has no end-of-document "
+                                         "token", o->tok.type));
+    st = mg_instream_open(&r->in, o->inputs, o->n_inputs, 0);
+    if (st != MG_OK) fail(r, st);
+    /* --keep-sequential-samples keeps the input order: the merged partitions equal one. */
+    size_t parts = o->keep_sequential_samples ? 1 : (size_t)o->partitions;
+    mg_dtype dt = mg_dtype_for_vocab(mg_tokenizer_vocab_size(r->tk));
+    st = pp_outputs_create(&r->out, o->output_prefix, o->json_keys, o->n_json_keys, parts, dt);
+    if (st == MG_OK) st = make_encoders(r, o);
+    if (st == MG_OK && !o->quiet)
+        st = mg_progress_create(&r->progress, "docs", (uint64_t)o->log_interval, 1.0,
+                                mg_instream_total_hint(r->in));
+    if (st != MG_OK) fail(r, st);
+}
+
+static void report(const run_ctx *r, const struct mg_preprocess_opts *o,
+                   const pp_pipeline_stats *s)
+{
+    if (s->skipped) mg_warn("skipped %llu invalid lines", (unsigned long long)s->skipped);
+    if (o->quiet) return;
+    double dt = mg_progress_elapsed(r->progress);
+    double mb = (double)s->bytes / (1024.0 * 1024.0);
+    mg_note("done: %llu docs, %llu tokens, %.1f MB in %.2f s (%.1f MB/s), %llu skipped",
+            (unsigned long long)s->documents, (unsigned long long)s->tokens, mb, dt,
+            dt > 0 ? mb / dt : 0.0, (unsigned long long)s->skipped);
+    for (size_t k = 0; k < o->n_json_keys; k++) {
+        const char *p = pp_outputs_prefix(r->out, k);
+        mg_note("wrote %s.bin, %s.idx", p, p);
+    }
+}
+
+int pp_run_preprocess(const struct mg_preprocess_opts *o)
+{
+    run_ctx r = {0};
+    setup(&r, o);
+    if (!o->quiet)
+        mg_note("%lld workers; tokenizer: %s", (long long)o->workers,
+                mg_tokenizer_describe(r.tk));
+    pp_pipeline_cfg cfg = {r.in, r.encoders, r.n_workers, o->n_json_keys, r.out, r.progress};
+    pp_pipeline_stats stats;
+    mg_status st = pp_pipeline_run(&cfg, &stats);
+    if (st == MG_OK) st = pp_outputs_finish(r.out);
+    if (st != MG_OK) fail(&r, st == MG_ERR_ARG || st == MG_ERR_UNSUPPORTED ? MG_ERR_FORMAT : st);
+    report(&r, o, &stats);
+    run_free(&r);
+    return MG_EXIT_OK;
+}

@@ -1,0 +1,258 @@
+"""Shared fixtures and helpers for the interop tests (pytest against the real peers).
+
+Paths
+  root           the repository root (the parent of tests/)
+  vocab_dir      $MG_VOCAB_DIR or <root>/../shared/vocab (must exist)
+  bin_dir        built tools: <root>/$MG_BIN (default <root>/bin)
+  tools_dir      test programs: <root>/build/tests/tools
+  mg_preprocess  <bin_dir>/mg-preprocess; a missing binary FAILS the test (never skips)
+  test_tool      test_tool(name) -> path of <tools_dir>/<name>, failing if it was not built
+
+Running programs
+  run_mg(args, check=True, input=None, cwd=None, env=None) -> subprocess.CompletedProcess
+      args[0] may be a tool name ("mg-preprocess"), a test program name ("idx_write") or a
+      path; output is text. With check=True a non-zero exit fails the test and shows the
+      command, the exit status and stderr. No wall-clock limit (tests never time out).
+
+Megatron indexed datasets (megatron-core's own code, import warnings silenced)
+  megatron_build(prefix, docs, dtype, multimodal=False)
+      writes prefix.bin/.idx with IndexedDatasetBuilder exactly like preprocess_data.py:
+      builder.add_document(flat_ids, lengths) per document. A document is a list of ids (one
+      sequence; [] = empty document: add_document([], [])) or a list of lists of ids (one
+      sequence each). dtype: a numpy dtype or a Megatron dtype code.
+  megatron_merge(prefixes, out_prefix, multimodal=False)
+      tools/merge_datasets.py's loop: builder with the first dataset's dtype, add_index each
+      prefix in the order given, finalize.
+  megatron_read(prefix, multimodal=False) -> list of documents, each a list of sequences
+      (lists of Python ints), read with IndexedDataset.
+  assert_same_dataset(prefix_a, prefix_b)
+      .bin and .idx must be byte-identical; on a mismatch the failure names the first
+      differing document (read with IndexedDataset), or the header/array that differs.
+All helpers exist both as module functions (import conftest) and as fixtures of the same name.
+"""
+import logging
+import os
+import pathlib
+import subprocess
+import warnings
+
+import numpy
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+DTYPE_CODES = {
+    1: numpy.uint8,
+    2: numpy.int8,
+    3: numpy.int16,
+    4: numpy.int32,
+    5: numpy.int64,
+    6: numpy.float64,
+    7: numpy.float32,
+    8: numpy.uint16,
+}
+
+_megatron = None
+
+
+def megatron_indexed_dataset():
+    """megatron.core.datasets.indexed_dataset, imported once with its warnings silenced."""
+    global _megatron
+    if _megatron is None:
+        for name in ("torch.utils.cpp_extension", "megatron", "megatron.core"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from megatron.core.datasets import indexed_dataset
+        logging.getLogger("megatron.core.datasets.indexed_dataset").setLevel(logging.WARNING)
+        _megatron = indexed_dataset
+    return _megatron
+
+
+def numpy_dtype(dtype):
+    """A numpy dtype class from a Megatron dtype code or anything numpy.dtype accepts."""
+    if isinstance(dtype, int):
+        return DTYPE_CODES[dtype]
+    return numpy.dtype(dtype).type
+
+
+def _sequences(doc):
+    if len(doc) > 0 and isinstance(doc[0], (list, tuple, numpy.ndarray)):
+        return [list(s) for s in doc]
+    return [list(doc)] if len(doc) > 0 else []
+
+
+def megatron_build(prefix, docs, dtype, multimodal=False):
+    mod = megatron_indexed_dataset()
+    prefix = str(prefix)
+    builder = mod.IndexedDatasetBuilder(
+        prefix + ".bin", dtype=numpy_dtype(dtype), multimodal=multimodal
+    )
+    for doc in docs:
+        seqs = _sequences(doc)
+        flat = [t for s in seqs for t in s]
+        builder.add_document(flat, [len(s) for s in seqs])
+    builder.finalize(prefix + ".idx")
+
+
+def megatron_merge(prefixes, out_prefix, multimodal=False):
+    mod = megatron_indexed_dataset()
+    prefixes = [str(p) for p in prefixes]
+    first = mod.IndexedDataset(prefixes[0], multimodal=multimodal)
+    builder = mod.IndexedDatasetBuilder(
+        str(out_prefix) + ".bin", dtype=first.index.dtype, multimodal=multimodal
+    )
+    del first
+    for p in prefixes:
+        builder.add_index(p)
+    builder.finalize(str(out_prefix) + ".idx")
+
+
+def megatron_read(prefix, multimodal=False):
+    mod = megatron_indexed_dataset()
+    ds = mod.IndexedDataset(str(prefix), multimodal=multimodal)
+    docs = []
+    di = ds.document_indices
+    for k in range(len(di) - 1):
+        seqs = []
+        for i in range(int(di[k]), int(di[k + 1])):
+            item = ds[i]
+            tokens = item[0] if multimodal else item
+            seqs.append([int(x) for x in tokens])
+        docs.append(seqs)
+    return docs
+
+
+def _first_difference(prefix_a, prefix_b):
+    """A sentence naming where two datasets differ, read with IndexedDataset."""
+    mod = megatron_indexed_dataset()
+    try:
+        a = mod.IndexedDataset(str(prefix_a))
+        b = mod.IndexedDataset(str(prefix_b))
+    except Exception as e:  # noqa: BLE001 - report whatever the peer says
+        return f"IndexedDataset cannot open one of them: {e!r}"
+    if a.index.dtype != b.index.dtype:
+        return f"dtype {a.index.dtype} != {b.index.dtype}"
+    da, db = a.document_indices, b.document_indices
+    for k in range(min(len(da), len(db)) - 1):
+        ra, rb = (int(da[k]), int(da[k + 1])), (int(db[k]), int(db[k + 1]))
+        seq_a = [a[i].tolist() for i in range(*ra)]
+        seq_b = [b[i].tolist() for i in range(*rb)]
+        if seq_a != seq_b or ra != rb:
+            return f"first differing document {k}: {seq_a[:8]} (sequences {ra}) != {seq_b[:8]} (sequences {rb})"
+    if len(da) != len(db):
+        return f"document counts differ: {len(da) - 1} != {len(db) - 1}"
+    if not numpy.array_equal(a.sequence_lengths, b.sequence_lengths):
+        return "sequence lengths differ"
+    return "documents are equal; the difference is in the header, pointers or modes"
+
+
+def assert_same_dataset(prefix_a, prefix_b):
+    diffs = []
+    for ext in (".bin", ".idx"):
+        pa, pb = pathlib.Path(str(prefix_a) + ext), pathlib.Path(str(prefix_b) + ext)
+        ba, bb = pa.read_bytes(), pb.read_bytes()
+        if ba != bb:
+            at = next((i for i, (x, y) in enumerate(zip(ba, bb)) if x != y), min(len(ba), len(bb)))
+            diffs.append(f"{pa.name} ({len(ba)} bytes) != {pb.name} ({len(bb)} bytes) from byte {at}")
+    if diffs:
+        pytest.fail(
+            f"datasets {prefix_a} and {prefix_b} differ: {'; '.join(diffs)}; "
+            + _first_difference(prefix_a, prefix_b)
+        )
+
+
+def bin_dir_path():
+    return (ROOT / os.environ.get("MG_BIN", "bin")).resolve()
+
+
+def tools_dir_path():
+    return ROOT / "build" / "tests" / "tools"
+
+
+def _resolve(prog):
+    prog = str(prog)
+    if "/" in prog:
+        return prog
+    for d in (bin_dir_path(), tools_dir_path()):
+        if (d / prog).exists():
+            return str(d / prog)
+    pytest.fail(f"{prog} not found in {bin_dir_path()} or {tools_dir_path()}: run make (and make tools-test)")
+
+
+def run_mg(args, check=True, input=None, cwd=None, env=None):
+    cmd = [_resolve(args[0])] + [str(a) for a in args[1:]]
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    p = subprocess.run(cmd, input=input, cwd=cwd, env=full_env, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        pytest.fail(f"{' '.join(cmd)} exited with {p.returncode}:\n{p.stderr}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def root():
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def vocab_dir():
+    d = pathlib.Path(os.environ.get("MG_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
+    if not d.is_dir():
+        pytest.fail(f"vocabulary directory {d} missing (set MG_VOCAB_DIR)")
+    return d
+
+
+@pytest.fixture(scope="session")
+def bin_dir():
+    return bin_dir_path()
+
+
+@pytest.fixture(scope="session")
+def tools_dir():
+    return tools_dir_path()
+
+
+@pytest.fixture(scope="session")
+def mg_preprocess(bin_dir):
+    p = bin_dir / "mg-preprocess"
+    if not os.access(p, os.X_OK):
+        pytest.fail(f"{p} is missing: build it with make")
+    return p
+
+
+@pytest.fixture(scope="session")
+def test_tool():
+    def get(name):
+        p = tools_dir_path() / name
+        if not os.access(p, os.X_OK):
+            pytest.fail(f"{p} is missing: build it with make {p.relative_to(ROOT)}")
+        return p
+
+    return get
+
+
+@pytest.fixture(name="run_mg")
+def run_mg_fixture():
+    return run_mg
+
+
+@pytest.fixture(name="megatron_build")
+def megatron_build_fixture():
+    return megatron_build
+
+
+@pytest.fixture(name="megatron_merge")
+def megatron_merge_fixture():
+    return megatron_merge
+
+
+@pytest.fixture(name="megatron_read")
+def megatron_read_fixture():
+    return megatron_read
+
+
+@pytest.fixture(name="assert_same_dataset")
+def assert_same_dataset_fixture():
+    return assert_same_dataset
