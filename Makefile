@@ -7,9 +7,18 @@
 #   make demo       the README's main job: preprocess a real corpus with a real tokenizer
 # Dependencies are detected with probe compiles; force one with HAVE_X=0/1.
 
+.DEFAULT_GOAL := all
 include mk/config.mk
 
 BUILD   ?= build
+# Quiet build lines ("CC file"); make V=1 shows the whole commands.
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-6s %s\n'
+endif
 BIN     := bin
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -O2 -g -pthread $(WARNINGS) $(DEP_CFLAGS) \
                -Ilibcommon/include -Ilibcommon
@@ -37,15 +46,18 @@ tools-test: $(TEST_TOOLS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(say) CC $<
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	$(say) AR $@
+	$(Q)$(AR) rcs $@ $^
 
 $(BIN)/mg-preprocess: $(PRE_OBJS) $(LIB)
 	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(PRE_OBJS) $(LIB) $(LDLIBS_ALL)
+	$(say) LINK $@
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(PRE_OBJS) $(LIB) $(LDLIBS_ALL)
 
 # Unit tests: every MG_TEST(name) in tests/unit/*.c is registered through a generated list.
 $(BUILD)/tests/unit/test_list.h: $(UNIT_SRCS)
@@ -55,10 +67,12 @@ $(BUILD)/tests/unit/test_list.h: $(UNIT_SRCS)
 $(BUILD)/tests/unit/harness.o: $(BUILD)/tests/unit/test_list.h
 $(BUILD)/tests/unit/%.o: CFLAGS_BASE += -I$(BUILD)/tests/unit -Itests/unit
 $(UNIT_BIN): $(UNIT_OBJS) $(LIB)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(UNIT_OBJS) $(LIB) $(LDLIBS_ALL)
+	$(say) LINK $@
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(UNIT_OBJS) $(LIB) $(LDLIBS_ALL)
 
 $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS_ALL)
+	$(say) LINK $@
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS_ALL)
 
 config:
 	@$(MAKE) -s --no-print-directory -f mk/config.mk print-config

@@ -151,8 +151,9 @@ static void set_value(struct mg_preprocess_opts *o, int id, const char *v)
     case O_TOKENIZER_MODEL: o->tok.model = v; break;
     case O_VOCAB_SIZE: o->tok.vocab_size = int_value(id, v, 1); break;
     case O_TIKTOKEN_PATTERN:
-        if (strcmp(v, "v1") != 0 && strcmp(v, "v2") != 0)
-            mg_usage_error("%s: invalid value '%s' (expected v1 or v2)", flags[id].name, v);
+        if (!mg_tiktoken_pattern_known(v))
+            mg_usage_error("%s: invalid value '%s' (expected v1, v2, r50k_base, p50k_base, "
+                           "p50k_edit, cl100k_base or o200k_base)", flags[id].name, v);
         o->tok.tiktoken_pattern = v;
         break;
     case O_TIKTOKEN_NUM_SPECIAL: o->tok.tiktoken_num_special = int_value(id, v, 0); break;

@@ -263,6 +263,11 @@ static const openai_encoding *find_openai(const char *name)
     return NULL;
 }
 
+int mg_tiktoken_pattern_known(const char *name)
+{
+    return strcmp(name, "v1") == 0 || strcmp(name, "v2") == 0 || find_openai(name) != NULL;
+}
+
 static mg_status openai_specials(tt_impl *im, const openai_encoding *enc, const rank_loader *l)
 {
     const char *strs[8];

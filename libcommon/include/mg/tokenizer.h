@@ -30,13 +30,18 @@ typedef struct {
     const char *merge_file;        /* --merge-file */
     const char *model;             /* --tokenizer-model */
     int64_t vocab_size;            /* --vocab-size, -1 if not given */
-    const char *tiktoken_pattern;  /* --tiktoken-pattern v1|v2, NULL = v2 */
+    const char *tiktoken_pattern;  /* --tiktoken-pattern v1|v2|<OpenAI encoding>, NULL = v2 */
     int64_t tiktoken_num_special;  /* --tiktoken-num-special-tokens, default 1000 */
     const char *const *special_tokens; /* --tokenizer-special-tokens */
     size_t n_special_tokens;
     int hf_no_include_special;     /* --tokenizer-hf-no-include-special-tokens */
     int64_t null_eod_id;           /* --null-tokenizer-eod-id, -1 if not given */
 } mg_tok_opts;
+
+/* 1 if name is a --tiktoken-pattern value TikTokenizer knows: v1, v2 (Megatron layout) or
+ * an OpenAI encoding name (r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base: the
+ * OpenAI id layout). */
+int mg_tiktoken_pattern_known(const char *name);
 
 /* Fills the defaults (vocab_size -1, tiktoken_num_special 1000, null_eod_id -1). */
 void mg_tok_opts_init(mg_tok_opts *o);
