@@ -247,6 +247,8 @@ static mg_status member_open(mg_instream *s)
 {
     s->m_empty = s->m_sparse = 0;
     s->m_packed = 0;
+    s->line_no = 0; /* for messages from here on */
+    s->member_read = 0;
     s->m = archive_read_new();
     if (!s->m) return mg_error_set(MG_ERR_NOMEM, "%s: cannot create an archive reader", s->where);
     archive_read_support_filter_all(s->m);

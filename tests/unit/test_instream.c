@@ -579,6 +579,25 @@ MG_TEST(instream_truncated_compressed_member_in_tar)
     free(src);
 }
 
+MG_TEST(instream_truncated_member_header_in_tar)
+{
+    if (!MG_HAVE_ARCHIVE) return; /* needs libarchive */
+    mkdir(mg_test_path(t, "t"), 0755);
+    mg_test_write_file(t, "t/a.jsonl", "z1\nz2\nz3\n", 9);
+    /* a gzip header and the start of a deflate stream, after a member of 3 lines */
+    mg_test_write_file(t, "t/x.gz", "\x1f\x8b\x08\x00\0\0\0\0\0\x03\xab\x56", 12);
+    sh(t, "cd t && tar -cf ../h.tar a.jsonl x.gz");
+    const char *p = mg_test_path(t, "h.tar");
+    dump d = read_one(p, 0);
+    char want[600];
+    snprintf(want, sizeof want, "%s:x.gz: corrupt or truncated compressed data after line 0 "
+             "(uncompressed byte 0): ", p);
+    MG_CHECK_EQ_INT(t, d.st, MG_ERR_FORMAT);
+    MG_CHECK(t, strncmp(mg_last_error(), want, strlen(want)) == 0);
+    MG_CHECK_EQ_STR(t, d.text, "z1\nz2\nz3\n");
+    free(d.text);
+}
+
 MG_TEST(instream_corrupt_compressed_member_in_tar)
 {
     if (!MG_HAVE_ARCHIVE) return; /* needs libarchive */
