@@ -138,6 +138,12 @@ static mg_status check_document(const mg_idx_writer *w, const int64_t *tokens, s
     MG_RETURN_IF(sum != n_tokens, MG_ERR_ARG,
                  "%s: the sequence lengths add up to %s%" PRIu64 ", expected %zu (the token count)",
                  mg_out_path(w->bin), sum > n_tokens ? "at least " : "", sum, n_tokens);
+    int64_t lo = INT64_MAX, hi = INT64_MIN; /* one branch-free pass, then a range check */
+    for (size_t i = 0; i < n_tokens; i++) {
+        lo = tokens[i] < lo ? tokens[i] : lo;
+        hi = tokens[i] > hi ? tokens[i] : hi;
+    }
+    if (n_tokens == 0 || (token_fits(w->dtype, lo) && token_fits(w->dtype, hi))) return MG_OK;
     for (size_t i = 0; i < n_tokens; i++) {
         MG_RETURN_IF(!token_fits(w->dtype, tokens[i]), MG_ERR_LIMIT,
                      "token id %" PRId64 " does not fit in %s", tokens[i],

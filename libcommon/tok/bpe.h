@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mg/pretok.h"
 #include "mg/tokenizer.h"
 
 typedef enum { MG_BPE_PAIR_RANK = 1, MG_BPE_TOKEN_RANK = 2 } mg_bpe_mode;
@@ -51,5 +52,10 @@ void mg_bpe_cache_free(mg_bpe_cache *c);
 /* Appends the ids of one pre-token (raw bytes). */
 mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *piece, size_t len,
                               mg_ids *out);
+
+/* Appends the ids of every piece text[spans[i].off, +spans[i].len), in order: the same as
+ * calling mg_bpe_encode_piece on each, with the cache lines of the next pieces prefetched. */
+mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
+                              const mg_span *spans, size_t n, mg_ids *out);
 
 #endif

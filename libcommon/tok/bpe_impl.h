@@ -64,6 +64,21 @@ static inline uint64_t mg_bpe_mix64(uint64_t x)
     return x;
 }
 
+/* The n < 8 last bytes of a string as a little-endian integer, read with overlapping
+ * fixed-size loads (a variable-size memcpy into a stack word stalls on store forwarding).
+ * For n < 4 it combines p[0], p[n/2], p[n-1]: injective for a given n. */
+static inline uint64_t mg_bpe_load_tail(const uint8_t *p, size_t n)
+{
+    if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, p + n - 4, 4);
+        return a | (uint64_t)b << (8 * (n - 4));
+    }
+    if (n == 0) return 0;
+    return p[0] | (uint64_t)p[n / 2] << 8 | (uint64_t)p[n - 1] << 16;
+}
+
 /* Hash of a byte string (also used by the per-thread cache). */
 static inline uint64_t mg_bpe_hash(const uint8_t *p, size_t n)
 {
@@ -76,9 +91,7 @@ static inline uint64_t mg_bpe_hash(const uint8_t *p, size_t n)
         p += 8;
         n -= 8;
     }
-    uint64_t w = 0;
-    memcpy(&w, p, n);
-    return mg_bpe_mix64(h ^ w);
+    return mg_bpe_mix64(h ^ mg_bpe_load_tail(p, n));
 }
 
 static inline uint64_t mg_bpe_pair_key(int32_t left, int32_t right)

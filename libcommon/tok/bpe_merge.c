@@ -1,8 +1,10 @@
 /* bpe_merge.c — encoding one pre-token with a finalized BPE model (contract in bpe.h).
  *
  *   1. pieces of 2..24 bytes are looked up in the per-thread cache (direct-mapped,
- *      CACHE_SLOTS entries of 64 bytes, key bytes and up to 8 ids inline, replaced on
- *      collision: bounded memory, no eviction bookkeeping);
+ *      CACHE_SLOTS entries of one 64-byte cache line each, key bytes and up to 8 ids
+ *      inline, replaced on collision: bounded memory, no eviction bookkeeping). The table
+ *      (4 MiB) is larger than L2, so mg_bpe_encode_spans prefetches the slots of the pieces
+ *      PREFETCH_AHEAD positions ahead: the lookups then rarely wait on memory;
  *   2. the whole-piece shortcut (if the model has it);
  *   3. the merge: repeatedly merge the adjacent pair with the lowest rank, leftmost first,
  *      until no adjacent pair has a rank. Pieces under SHORT_MAX bytes use a linear scan
@@ -18,11 +20,12 @@
 #define CACHE_KEY_MAX 24
 #define CACHE_IDS_MAX 8
 #define SHORT_MAX 64
+#define PREFETCH_AHEAD 8
 /* Scratch larger than this (in symbols / heap entries) is released after the piece. */
 #define KEEP_SCRATCH_MAX (1u << 16)
 
 typedef struct {
-    uint8_t key[CACHE_KEY_MAX];
+    _Alignas(64) uint8_t key[CACHE_KEY_MAX];
     uint32_t hash;
     uint8_t klen, nids;
     uint8_t pad[2];
@@ -51,8 +54,10 @@ mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
     mg_bpe_cache *c = mg_calloc(1, sizeof *c);
     if (!c) return MG_ERR_NOMEM;
     c->b = b;
-    c->entries = mg_calloc(CACHE_SLOTS, sizeof *c->entries);
+    c->entries = aligned_alloc(64, CACHE_SLOTS * sizeof *c->entries);
+    if (c->entries) memset(c->entries, 0, CACHE_SLOTS * sizeof *c->entries);
     if (!c->entries) {
+        mg_error_set(MG_ERR_NOMEM, "out of memory allocating the BPE cache");
         free(c);
         return MG_ERR_NOMEM;
     }
@@ -311,4 +316,20 @@ mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p
     st = append_ids(out, ids, nids);
     if (c->sym_cap > KEEP_SCRATCH_MAX || c->heap_cap > KEEP_SCRATCH_MAX) free_scratch(c);
     return st;
+}
+
+mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
+                              const mg_span *spans, size_t n, mg_ids *out)
+{
+    const uint8_t *t = (const uint8_t *)text;
+    for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
+        if (spans[i].len <= CACHE_KEY_MAX)
+            __builtin_prefetch(cache_slot(c, mg_bpe_hash(t + spans[i].off, spans[i].len)));
+    for (size_t i = 0; i < n; i++) {
+        size_t a = i + PREFETCH_AHEAD;
+        if (a < n && spans[a].len <= CACHE_KEY_MAX)
+            __builtin_prefetch(cache_slot(c, mg_bpe_hash(t + spans[a].off, spans[a].len)));
+        MG_FORWARD(mg_bpe_encode_piece(b, c, t + spans[i].off, spans[i].len, out));
+    }
+    return MG_OK;
 }

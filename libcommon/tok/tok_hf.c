@@ -102,6 +102,8 @@ static mg_status encode_plain(const hf_impl *h, hf_state *s, const char *text, s
         return mg_error_set(MG_ERR_LIMIT, "a text segment of %zu bytes (more than 4 GiB)", len);
     s->spans.n = 0;
     MG_FORWARD(mg_pretok_split(h->pre, s->scratch, text, len, &s->spans));
+    if (!h->prefix_space)
+        return mg_bpe_encode_spans(h->bpe, s->cache, text, s->spans.v, s->spans.n, out);
     for (size_t i = 0; i < s->spans.n; i++) {
         const char *p = text + s->spans.v[i].off;
         size_t n = s->spans.v[i].len;

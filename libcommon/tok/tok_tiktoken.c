@@ -134,12 +134,7 @@ static mg_status encode_segment(tt_state *s, const char *text, size_t len, mg_id
                  len);
     s->spans.n = 0;
     MG_FORWARD(mg_pretok_split(s->im->pretok, s->scratch, text, len, &s->spans));
-    for (size_t i = 0; i < s->spans.n; i++) {
-        const mg_span *sp = &s->spans.v[i];
-        MG_FORWARD(mg_bpe_encode_piece(s->im->bpe, s->cache, (const uint8_t *)text + sp->off,
-                                       sp->len, out));
-    }
-    return MG_OK;
+    return mg_bpe_encode_spans(s->im->bpe, s->cache, text, s->spans.v, s->spans.n, out);
 }
 
 static mg_status tt_encode(const mg_tokenizer *tk, void *state, const char *text, size_t len,
