@@ -65,7 +65,7 @@ typedef struct {
 } family_info;
 
 static const family_info families[MG_PRETOK_FAMILY_COUNT_] = {
-    [MG_PRETOK_GENERIC] = {"generic", NULL, MG_REGEX_HF, NULL, {0, 0, 0}},
+    [MG_PRETOK_GENERIC] = {"generic", NULL, MG_REGEX_HF, NULL, {0, 0, 0}, NULL},
     [MG_PRETOK_GPT2] = {"gpt2", RX_GPT2, MG_REGEX_HF, mg_scan_gpt2, {1, 0, 0}, mg_split_gpt2},
     [MG_PRETOK_CL100K_HF] = {"cl100k", RX_CL100K, MG_REGEX_HF, mg_scan_cl100k, {2, 3, 0},
                              mg_split_cl100k},
@@ -80,11 +80,11 @@ static const family_info families[MG_PRETOK_FAMILY_COUNT_] = {
     [MG_PRETOK_MEGATRON_V2] = {"megatron-v2", RX_MEGATRON_V2, MG_REGEX_HF, mg_scan_o200k,
                                {0, 1, 0}, mg_split_o200k},
     [MG_PRETOK_DEEPSEEK_V3_1] = {"deepseek-v3-1", RX_DEEPSEEK_1, MG_REGEX_HF, mg_scan_deepseek1,
-                                 {0, 0, 0}},
+                                 {0, 0, 0}, NULL},
     [MG_PRETOK_DEEPSEEK_V3_2] = {"deepseek-v3-2", RX_DEEPSEEK_2, MG_REGEX_HF, mg_scan_deepseek2,
-                                 {0, 0, 0}},
+                                 {0, 0, 0}, NULL},
     [MG_PRETOK_DEEPSEEK_V3_3] = {"deepseek-v3-3", RX_DEEPSEEK_3, MG_REGEX_HF, mg_scan_deepseek3,
-                                 {0, 0, 0}},
+                                 {0, 0, 0}, NULL},
     [MG_PRETOK_CL100K_TIKTOKEN_ONIG] = {"cl100k-tiktoken-onig", RX_CL100K_TT, MG_REGEX_HF,
                                         mg_scan_cl100k, {2, 0, 1}, mg_split_cl100k},
 };

@@ -9,23 +9,26 @@ secs=${1:-60}; shift || true
 if ! command -v clang >/dev/null; then
   echo "fuzz: clang not found, fuzz targets skipped (install clang)"; exit 0
 fi
-cflags="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ilibcommon/include -Ilibcommon"
-defs=$(make -s --no-print-directory -f mk/config.mk print-defs 2>/dev/null)
+san="-fsanitize=address,undefined -fno-sanitize-recover=all"
+# libcommon is compiled once (by the Makefile, with clang and fuzzer instrumentation) into
+# build-fuzz/libmgcommon.a; each target links against it.
+make -s --no-print-directory BUILD=build-fuzz CC=clang \
+  CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $san" build-fuzz/libmgcommon.a >/dev/null || exit 1
 libs=$(make -s --no-print-directory -f mk/config.mk print-libs 2>/dev/null)
-srcs=$(ls libcommon/*.c libcommon/*/*.c 2>/dev/null)
-mkdir -p build-fuzz
+defs=$(make -s --no-print-directory -f mk/config.mk print-defs 2>/dev/null)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && for f in tests/fuzz/fuzz_*.c; do [ -e "$f" ] && targets+=("$(basename "$f" .c | sed 's/^fuzz_//')"); done
 rc=0
 for t in "${targets[@]}"; do
   exe=build-fuzz/fuzz_$t
-  if ! clang $cflags $defs -o "$exe" "tests/fuzz/fuzz_$t.c" $srcs $libs -lm -pthread; then
+  if ! clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer $san $defs -Ilibcommon/include \
+       -Ilibcommon -o "$exe" "tests/fuzz/fuzz_$t.c" build-fuzz/libmgcommon.a $libs -lm -pthread; then
     echo "fuzz: building $t failed"; rc=1; continue
   fi
   corpus=tests/fuzz/corpus/$t; work=build-fuzz/corpus-$t
   mkdir -p "$work"
   dirs=("$work"); [ -d "$corpus" ] && dirs+=("$corpus")
-  if "$exe" -max_total_time="$secs" -print_final_stats=0 "${dirs[@]}" >"build-fuzz/$t.log" 2>&1; then
+  if "$exe" -max_total_time="$secs" -print_final_stats=0 -artifact_prefix=build-fuzz/ "${dirs[@]}" >"build-fuzz/$t.log" 2>&1; then
     echo "fuzz $t: ok ($(grep -c . "build-fuzz/$t.log") log lines, ${secs}s)"
   else
     echo "fuzz $t: FAILED (build-fuzz/$t.log):"; tail -30 "build-fuzz/$t.log"; rc=1

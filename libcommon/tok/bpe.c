@@ -39,6 +39,7 @@ mg_status mg_bpe_create(mg_bpe **out, mg_bpe_mode mode)
     mg_bpe *b = mg_calloc(1, sizeof *b);
     if (!b) return MG_ERR_NOMEM;
     b->mode = mode;
+    b->unk_id = -1;
     b->slots = mg_calloc(INITIAL_SLOTS, sizeof *b->slots);
     if (!b->slots || alloc_pairs(b, INITIAL_SLOTS) != MG_OK) {
         mg_bpe_free(b);
@@ -235,6 +236,10 @@ static mg_status build_grid(mg_bpe *b)
     for (size_t a = 0; a < 256; a++) {
         for (size_t c = 0; c < 256; c++) {
             int32_t merged = -1;
+            if (b->byte_id[a] < 0 || b->byte_id[c] < 0) {
+                b->grid[a << 8 | c] = MG_BPE_EMPTY_KEY;
+                continue;
+            }
             uint32_t rank = mg_bpe_pair_find(b, b->byte_id[a], b->byte_id[c], &merged);
             b->grid[a << 8 | c] = rank == MG_BPE_NO_RANK
                                       ? MG_BPE_EMPTY_KEY
@@ -250,16 +255,30 @@ mg_status mg_bpe_finalize(mg_bpe *b, int whole_piece_shortcut)
     for (int c = 0; c < 256; c++) {
         uint8_t byte = (uint8_t)c;
         int64_t t = mg_bpe_find_index(b, &byte, 1);
-        MG_RETURN_IF(t < 0, MG_ERR_FORMAT,
+        MG_RETURN_IF(t < 0 && !b->chars, MG_ERR_FORMAT,
                      "BPE vocabulary lacks the single byte 0x%02X (every byte must be a token)",
                      c);
-        b->byte_id[c] = b->tok_id[t];
+        b->byte_id[c] = t < 0 ? -1 : b->tok_id[t];
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", c);
+        b->fb_id[c] = b->chars ? mg_bpe_token_id(b, (const uint8_t *)name, 6) : -1;
     }
     MG_FORWARD(build_id_index(b));
     if (b->mode == MG_BPE_TOKEN_RANK) MG_FORWARD(build_token_rank_pairs(b));
     MG_FORWARD(build_grid(b));
     b->shortcut = whole_piece_shortcut != 0;
     b->finalized = 1;
+    return MG_OK;
+}
+
+mg_status mg_bpe_set_char_symbols(mg_bpe *b, int byte_fallback, int32_t unk_id, int fuse_unk)
+{
+    MG_RETURN_IF(b->finalized, MG_ERR_ARG, "BPE model already finalized");
+    MG_RETURN_IF(b->mode != MG_BPE_PAIR_RANK, MG_ERR_ARG, "char symbols need MG_BPE_PAIR_RANK");
+    b->chars = 1;
+    b->byte_fallback = byte_fallback != 0;
+    b->unk_id = unk_id;
+    b->fuse_unk = fuse_unk != 0;
     return MG_OK;
 }
 

@@ -15,6 +15,14 @@
  *   - Encoding a piece appends its ids; the model is immutable after finalize and shared by
  *     threads; each thread uses its own mg_bpe_cache (pre-token -> ids memo + scratch).
  *   - Pieces of any length are handled in O(n log n) (heap merge for long pieces).
+ *   - Char-initial models (added; HF BPE without ByteLevel: SentencePiece-style files such as
+ *     Llama-2, Mistral, Gemma): mg_bpe_set_char_symbols() before finalize. Tokens are then
+ *     plain UTF-8 strings, single bytes need not be tokens, and mg_bpe_encode_chars()
+ *     encodes a piece as HF's merge_word: each UTF-8 character is a symbol if it is a
+ *     token; else (byte_fallback) its bytes as "<0xXX>" tokens if all exist; else the unk
+ *     token (consecutive unknown characters fused into one with fuse_unk; dropped if there
+ *     is no unk token); then the listed merges apply by rank. mg_bpe_encode_piece and
+ *     mg_bpe_encode_spans stay the byte-level entry points (unchanged, byte models only).
  */
 #ifndef MG_TOK_BPE_H
 #define MG_TOK_BPE_H
@@ -39,6 +47,9 @@ mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t 
 mg_status mg_bpe_add_merge(mg_bpe *b, const uint8_t *left, size_t llen, const uint8_t *right,
                            size_t rlen);
 mg_status mg_bpe_finalize(mg_bpe *b, int whole_piece_shortcut);
+/* Makes the model char-initial (added; PAIR_RANK only, before finalize). unk_id < 0: no
+ * unk token. */
+mg_status mg_bpe_set_char_symbols(mg_bpe *b, int byte_fallback, int32_t unk_id, int fuse_unk);
 size_t mg_bpe_n_tokens(const mg_bpe *b);
 /* Id of a byte string, -1 if not a token. */
 int32_t mg_bpe_token_id(const mg_bpe *b, const uint8_t *bytes, size_t len);
@@ -57,5 +68,9 @@ mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p
  * calling mg_bpe_encode_piece on each, with the cache lines of the next pieces prefetched. */
 mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
                               const mg_span *spans, size_t n, mg_ids *out);
+
+/* Char-initial models (added): appends the ids of one pre-token (valid UTF-8). */
+mg_status mg_bpe_encode_chars(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *piece,
+                              size_t len, mg_ids *out);
 
 #endif

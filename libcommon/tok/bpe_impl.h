@@ -52,6 +52,11 @@ struct mg_bpe {
     size_t pair_mask, n_pairs;
     size_t n_merge_calls; /* PAIR_RANK: rank of the next merge */
     uint64_t *grid;       /* [a << 8 | b] = rank << 32 | merged, or MG_BPE_EMPTY_KEY */
+    /* char-initial models (mg_bpe_set_char_symbols); byte_id[c] is -1 for a byte that is
+     * not a token */
+    int chars, byte_fallback, fuse_unk;
+    int32_t unk_id;      /* -1: none */
+    int32_t fb_id[256];  /* id of "<0xXX>", -1 if absent */
 };
 
 static inline uint64_t mg_bpe_mix64(uint64_t x)

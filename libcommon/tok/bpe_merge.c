@@ -11,6 +11,8 @@
  *      over an id array (what tiktoken does); longer ones a binary heap of (rank, position)
  *      with lazy invalidation over a linked list of symbols, O(n log n).
  * Both merge paths pick the same pair at every step: the minimum of (rank, position).
+ * Char-initial models (mg_bpe_encode_chars) share the cache and both merge loops; only
+ * the initial symbols differ (characters, byte fallback, unk; see bpe.h).
  */
 #include "tok/bpe_impl.h"
 
@@ -23,6 +25,9 @@
 #define PREFETCH_AHEAD 8
 /* Scratch larger than this (in symbols / heap entries) is released after the piece. */
 #define KEEP_SCRATCH_MAX (1u << 16)
+/* Helpers shared by the byte-level and char-initial paths stay inlined into each, so the
+ * byte-level path compiles as it did before the char path existed. */
+#define HOT static inline __attribute__((always_inline))
 
 typedef struct {
     _Alignas(64) uint8_t key[CACHE_KEY_MAX];
@@ -118,23 +123,15 @@ static mg_status append_ids(mg_ids *out, const int32_t *ids, size_t n)
 /* ---- short pieces: linear scan (n < SHORT_MAX) ---- */
 
 /* Rank of the pair of ids[i], ids[i+1]. */
-static uint32_t pair_at(const mg_bpe *b, const int32_t *ids, size_t i, int32_t *merged)
+HOT uint32_t pair_at(const mg_bpe *b, const int32_t *ids, size_t i, int32_t *merged)
 {
     return mg_bpe_pair_find(b, ids[i], ids[i + 1], merged);
 }
 
-/* Merges piece[0, n) into ids; returns the number of ids. */
-static size_t merge_short(const mg_bpe *b, const uint8_t *p, size_t n, int32_t *ids)
+/* The merge loop over m symbols ids[] with the ranks/results of their adjacent pairs. */
+HOT size_t merge_short_loop(const mg_bpe *b, int32_t *ids, uint32_t *rank, int32_t *merged,
+                            size_t m)
 {
-    uint32_t rank[SHORT_MAX];
-    int32_t merged[SHORT_MAX];
-    for (size_t i = 0; i < n; i++) ids[i] = b->byte_id[p[i]];
-    for (size_t i = 0; i + 1 < n; i++) {
-        uint64_t g = b->grid[(size_t)p[i] << 8 | p[i + 1]];
-        rank[i] = g == MG_BPE_EMPTY_KEY ? MG_BPE_NO_RANK : (uint32_t)(g >> 32);
-        merged[i] = (int32_t)(uint32_t)g;
-    }
-    size_t m = n;
     while (m > 1) {
         size_t best = 0;
         for (size_t i = 1; i + 1 < m; i++)
@@ -152,9 +149,32 @@ static size_t merge_short(const mg_bpe *b, const uint8_t *p, size_t n, int32_t *
     return m;
 }
 
+/* Merges piece[0, n) into ids; returns the number of ids. */
+static size_t merge_short(const mg_bpe *b, const uint8_t *p, size_t n, int32_t *ids)
+{
+    uint32_t rank[SHORT_MAX];
+    int32_t merged[SHORT_MAX];
+    for (size_t i = 0; i < n; i++) ids[i] = b->byte_id[p[i]];
+    for (size_t i = 0; i + 1 < n; i++) {
+        uint64_t g = b->grid[(size_t)p[i] << 8 | p[i + 1]];
+        rank[i] = g == MG_BPE_EMPTY_KEY ? MG_BPE_NO_RANK : (uint32_t)(g >> 32);
+        merged[i] = (int32_t)(uint32_t)g;
+    }
+    return merge_short_loop(b, ids, rank, merged, n);
+}
+
+/* Merges the m < SHORT_MAX initial symbols ids[] in place; returns the number of ids. */
+static size_t merge_short_ids(const mg_bpe *b, int32_t *ids, size_t m)
+{
+    uint32_t rank[SHORT_MAX];
+    int32_t merged[SHORT_MAX];
+    for (size_t i = 0; i + 1 < m; i++) rank[i] = pair_at(b, ids, i, &merged[i]);
+    return merge_short_loop(b, ids, rank, merged, m);
+}
+
 /* ---- long pieces: heap of (rank, position) + linked list ---- */
 
-static void heap_sift_down(heap_entry *h, size_t n, size_t i)
+HOT void heap_sift_down(heap_entry *h, size_t n, size_t i)
 {
     heap_entry e = h[i];
     for (;;) {
@@ -187,7 +207,7 @@ static mg_status heap_push(mg_bpe_cache *c, uint32_t rank, size_t pos, int32_t l
     return MG_OK;
 }
 
-static heap_entry heap_pop(mg_bpe_cache *c)
+HOT heap_entry heap_pop(mg_bpe_cache *c)
 {
     heap_entry top = c->heap[0];
     c->heap[0] = c->heap[--c->heap_n];
@@ -206,7 +226,7 @@ static mg_status push_pair(mg_bpe_cache *c, int32_t i)
 }
 
 /* Applies a popped entry if it still describes a current pair. */
-static mg_status apply_entry(mg_bpe_cache *c, heap_entry e)
+HOT mg_status apply_entry(mg_bpe_cache *c, heap_entry e)
 {
     int32_t i = (int32_t)(uint32_t)e.key, j = c->next[i];
     if (c->ids[i] != e.left || j < 0 || c->ids[j] != e.right) return MG_OK; /* stale */
@@ -220,27 +240,46 @@ static mg_status apply_entry(mg_bpe_cache *c, heap_entry e)
     return push_pair(c, i);
 }
 
+/* Links the n symbols of c->ids into a list. */
+HOT void link_symbols(mg_bpe_cache *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        c->prev[i] = (int32_t)i - 1;
+        c->next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
+    }
+    c->heap_n = 0;
+}
+
+/* Runs the heap merge to its end, then compacts the surviving symbols to the front. */
+HOT mg_status merge_long_run(mg_bpe_cache *c, size_t *m)
+{
+    while (c->heap_n) MG_FORWARD(apply_entry(c, heap_pop(c)));
+    *m = 0;
+    for (int32_t i = 0; i >= 0; i = c->next[i]) c->ids[(*m)++] = c->ids[i];
+    return MG_OK;
+}
+
 /* Merges piece[0, n) (n < 2^31) into c->ids[0, *m). */
 static mg_status merge_long(mg_bpe_cache *c, const uint8_t *p, size_t n, size_t *m)
 {
     const mg_bpe *b = c->b;
     MG_FORWARD(reserve_symbols(c, n));
-    for (size_t i = 0; i < n; i++) {
-        c->ids[i] = b->byte_id[p[i]];
-        c->prev[i] = (int32_t)i - 1;
-        c->next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
-    }
-    c->heap_n = 0;
+    for (size_t i = 0; i < n; i++) c->ids[i] = b->byte_id[p[i]];
+    link_symbols(c, n);
     for (size_t i = 0; i + 1 < n; i++) {
         uint64_t g = b->grid[(size_t)p[i] << 8 | p[i + 1]];
         if (g != MG_BPE_EMPTY_KEY)
             MG_FORWARD(heap_push(c, (uint32_t)(g >> 32), i, c->ids[i], c->ids[i + 1]));
     }
-    while (c->heap_n) MG_FORWARD(apply_entry(c, heap_pop(c)));
-    /* compact the surviving symbols to the front of c->ids */
-    *m = 0;
-    for (int32_t i = 0; i >= 0; i = c->next[i]) c->ids[(*m)++] = c->ids[i];
-    return MG_OK;
+    return merge_long_run(c, m);
+}
+
+/* Merges the n initial symbols in c->ids into c->ids[0, *m). */
+static mg_status merge_long_ids(mg_bpe_cache *c, size_t n, size_t *m)
+{
+    link_symbols(c, n);
+    for (size_t i = 0; i + 1 < n; i++) MG_FORWARD(push_pair(c, (int32_t)i));
+    return merge_long_run(c, m);
 }
 
 /* ---- cache ---- */
@@ -250,7 +289,7 @@ static cache_entry *cache_slot(mg_bpe_cache *c, uint64_t h)
     return &c->entries[(size_t)(h >> 16) & (CACHE_SLOTS - 1)];
 }
 
-static int cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h, mg_ids *out,
+HOT int cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h, mg_ids *out,
                      mg_status *st)
 {
     cache_entry *e = cache_slot(c, h);
@@ -259,7 +298,7 @@ static int cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h, mg
     return 1;
 }
 
-static void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
+HOT void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
                       const int32_t *ids, size_t nids)
 {
     if (nids > CACHE_IDS_MAX) return;
@@ -332,4 +371,104 @@ mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text
         MG_FORWARD(mg_bpe_encode_piece(b, c, t + spans[i].off, spans[i].len, out));
     }
     return MG_OK;
+}
+
+/* ---- char-initial models ---- */
+
+static size_t utf8_char_len(const uint8_t *p, size_t left)
+{
+    size_t n = p[0] < 0x80 ? 1 : p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
+    return n < left ? n : left;
+}
+
+/* Id of one character, -1 if it is not a token. */
+static int32_t char_id(const mg_bpe *b, const uint8_t *p, size_t n)
+{
+    if (n == 1) return b->byte_id[p[0]];
+    int64_t t = mg_bpe_find_index(b, p, n);
+    return t < 0 ? -1 : b->tok_id[t];
+}
+
+/* Appends the "<0xXX>" ids of p[0, n) if all exist; returns 0 (nothing written) if not. */
+static int byte_fallback(const mg_bpe *b, const uint8_t *p, size_t n, int32_t *ids, size_t *k)
+{
+    if (!b->byte_fallback) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (b->fb_id[p[i]] < 0) return 0;
+    for (size_t i = 0; i < n; i++) ids[(*k)++] = b->fb_id[p[i]];
+    return 1;
+}
+
+/* HF merge_word's initial symbols of piece[0, n) into c->ids[0, *m). A pending unknown
+ * run is written when a known character or the end follows (not before byte-fallback
+ * symbols, as HF does). */
+static mg_status char_symbols(mg_bpe_cache *c, const uint8_t *p, size_t n, size_t *m)
+{
+    const mg_bpe *b = c->b;
+    MG_FORWARD(reserve_symbols(c, n));
+    int32_t *ids = c->ids;
+    size_t k = 0;
+    int pending = 0;
+    for (size_t i = 0; i < n;) {
+        size_t cl = utf8_char_len(p + i, n - i);
+        int32_t id = char_id(b, p + i, cl);
+        if (id >= 0) {
+            if (pending) ids[k++] = b->unk_id;
+            pending = 0;
+            ids[k++] = id;
+        } else if (!byte_fallback(b, p + i, cl, ids, &k) && b->unk_id >= 0) {
+            if (pending && !b->fuse_unk) ids[k++] = b->unk_id;
+            pending = 1;
+        }
+        i += cl;
+    }
+    if (pending) ids[k++] = b->unk_id;
+    *m = k;
+    return MG_OK;
+}
+
+static mg_status encode_chars_uncached(mg_bpe_cache *c, const uint8_t *p, size_t n,
+                                       int32_t *small, const int32_t **ids, size_t *nids)
+{
+    const mg_bpe *b = c->b;
+    if (b->shortcut) {
+        int64_t t = mg_bpe_find_index(b, p, n);
+        if (t >= 0) {
+            small[0] = b->tok_id[t];
+            *ids = small;
+            *nids = 1;
+            return MG_OK;
+        }
+    }
+    MG_RETURN_IF(n > INT32_MAX, MG_ERR_LIMIT, "pre-token of %zu bytes is too long for BPE", n);
+    size_t m;
+    MG_FORWARD(char_symbols(c, p, n, &m));
+    *ids = c->ids;
+    if (m < SHORT_MAX) {
+        *nids = merge_short_ids(b, c->ids, m);
+        return MG_OK;
+    }
+    return merge_long_ids(c, m, nids);
+}
+
+mg_status mg_bpe_encode_chars(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *piece,
+                              size_t len, mg_ids *out)
+{
+    MG_ASSERT(c->b == b);
+    MG_RETURN_IF(!b->chars, MG_ERR_ARG, "mg_bpe_encode_chars on a byte-level BPE model");
+    if (len == 0) return MG_OK;
+    uint64_t h = 0;
+    mg_status st = MG_OK;
+    if (len <= CACHE_KEY_MAX) {
+        h = mg_bpe_hash(piece, len);
+        if (cache_get(c, piece, len, h, out, &st)) return st;
+    }
+    int32_t small[1];
+    const int32_t *ids = NULL;
+    size_t nids = 0;
+    MG_FORWARD(encode_chars_uncached(c, piece, len, small, &ids, &nids));
+    if (len <= CACHE_KEY_MAX) cache_put(c, piece, len, h, ids, nids);
+    st = append_ids(out, ids, nids);
+    if (c->sym_cap > KEEP_SCRATCH_MAX || c->heap_cap > KEEP_SCRATCH_MAX) free_scratch(c);
+    return st;
 }

@@ -44,6 +44,7 @@ static mg_status malformed(const mg_hf_desc *d, const char *fmt, ...)
 void mg_hf_desc_init(mg_hf_desc *d)
 {
     memset(d, 0, sizeof *d);
+    d->legacy = d->add_prefix_space = -1;
 }
 
 void mg_hf_desc_free(mg_hf_desc *d)
@@ -56,6 +57,7 @@ void mg_hf_desc_free(mg_hf_desc *d)
     free(d->added);
     for (size_t i = 0; i < d->n_json; i++) json_decref(d->json[i]);
     for (size_t i = 0; i < d->n_text; i++) free(d->text[i]);
+    mg_normalizer_free(&d->norm);
     mg_hf_desc_init(d);
 }
 
@@ -184,11 +186,14 @@ static mg_status check_empty_string(const mg_hf_desc *d, const json_t *model, co
     return unsupported(d, "BPE %s", key);
 }
 
-static mg_status check_bpe_options(const mg_hf_desc *d, const json_t *model)
+static mg_status check_bpe_options(mg_hf_desc *d, const json_t *model)
 {
-    int bf;
-    MG_FORWARD(get_bool(d, model, "byte_fallback", 0, "model", &bf));
-    if (bf) return unsupported(d, "BPE byte_fallback (SentencePiece-style BPE)");
+    MG_FORWARD(get_bool(d, model, "byte_fallback", 0, "model", &d->byte_fallback));
+    MG_FORWARD(get_bool(d, model, "fuse_unk", 0, "model", &d->fuse_unk));
+    const json_t *unk = json_object_get(model, "unk_token");
+    if (unk && !json_is_null(unk) && !json_is_string(unk))
+        return malformed(d, "model.unk_token is not a string");
+    d->unk_token = json_string_value(unk);
     const json_t *dropout = json_object_get(model, "dropout");
     if (dropout && !json_is_null(dropout) &&
         !(json_is_number(dropout) && json_number_value(dropout) == 0.0))
@@ -248,6 +253,27 @@ static mg_status parse_added(mg_hf_desc *d, const json_t *root)
 
 /* ---- normalizer ---- */
 
+static mg_status parse_prepend(mg_hf_desc *d, const json_t *n)
+{
+    const json_t *s = json_object_get(n, "prepend");
+    if (!json_is_string(s)) return malformed(d, "Prepend normalizer without a \"prepend\" string");
+    return mg_normalizer_add_prepend(&d->norm, json_string_value(s), json_string_length(s));
+}
+
+static mg_status parse_replace(mg_hf_desc *d, const json_t *n)
+{
+    const json_t *pat = json_object_get(n, "pattern"), *content = json_object_get(n, "content");
+    const json_t *re = json_object_get(pat, "Regex"), *str = json_object_get(pat, "String");
+    const json_t *p = json_is_string(re) ? re : str;
+    if (!json_is_string(p) || !json_is_string(content))
+        return malformed(d, "Replace normalizer needs a {\"String\"} or {\"Regex\"} pattern "
+                         "and a \"content\" string");
+    if (json_string_length(p) == 0) return unsupported(d, "Replace normalizer with an empty pattern");
+    return mg_normalizer_add_replace(&d->norm, json_string_value(p), json_string_length(p),
+                                     p == re, json_string_value(content),
+                                     json_string_length(content));
+}
+
 static mg_status parse_normalizer(mg_hf_desc *d, const json_t *n, int depth)
 {
     if (!n || json_is_null(n)) return MG_OK;
@@ -261,12 +287,13 @@ static mg_status parse_normalizer(mg_hf_desc *d, const json_t *n, int depth)
             MG_FORWARD(parse_normalizer(d, json_array_get(list, i), depth + 1));
         return MG_OK;
     }
-    if (strcmp(type, "NFC") == 0) {
-        mg_status st = mg_normalizer_add(&d->norm, MG_NORM_NFC);
-        if (st != MG_OK) mg_error_prefix("%s", d->file);
-        return st;
-    }
-    return unsupported(d, "normalizer %.80s", type);
+    mg_status st;
+    if (strcmp(type, "NFC") == 0) st = mg_normalizer_add(&d->norm, MG_NORM_NFC);
+    else if (strcmp(type, "Prepend") == 0) st = parse_prepend(d, n);
+    else if (strcmp(type, "Replace") == 0) st = parse_replace(d, n);
+    else return unsupported(d, "normalizer %.80s", type);
+    if (st != MG_OK && st != MG_ERR_FORMAT) mg_error_prefix("%s", d->file);
+    return st;
 }
 
 /* ---- pre-tokenizer ---- */
@@ -293,6 +320,8 @@ static mg_status push_stage(mg_hf_desc *d, const mg_hf_pre_stage *st)
                                                       MG_HF_MAX_PRE);
     if (d->n_pre > 0 && d->pre[d->n_pre - 1].kind == MG_HF_PRE_BYTE_LEVEL)
         return unsupported(d, "a pre-tokenizer after ByteLevel");
+    if (d->n_pre > 0 && d->pre[d->n_pre - 1].kind == MG_HF_PRE_METASPACE)
+        return unsupported(d, "a pre-tokenizer after Metaspace");
     d->pre[d->n_pre++] = *st;
     return MG_OK;
 }
@@ -323,6 +352,39 @@ static mg_status parse_byte_level(mg_hf_desc *d, const json_t *p)
     return push_stage(d, &st);
 }
 
+static mg_status parse_prepend_scheme(const mg_hf_desc *d, const json_t *p, mg_hf_prepend *out)
+{
+    const json_t *v = json_object_get(p, "prepend_scheme");
+    int aps;
+    if (!v || json_is_null(v)) { /* legacy form: add_prefix_space */
+        MG_FORWARD(get_bool(d, p, "add_prefix_space", 1, "Metaspace", &aps));
+        *out = aps ? MG_HF_PREPEND_ALWAYS : MG_HF_PREPEND_NEVER;
+        return MG_OK;
+    }
+    const char *s = json_string_value(v);
+    if (s && strcmp(s, "always") == 0) *out = MG_HF_PREPEND_ALWAYS;
+    else if (s && strcmp(s, "first") == 0) *out = MG_HF_PREPEND_FIRST;
+    else if (s && strcmp(s, "never") == 0) *out = MG_HF_PREPEND_NEVER;
+    else return malformed(d, "Metaspace prepend_scheme is not always, first or never");
+    return MG_OK;
+}
+
+static mg_status parse_metaspace(mg_hf_desc *d, const json_t *p)
+{
+    mg_hf_pre_stage st = {.kind = MG_HF_PRE_METASPACE};
+    const json_t *r = json_object_get(p, "replacement");
+    if (!r) r = json_object_get(p, "str_rep");
+    const char *rs = json_string_value(r);
+    size_t n = json_string_length(r);
+    if (!rs || n == 0 || n >= sizeof st.replacement || (n > 1 && (rs[0] & 0xC0) != 0xC0) ||
+        (n == 1 && (rs[0] & 0x80)))
+        return malformed(d, "Metaspace replacement is not one character");
+    memcpy(st.replacement, rs, n);
+    MG_FORWARD(parse_prepend_scheme(d, p, &st.prepend_scheme));
+    MG_FORWARD(get_bool(d, p, "split", 1, "Metaspace", &st.split));
+    return push_stage(d, &st);
+}
+
 static mg_status parse_pretok(mg_hf_desc *d, const json_t *p, int depth)
 {
     const char *type = type_of(p);
@@ -337,17 +399,17 @@ static mg_status parse_pretok(mg_hf_desc *d, const json_t *p, int depth)
     }
     if (strcmp(type, "Split") == 0) return parse_split(d, p);
     if (strcmp(type, "ByteLevel") == 0) return parse_byte_level(d, p);
+    if (strcmp(type, "Metaspace") == 0) return parse_metaspace(d, p);
     return unsupported(d, "pre_tokenizer %.80s", type);
 }
 
 static mg_status parse_pre_tokenizer(mg_hf_desc *d, const json_t *root)
 {
     const json_t *p = json_object_get(root, "pre_tokenizer");
-    if (!p || json_is_null(p))
-        return unsupported(d, "a BPE without ByteLevel pre-tokenizer (SentencePiece-style)");
-    MG_FORWARD(parse_pretok(d, p, 0));
-    if (d->n_pre == 0 || d->pre[d->n_pre - 1].kind != MG_HF_PRE_BYTE_LEVEL)
-        return unsupported(d, "a BPE without ByteLevel pre-tokenizer (SentencePiece-style)");
+    if (p && !json_is_null(p)) MG_FORWARD(parse_pretok(d, p, 0));
+    d->char_level = d->n_pre == 0 || d->pre[d->n_pre - 1].kind != MG_HF_PRE_BYTE_LEVEL;
+    if (!d->char_level && d->byte_fallback)
+        return unsupported(d, "BPE byte_fallback with a ByteLevel pre-tokenizer");
     return MG_OK;
 }
 
@@ -509,6 +571,17 @@ static mg_status config_list(mg_hf_desc *d, const json_t *root, const char *key)
     return MG_OK;
 }
 
+/* tokenizer_class, legacy, add_prefix_space (for mg_hf_apply_class). */
+static mg_status config_class(mg_hf_desc *d, const json_t *root)
+{
+    const char *cls = json_string_value(json_object_get(root, "tokenizer_class"));
+    snprintf(d->tokenizer_class, sizeof d->tokenizer_class, "%s", cls ? cls : "");
+    const json_t *l = json_object_get(root, "legacy"), *a = json_object_get(root, "add_prefix_space");
+    if (json_is_boolean(l)) d->legacy = json_is_true(l);
+    if (json_is_boolean(a)) d->add_prefix_space = json_is_true(a);
+    return MG_OK;
+}
+
 mg_status mg_hf_config_parse(mg_hf_desc *d, const char *buf, size_t len, const char *name)
 {
     /* transformers' SPECIAL_TOKENS_ATTRIBUTES order: new tokens get ids in this order */
@@ -521,11 +594,56 @@ mg_status mg_hf_config_parse(mg_hf_desc *d, const char *buf, size_t len, const c
     /* model_max_length is often 1e30 written as an integer: read numbers as reals */
     mg_status st = parse_json(d, buf, len, JSON_DECODE_INT_AS_REAL, &root);
     for (size_t i = 0; st == MG_OK && i < sizeof keys / sizeof keys[0]; i++) {
-        const char **content = i == 1 ? &d->eos_token : i == 3 ? &d->sep_token : NULL;
+        const char **content = i == 1   ? &d->eos_token
+                               : i == 2 ? &d->cfg_unk_token
+                               : i == 3 ? &d->sep_token
+                                        : NULL;
         st = push_named(d, json_object_get(root, keys[i]), keys[i], content);
     }
     if (st == MG_OK) st = config_list(d, root, "additional_special_tokens");
     if (st == MG_OK) st = config_list(d, root, "extra_special_tokens");
+    if (st == MG_OK) st = config_class(d, root);
     memcpy(d->file, saved, sizeof saved);
     return st;
+}
+
+/* ---- transformers 5 tokenizer classes ---- */
+
+static int class_is(const mg_hf_desc *d, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(d->tokenizer_class, name, n) == 0 &&
+           (d->tokenizer_class[n] == 0 || strcmp(d->tokenizer_class + n, "Fast") == 0);
+}
+
+static void class_model(mg_hf_desc *d, const char *unk)
+{
+    d->byte_fallback = 1;
+    d->fuse_unk = 1;
+    d->ignore_merges = 0;
+    d->unk_token = unk;
+    mg_normalizer_free(&d->norm);
+    d->n_pre = 0;
+}
+
+mg_status mg_hf_apply_class(mg_hf_desc *d)
+{
+    if (!d->char_level) return MG_OK; /* transformers loads ByteLevel files as they are */
+    if (class_is(d, "LlamaTokenizer")) {
+        class_model(d, NULL);
+        mg_hf_pre_stage st = {.kind = MG_HF_PRE_METASPACE, .replacement = "\xe2\x96\x81"};
+        st.prepend_scheme = d->add_prefix_space == 0 ? MG_HF_PREPEND_NEVER
+                            : d->legacy == 1         ? MG_HF_PREPEND_ALWAYS
+                                                     : MG_HF_PREPEND_FIRST;
+        d->pre[d->n_pre++] = st;
+        return MG_OK;
+    }
+    if (class_is(d, "GemmaTokenizer")) {
+        class_model(d, d->cfg_unk_token ? d->cfg_unk_token : "<unk>");
+        mg_hf_pre_stage st = {.kind = MG_HF_PRE_SPLIT, .pattern = " ",
+                              .behavior = MG_SPLIT_MERGED_WITH_PREVIOUS};
+        d->pre[d->n_pre++] = st;
+        return mg_normalizer_add_replace(&d->norm, " ", 1, 0, "\xe2\x96\x81", 3);
+    }
+    return MG_OK;
 }

@@ -8,10 +8,14 @@
  *     buffers the description owns (the parsed JSON trees, the merges text); nothing is
  *     copied per entry. Vocabulary and merge strings are in byte-level form (byte_level.h).
  *   - Supported tokenizer.json: model BPE (vocab; merges as "a b" strings or ["a","b"]
- *     pairs; ignore_merges; dropout null/0; no byte_fallback; empty or null
- *     continuing_subword_prefix / end_of_word_suffix); normalizer null, NFC, or a Sequence
- *     of those; pre_tokenizer: Split stages (Regex/String pattern, behavior, invert) then a
- *     final ByteLevel (add_prefix_space, use_regex), possibly inside Sequences;
+ *     pairs; ignore_merges; dropout null/0; byte_fallback, unk_token, fuse_unk; empty or
+ *     null continuing_subword_prefix / end_of_word_suffix); normalizer null, NFC, Prepend,
+ *     Replace (String or Regex pattern), or a Sequence of those; pre_tokenizer: Split
+ *     stages (Regex/String pattern, behavior, invert) then a final ByteLevel
+ *     (add_prefix_space, use_regex) or a final Metaspace (replacement, prepend_scheme,
+ *     split), possibly inside Sequences, or null. Without ByteLevel the model is
+ *     char-initial (char_level: vocabulary strings are plain UTF-8, SentencePiece-style);
+ *     byte_fallback with ByteLevel is refused.
  *     post_processor null, ByteLevel, TemplateProcessing, BertProcessing, RobertaProcessing
  *     or a Sequence of those. Anything else is MG_ERR_UNSUPPORTED
  *     "not supported yet: <feature> in <file>"; malformed files are MG_ERR_FORMAT naming
@@ -35,7 +39,9 @@ typedef struct {
     size_t len;
 } mg_hf_str;
 
-typedef enum { MG_HF_PRE_SPLIT = 1, MG_HF_PRE_BYTE_LEVEL } mg_hf_pre_kind;
+typedef enum { MG_HF_PRE_SPLIT = 1, MG_HF_PRE_BYTE_LEVEL, MG_HF_PRE_METASPACE } mg_hf_pre_kind;
+
+typedef enum { MG_HF_PREPEND_ALWAYS = 0, MG_HF_PREPEND_FIRST, MG_HF_PREPEND_NEVER } mg_hf_prepend;
 
 typedef struct {
     mg_hf_pre_kind kind;
@@ -44,6 +50,9 @@ typedef struct {
     mg_split_behavior behavior;
     int invert;
     int add_prefix_space, use_regex; /* ByteLevel */
+    char replacement[8];             /* Metaspace: one character, NUL-terminated */
+    mg_hf_prepend prepend_scheme;    /* Metaspace */
+    int split;                       /* Metaspace */
 } mg_hf_pre_stage;
 
 #define MG_HF_MAX_PRE 16
@@ -60,6 +69,10 @@ typedef struct {
     mg_hf_str *merge_l, *merge_r;
     size_t n_merges;
     int ignore_merges;
+    int char_level;    /* no ByteLevel pre-tokenizer: SentencePiece-style char-initial BPE */
+    int byte_fallback; /* model.byte_fallback */
+    int fuse_unk;      /* model.fuse_unk */
+    const char *unk_token; /* model.unk_token, NULL if none */
     /* added_tokens of tokenizer.json */
     mg_added_token *added;
     size_t n_added;
@@ -67,6 +80,9 @@ typedef struct {
     mg_added_token named[MG_HF_MAX_NAMED];
     size_t n_named;
     const char *eos_token, *sep_token; /* contents, NULL if unset */
+    const char *cfg_unk_token;         /* tokenizer_config.json unk_token, NULL if unset */
+    char tokenizer_class[64];          /* tokenizer_config.json tokenizer_class, "" if unset */
+    int legacy, add_prefix_space;      /* tokenizer_config.json: 0/1, -1 if unset */
     mg_normalizer norm;
     mg_hf_pre_stage pre[MG_HF_MAX_PRE];
     size_t n_pre;
@@ -90,6 +106,13 @@ mg_status mg_hf_desc_parse(mg_hf_desc *d, const char *buf, size_t len, const cha
 mg_status mg_hf_desc_load(mg_hf_desc *d, const char *path);
 /* Parses tokenizer_config.json content (eos/sep and named special tokens). */
 mg_status mg_hf_config_parse(mg_hf_desc *d, const char *buf, size_t len, const char *name);
+/* transformers 5 classes that rebuild the pipeline from vocab + merges when the file is
+ * not ByteLevel (call after mg_hf_config_parse): LlamaTokenizer(Fast) = no normalizer,
+ * Metaspace(prepend_scheme from legacy/add_prefix_space, split false), byte_fallback,
+ * fuse_unk, no unk token; GemmaTokenizer(Fast) = Replace(" " -> "▁"), Split(" ",
+ * MergedWithPrevious), byte_fallback, fuse_unk, unk = the config's unk_token. Other
+ * classes keep the file's pipeline. */
+mg_status mg_hf_apply_class(mg_hf_desc *d);
 /* Takes ownership of a json_t root / a malloc'd buffer (freed with the description). */
 mg_status mg_hf_desc_own_json(mg_hf_desc *d, void *json);
 mg_status mg_hf_desc_own_text(mg_hf_desc *d, char *text);

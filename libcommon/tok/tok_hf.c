@@ -1,5 +1,6 @@
-/* tok_hf.c — Megatron's HuggingFaceTokenizer over a byte-level BPE tokenizer.json, and the
- * shared engine behind GPT2BPETokenizer (tok_gpt2.c).
+/* tok_hf.c — Megatron's HuggingFaceTokenizer over a BPE tokenizer.json (byte-level, or
+ * SentencePiece-style char-initial), and the shared engine behind GPT2BPETokenizer
+ * (tok_gpt2.c).
  *
  * Semantics (Megatron HEAD = transformers 5 AutoTokenizer on a local folder):
  *   - ids = tokenizer(text).input_ids: added tokens with normalized:false are matched in the
@@ -7,6 +8,13 @@
  *     searched for normalized:true added tokens; each remaining gap is pre-tokenized (Split
  *     stages, then ByteLevel) and each piece BPE-encoded on raw bytes; the post-processor's
  *     special ids go around the whole (TemplateProcessing / Bert / Roberta).
+ *   - Char-initial files (no ByteLevel: Llama-2, Mistral, Gemma): vocabulary strings are
+ *     plain UTF-8; each gap is normalized (Prepend, Replace, NFC), split by the Split
+ *     stages, then Metaspace (' ' -> replacement, prepend per always/first/never, where
+ *     "first" means the piece at offset 0 of the original text, optional split before
+ *     each replacement) and each piece encoded by mg_bpe_encode_chars (byte_fallback,
+ *     unk, fuse_unk). transformers' LlamaTokenizer / GemmaTokenizer rebuild the pipeline
+ *     (mg_hf_apply_class).
  *     transformers 5 ignores add_bos_token / add_eos_token of tokenizer_config.json when a
  *     tokenizer.json exists, so only tokenizer.json's post-processor adds tokens.
  *   - --tokenizer-hf-no-include-special-tokens: convert_tokens_to_ids(tokenize(text)), the
@@ -31,11 +39,25 @@
 #include "tok/normalize.h"
 #include "tok/tok_internal.h"
 
+#define MAX_NOCUT 16
+#define SPM_SPACE "\xe2\x96\x81" /* U+2581 */
+
 typedef struct {
     mg_bpe *bpe;
     mg_added_tokens *raw_added;  /* normalized:false, matched in the raw text */
     mg_added_tokens *norm_added; /* normalized:true, matched in normalized text */
-    mg_normalizer norm;
+    mg_normalizer norm;    /* owned copy */
+    int chars;             /* char-initial model (mg_bpe_encode_chars) */
+    int has_meta;          /* a final Metaspace stage (chars only) */
+    mg_hf_pre_stage meta;
+    size_t meta_len;       /* bytes of meta.replacement */
+    /* chars: pieces are cut before each U+2581 run (then encoded one by one, cached) where
+     * no token can span the cut: cut_ok, and the character before the run is a token and
+     * not one of the n_nocut characters that some token has right before a U+2581. */
+    int cut_ok;
+    char nocut[MAX_NOCUT][4];
+    uint8_t nocut_len[MAX_NOCUT];
+    size_t n_nocut;
     mg_pretok *pre;        /* Split stages (+ the ByteLevel regex unless prefix_space) */
     mg_pretok *pre_prefix; /* ByteLevel regex run on each space-prefixed piece, or NULL */
     int prefix_space;      /* ByteLevel add_prefix_space */
@@ -60,17 +82,22 @@ static mg_status bpe_piece(const hf_impl *h, hf_state *s, const char *p, size_t 
     return mg_bpe_encode_piece(h->bpe, s->cache, (const uint8_t *)p, n, out);
 }
 
+static mg_status reserve_pbuf(hf_state *s, size_t n)
+{
+    if (s->pcap >= n) return MG_OK;
+    size_t cap = s->pcap ? s->pcap : 256;
+    while (cap < n) cap *= 2;
+    char *b = mg_realloc(s->pbuf, cap);
+    if (!b) return MG_ERR_NOMEM;
+    s->pbuf = b;
+    s->pcap = cap;
+    return MG_OK;
+}
+
 /* " " + piece into the state's buffer. */
 static mg_status with_space(hf_state *s, const char *p, size_t n, const char **q)
 {
-    if (s->pcap < n + 1) {
-        size_t cap = s->pcap ? s->pcap : 256;
-        while (cap < n + 1) cap *= 2;
-        char *b = mg_realloc(s->pbuf, cap);
-        if (!b) return MG_ERR_NOMEM;
-        s->pbuf = b;
-        s->pcap = cap;
-    }
+    MG_FORWARD(reserve_pbuf(s, n + 1));
     s->pbuf[0] = ' ';
     memcpy(s->pbuf + 1, p, n);
     *q = s->pbuf;
@@ -93,13 +120,112 @@ static mg_status prefixed_piece(const hf_impl *h, hf_state *s, const char *p, si
     return MG_OK;
 }
 
+/* ---- char-initial encoding ---- */
+
+static mg_status chars_encode(const hf_impl *h, hf_state *s, const char *p, size_t n,
+                              mg_ids *out)
+{
+    return mg_bpe_encode_chars(h->bpe, s->cache, (const uint8_t *)p, n, out);
+}
+
+/* May the piece be cut before the U+2581 at p[i] (i > 0)? */
+static int can_cut(const hf_impl *h, const char *p, size_t i)
+{
+    size_t k = i - 1;
+    while (k > 0 && ((unsigned char)p[k] & 0xC0) == 0x80) k--;
+    size_t cl = i - k;
+    if (cl == 3 && memcmp(p + k, SPM_SPACE, 3) == 0) return 0; /* inside a run */
+    for (size_t j = 0; j < h->n_nocut; j++)
+        if (h->nocut_len[j] == cl && memcmp(h->nocut[j], p + k, cl) == 0) return 0;
+    return mg_bpe_token_id(h->bpe, (const uint8_t *)p + k, cl) >= 0;
+}
+
+/* Encodes a piece, cut before U+2581 runs where that cannot change the result: no token
+ * spans a cut, so no merge crosses it and each part merges as it would in the whole. */
+static mg_status chars_piece(const hf_impl *h, hf_state *s, const char *p, size_t n, mg_ids *out)
+{
+    if (!h->cut_ok) return chars_encode(h, s, p, n, out);
+    size_t start = 0;
+    const char *q = p + 1, *end = p + n;
+    while (q + 3 <= end && (q = memmem(q, (size_t)(end - q), SPM_SPACE, 3)) != NULL) {
+        size_t i = (size_t)(q - p);
+        if (can_cut(h, p, i)) {
+            MG_FORWARD(chars_encode(h, s, p + start, i - start, out));
+            start = i;
+        }
+        q += 3;
+    }
+    return chars_encode(h, s, p + start, n - start, out);
+}
+
+/* Metaspace of one piece into s->pbuf: ' ' -> replacement, then the prepended one. */
+static mg_status metaspace_text(const hf_impl *h, hf_state *s, const char *p, size_t n,
+                                int first, size_t *m)
+{
+    const char *r = h->meta.replacement;
+    size_t rl = h->meta_len, o = 0;
+    MG_FORWARD(reserve_pbuf(s, rl + n * (rl > 1 ? rl : 1) + 1));
+    int starts = n >= 1 && (p[0] == ' ' || (n >= rl && memcmp(p, r, rl) == 0));
+    mg_hf_prepend sc = h->meta.prepend_scheme;
+    if (!starts && (sc == MG_HF_PREPEND_ALWAYS || (sc == MG_HF_PREPEND_FIRST && first))) {
+        memcpy(s->pbuf, r, rl);
+        o = rl;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == ' ') {
+            memcpy(s->pbuf + o, r, rl);
+            o += rl;
+        } else {
+            s->pbuf[o++] = p[i];
+        }
+    }
+    *m = o;
+    return MG_OK;
+}
+
+/* Metaspace, then each of its pieces encoded (split: MergedWithNext at replacements). */
+static mg_status metaspace_piece(const hf_impl *h, hf_state *s, const char *p, size_t n,
+                                 int first, mg_ids *out)
+{
+    size_t m, rl = h->meta_len, start = 0;
+    MG_FORWARD(metaspace_text(h, s, p, n, first, &m));
+    const char *q = s->pbuf;
+    if (!h->meta.split) return chars_piece(h, s, q, m, out);
+    for (size_t i = 1; i + rl <= m; i++) {
+        if (memcmp(q + i, h->meta.replacement, rl) != 0) continue;
+        MG_FORWARD(chars_piece(h, s, q + start, i - start, out));
+        start = i;
+        i += rl - 1;
+    }
+    return chars_piece(h, s, q + start, m - start, out);
+}
+
+/* Char-initial: Split stages, then Metaspace (if any), each piece encoded. `first`: the
+ * text starts at offset 0 of the original text. */
+static mg_status encode_plain_chars(const hf_impl *h, hf_state *s, const char *text, size_t len,
+                                    int first, mg_ids *out)
+{
+    s->spans.n = 0;
+    MG_FORWARD(mg_pretok_split(h->pre, s->scratch, text, len, &s->spans));
+    for (size_t i = 0; i < s->spans.n; i++) {
+        const char *p = text + s->spans.v[i].off;
+        size_t n = s->spans.v[i].len;
+        if (h->has_meta)
+            MG_FORWARD(metaspace_piece(h, s, p, n, first && s->spans.v[i].off == 0, out));
+        else
+            MG_FORWARD(chars_piece(h, s, p, n, out));
+    }
+    return MG_OK;
+}
+
 /* Pre-tokenizes and BPE-encodes text with no added token in it. */
 static mg_status encode_plain(const hf_impl *h, hf_state *s, const char *text, size_t len,
-                              mg_ids *out)
+                              int first, mg_ids *out)
 {
     if (len == 0) return MG_OK;
     if (len > UINT32_MAX - 1)
         return mg_error_set(MG_ERR_LIMIT, "a text segment of %zu bytes (more than 4 GiB)", len);
+    if (h->chars) return encode_plain_chars(h, s, text, len, first, out);
     s->spans.n = 0;
     MG_FORWARD(mg_pretok_split(h->pre, s->scratch, text, len, &s->spans));
     if (!h->prefix_space)
@@ -117,7 +243,7 @@ static mg_status encode_plain(const hf_impl *h, hf_state *s, const char *text, s
 
 /* A gap between raw added tokens: normalize, then split on normalized added tokens. */
 static mg_status encode_segment(const hf_impl *h, hf_state *s, const char *text, size_t len,
-                                mg_ids *out)
+                              int first, mg_ids *out)
 {
     if (len == 0) return MG_OK;
     const char *t;
@@ -125,11 +251,11 @@ static mg_status encode_segment(const hf_impl *h, hf_state *s, const char *text,
     int64_t id;
     MG_FORWARD(mg_normalize(&h->norm, &s->norm, text, len, &t, &n));
     while (mg_added_tokens_find(h->norm_added, t, n, pos, &ms, &me, &id)) {
-        MG_FORWARD(encode_plain(h, s, t + pos, ms - pos, out));
+        MG_FORWARD(encode_plain(h, s, t + pos, ms - pos, first && pos == 0, out));
         MG_FORWARD(mg_ids_push(out, id));
         pos = me;
     }
-    return encode_plain(h, s, t + pos, n - pos, out);
+    return encode_plain(h, s, t + pos, n - pos, first && pos == 0, out);
 }
 
 static mg_status push_all(mg_ids *out, const int64_t *ids, size_t n)
@@ -147,11 +273,11 @@ static mg_status hf_encode(const mg_tokenizer *tk, void *state, const char *text
     int64_t id;
     if (h->include_special) MG_FORWARD(push_all(out, h->prefix, h->n_prefix));
     while (mg_added_tokens_find(h->raw_added, text, len, pos, &ms, &me, &id)) {
-        MG_FORWARD(encode_segment(h, s, text + pos, ms - pos, out));
+        MG_FORWARD(encode_segment(h, s, text + pos, ms - pos, pos == 0, out));
         MG_FORWARD(mg_ids_push(out, id));
         pos = me;
     }
-    MG_FORWARD(encode_segment(h, s, text + pos, len - pos, out));
+    MG_FORWARD(encode_segment(h, s, text + pos, len - pos, pos == 0, out));
     if (h->include_special) MG_FORWARD(push_all(out, h->suffix, h->n_suffix));
     return MG_OK;
 }
@@ -194,6 +320,7 @@ static void hf_free(void *impl)
     mg_added_tokens_free(h->norm_added);
     mg_pretok_free(h->pre);
     mg_pretok_free(h->pre_prefix);
+    mg_normalizer_free(&h->norm);
     free(h);
 }
 
@@ -224,6 +351,7 @@ static int64_t vocab_lookup(const builder *b, const char *s, size_t len)
 {
     size_t n;
     if (len > b->buf_cap) return -1; /* longer than every vocabulary string */
+    if (b->d->char_level) return mg_bpe_token_id(b->h->bpe, (const uint8_t *)s, len);
     if (mg_byte_level_decode(s, len, b->buf, &n)) {
         int32_t id = mg_bpe_token_id(b->h->bpe, b->buf, n);
         if (id >= 0 || n > 0) return id;
@@ -272,6 +400,41 @@ static mg_status add_merge(builder *b, size_t i)
     return st;
 }
 
+/* Char-initial: vocabulary and merges as plain UTF-8 strings. */
+static mg_status build_chars(builder *b)
+{
+    const mg_hf_desc *d = b->d;
+    mg_bpe *bpe = b->h->bpe;
+    for (size_t i = 0; i < d->n_vocab; i++) {
+        mg_status st = mg_bpe_add_token(bpe, (const uint8_t *)d->vocab[i].s, d->vocab[i].len,
+                                        (int32_t)d->vocab_id[i], 0);
+        if (st != MG_OK) {
+            mg_error_prefix("%s: model.vocab[\"%.80s\"]", d->file, d->vocab[i].s);
+            return st;
+        }
+    }
+    for (size_t i = 0; i < d->n_merges; i++) {
+        const mg_hf_str *l = &d->merge_l[i], *r = &d->merge_r[i];
+        mg_status st = mg_bpe_add_merge(bpe, (const uint8_t *)l->s, l->len,
+                                        (const uint8_t *)r->s, r->len);
+        if (st != MG_OK) {
+            mg_error_prefix("%s: model.merges[%zu]", d->file, i);
+            return st;
+        }
+    }
+    int32_t unk = -1;
+    if (d->unk_token) {
+        unk = mg_bpe_token_id(bpe, (const uint8_t *)d->unk_token, strlen(d->unk_token));
+        if (unk < 0)
+            return mg_error_set(MG_ERR_FORMAT, "%s: model.unk_token \"%.80s\" is not in the "
+                                "vocabulary", d->file, d->unk_token);
+    }
+    MG_FORWARD(mg_bpe_set_char_symbols(bpe, d->byte_fallback, unk, d->fuse_unk));
+    mg_status st = mg_bpe_finalize(bpe, d->ignore_merges);
+    if (st != MG_OK) mg_error_prefix("%s", d->file);
+    return st;
+}
+
 static mg_status build_bpe(builder *b)
 {
     const mg_hf_desc *d = b->d;
@@ -286,6 +449,7 @@ static mg_status build_bpe(builder *b)
     b->invalid = mg_calloc(d->n_vocab ? d->n_vocab : 1, sizeof *b->invalid);
     if (!b->buf || !b->invalid) return MG_ERR_NOMEM;
     MG_FORWARD(mg_bpe_create(&b->h->bpe, MG_BPE_PAIR_RANK));
+    if (d->char_level) return build_chars(b);
     MG_FORWARD(add_vocab(b));
     for (size_t i = 0; i < d->n_merges; i++) MG_FORWARD(add_merge(b, i));
     mg_status st = mg_bpe_finalize(b->h->bpe, d->ignore_merges);
@@ -380,8 +544,56 @@ static mg_status add_split(const mg_hf_desc *d, mg_pretok *p, const mg_hf_pre_st
     return st == MG_OK ? MG_OK : pretok_error(d, st);
 }
 
+/* Records the character before each U+2581 (not itself U+2581) in token v. */
+static void note_nocut(hf_impl *h, const mg_hf_str *v)
+{
+    for (size_t i = 1; i + 3 <= v->len; i++) {
+        if (memcmp(v->s + i, SPM_SPACE, 3) != 0) continue;
+        size_t k = i - 1;
+        while (k > 0 && ((unsigned char)v->s[k] & 0xC0) == 0x80) k--;
+        size_t cl = i - k, j;
+        if (cl > 4 || (cl == 3 && memcmp(v->s + k, SPM_SPACE, 3) == 0)) continue;
+        for (j = 0; j < h->n_nocut; j++)
+            if (h->nocut_len[j] == cl && memcmp(h->nocut[j], v->s + k, cl) == 0) break;
+        if (j < h->n_nocut) continue;
+        if (h->n_nocut == MAX_NOCUT) {
+            h->cut_ok = 0;
+            return;
+        }
+        memcpy(h->nocut[h->n_nocut], v->s + k, cl);
+        h->nocut_len[h->n_nocut++] = (uint8_t)cl;
+    }
+}
+
+/* Whether pieces may be cut before U+2581 runs (see hf_impl). */
+static void plan_cuts(const mg_hf_desc *d, hf_impl *h)
+{
+    h->cut_ok = !d->ignore_merges && mg_bpe_token_id(h->bpe, (const uint8_t *)SPM_SPACE, 3) >= 0;
+    for (size_t i = 0; h->cut_ok && i < d->n_vocab; i++)
+        if (d->vocab[i].len > 3 && memmem(d->vocab[i].s + 1, d->vocab[i].len - 1, SPM_SPACE, 3))
+            note_nocut(h, &d->vocab[i]);
+}
+
+static mg_status build_pretok_chars(const mg_hf_desc *d, hf_impl *h)
+{
+    plan_cuts(d, h);
+    h->chars = 1;
+    MG_FORWARD(mg_pretok_create(&h->pre));
+    for (size_t i = 0; i < d->n_pre; i++) {
+        if (d->pre[i].kind == MG_HF_PRE_METASPACE) { /* last, checked by the parser */
+            h->has_meta = 1;
+            h->meta = d->pre[i];
+            h->meta_len = strlen(h->meta.replacement);
+            continue;
+        }
+        MG_FORWARD(add_split(d, h->pre, &d->pre[i]));
+    }
+    return MG_OK;
+}
+
 static mg_status build_pretok(const mg_hf_desc *d, hf_impl *h)
 {
+    if (d->char_level) return build_pretok_chars(d, h);
     const mg_hf_pre_stage *bl = &d->pre[d->n_pre - 1]; /* ByteLevel, checked by the parser */
     MG_FORWARD(mg_pretok_create(&h->pre));
     for (size_t i = 0; i + 1 < d->n_pre; i++) MG_FORWARD(add_split(d, h->pre, &d->pre[i]));
@@ -405,17 +617,61 @@ static int64_t token_id(const builder *b, const char *s)
     return id >= 0 ? id : vocab_lookup(b, s, strlen(s));
 }
 
+/* Pre-tokenizer stages for the description line ("Split(known)+Split(regex)+"). */
+static size_t describe_splits(const builder *b, char *pre, size_t cap, size_t n_split)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < n_split && used < cap - 40; i++) {
+        mg_pretok_family f = mg_pretok_stage_family(b->h->pre, i);
+        used += (size_t)snprintf(pre + used, cap - used, "%s%s", i ? "+" : "",
+                                 f == MG_PRETOK_GENERIC ? "Split(regex)" : "Split(known)");
+    }
+    return used;
+}
+
+static const char *norm_names(const mg_normalizer *nz, char *buf, size_t cap)
+{
+    static const char *const names[] = {"?", "NFC", "Prepend", "Replace"};
+    size_t used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < nz->n && used < cap - 12; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? "+" : "",
+                                 names[nz->steps[i] <= MG_NORM_REPLACE ? nz->steps[i] : 0]);
+    return nz->n ? buf : "none";
+}
+
+static void describe_chars(mg_tokenizer *tk, const builder *b, const char *kind)
+{
+    const hf_impl *h = b->h;
+    const mg_hf_desc *d = b->d;
+    static const char *const schemes[] = {"always", "first", "never"};
+    char pre[160] = "", meta[64] = "", nz[64];
+    size_t used = describe_splits(b, pre, sizeof pre, mg_pretok_stages(h->pre));
+    if (h->has_meta)
+        snprintf(meta, sizeof meta, "%sMetaspace(%s, split=%d)", used ? "+" : "",
+                 schemes[h->meta.prepend_scheme], h->meta.split);
+    int n = snprintf(tk->describe, sizeof tk->describe,
+             "%s %s: char BPE (SentencePiece-style%s%s), %zu tokens + %zu added (vocab_size "
+             "%lld, eod %lld), normalizer %s, pre-tokenizer %s%s%s, post-processor +%zu/+%zu "
+             "ids%s",
+             kind, d->file, d->byte_fallback ? ", byte_fallback" : "",
+             d->unk_token ? ", unk" : "", d->n_vocab, b->n_added, (long long)tk->vocab_size,
+             (long long)tk->eod, norm_names(&d->norm, nz, sizeof nz), pre, meta,
+             used || h->has_meta ? "" : "none", h->n_prefix, h->n_suffix,
+             h->include_special ? "" : " (not added: no-include-special-tokens)");
+    if (n >= (int)sizeof tk->describe) memcpy(tk->describe + sizeof tk->describe - 4, "...", 4);
+}
+
 static void describe(mg_tokenizer *tk, const builder *b, const char *kind)
 {
     const hf_impl *h = b->h;
     const mg_hf_desc *d = b->d;
-    char pre[160] = "";
-    size_t used = 0;
-    for (size_t i = 0; i + 1 < d->n_pre && used < sizeof pre - 40; i++) {
-        mg_pretok_family f = mg_pretok_stage_family(h->pre, i);
-        used += (size_t)snprintf(pre + used, sizeof pre - used, "%s%s", i ? "+" : "",
-                                 f == MG_PRETOK_GENERIC ? "Split(regex)" : "Split(known)");
+    if (d->char_level) {
+        describe_chars(tk, b, kind);
+        return;
     }
+    char pre[160] = "";
+    size_t used = describe_splits(b, pre, sizeof pre, d->n_pre - 1);
     int n = snprintf(tk->describe, sizeof tk->describe,
              "%s %s: byte-level BPE, %zu tokens + %zu added (vocab_size %lld, eod %lld), "
              "normalizer %s, pre-tokenizer %s%sByteLevel(regex=%d, prefix_space=%d)%s, "
@@ -437,7 +693,7 @@ static mg_status build(builder *b, mg_tokenizer *tk, const mg_tok_opts *o)
     MG_FORWARD(build_added(b, o));
     MG_FORWARD(build_matchers(b));
     MG_FORWARD(build_pretok(d, h));
-    h->norm = d->norm;
+    MG_FORWARD(mg_normalizer_copy(&h->norm, &d->norm));
     h->include_special = !o->hf_no_include_special;
     memcpy(h->prefix, d->prefix, sizeof h->prefix);
     memcpy(h->suffix, d->suffix, sizeof h->suffix);
@@ -499,6 +755,7 @@ mg_status mg_tok_hf_create(mg_tokenizer *tk, const mg_tok_opts *o)
     mg_hf_desc_init(&d);
     mg_status st = mg_hf_desc_load(&d, path);
     if (st == MG_OK) st = load_config(&d, o->model);
+    if (st == MG_OK) st = mg_hf_apply_class(&d);
     if (st == MG_OK) st = mg_hf_build(tk, &d, "HuggingFaceTokenizer", o);
     mg_hf_desc_free(&d);
     return st;

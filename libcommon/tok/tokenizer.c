@@ -38,6 +38,9 @@ static const struct {
     {"HuggingFaceTokenizer", mg_tok_hf_create},
     {"TikTokenizer", mg_tok_tiktoken_create},
     {"NullTokenizer", mg_tok_null_create},
+    {"SentencePieceTokenizer", mg_tok_spm_create},
+    {"GPTSentencePieceTokenizer", mg_tok_spm_create},
+    {"Llama2Tokenizer", mg_tok_spm_create},
 };
 
 mg_status mg_tokenizer_create(mg_tokenizer **out, const mg_tok_opts *o)

@@ -199,13 +199,18 @@ def test_gpt2_bpe_tokenizer_ids(include_special, vocab_dir, gpt2_dir, corpus, co
     compare(corpus, got, reference_ids(tok, corpus, include_special), f"gpt2 special={include_special}")
 
 
-@pytest.mark.parametrize("name", ["llama2", "gemma3"])
-def test_sentencepiece_style_refused(name, vocab_dir, test_tool):
+def test_unsupported_feature_refused(vocab_dir, test_tool, tmp_path):
+    """A pipeline part mgtools lacks (here a Lowercase normalizer) is refused by name, with
+    the file; SentencePiece-style files themselves load (test_hf_spm_bpe.py)."""
     import subprocess
 
-    d = vocab_dir / "hf" / name
+    j = json.loads((vocab_dir / "hf" / "llama2" / "tokenizer.json").read_text(encoding="utf-8"))
+    j["normalizer"] = {"type": "Lowercase"}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(j), encoding="utf-8")
     p = subprocess.run([str(test_tool("tokenize")), "--tokenizer-type", "HuggingFaceTokenizer",
-                        "--tokenizer-model", str(d)], input=b'{"text": "x"}\n', capture_output=True)
+                        "--tokenizer-model", str(tmp_path)], input=b'{"text": "x"}\n',
+                       capture_output=True)
     assert p.returncode == 1
     err = p.stderr.decode()
-    assert "not supported yet: " in err and str(d / "tokenizer.json") in err
+    assert "not supported yet: normalizer Lowercase" in err
+    assert str(tmp_path / "tokenizer.json") in err

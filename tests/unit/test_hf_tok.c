@@ -1,6 +1,8 @@
-/* test_hf_tok.c — unit tests for the Hugging Face byte-level BPE tokenizers
- * (HuggingFaceTokenizer, GPT2BPETokenizer) and their parts: the byte-level map, the
- * added-token matcher, the NFC normalizer and the tokenizer.json loader.
+/* test_hf_tok.c — unit tests for the Hugging Face BPE tokenizers (HuggingFaceTokenizer,
+ * GPT2BPETokenizer; byte-level and SentencePiece-style char-initial) and their parts: the
+ * byte-level map, the added-token matcher, the normalizers (NFC, Prepend, Replace), the
+ * char-initial BPE engine (byte_fallback, unk, fuse_unk), Metaspace and the tokenizer.json
+ * loader.
  *
  * Small tokenizer.json files are built here with jansson: the 256 byte tokens (id = byte
  * value) plus a few merges, so the expected ids can be worked out by hand. The real
@@ -15,6 +17,7 @@
 #include "harness.h"
 #include "mg/tokenizer.h"
 #include "tok/added_tokens.h"
+#include "tok/bpe.h"
 #include "tok/byte_level.h"
 #include "tok/hf_json.h"
 #include "tok/normalize.h"
@@ -119,6 +122,138 @@ MG_TEST(hf_normalizer_nfc)
     MG_CHECK_ERR(t, mg_normalizer_add(&nz, MG_NORM_NFC), MG_ERR_UNSUPPORTED, "utf8proc");
 #endif
     mg_norm_buf_free(&buf);
+}
+
+#define META "\xe2\x96\x81" /* U+2581, SentencePiece's space */
+
+static void check_norm(mg_test_ctx *t, const mg_normalizer *nz, mg_norm_buf *buf,
+                       const char *in, const char *want, int line)
+{
+    const char *out;
+    size_t n;
+    mg_status st = mg_normalize(nz, buf, in, strlen(in), &out, &n);
+    if (st != MG_OK || n != strlen(want) || memcmp(out, want, n) != 0)
+        mg_test_fail(t, __FILE__, line, "normalize \"%s\": got \"%.*s\" (status %d)", in,
+                     st == MG_OK ? (int)n : 0, st == MG_OK ? out : "", (int)st);
+}
+
+MG_TEST(hf_normalizer_prepend_replace)
+{
+    mg_normalizer nz = {.n = 0}, cp;
+    mg_norm_buf buf = {0};
+    MG_CHECK_OK(t, mg_normalizer_add_prepend(&nz, META, 3));
+    MG_CHECK_OK(t, mg_normalizer_add_replace(&nz, " ", 1, 0, META, 3));
+    check_norm(t, &nz, &buf, "a b  c", META "a" META "b" META META "c", __LINE__);
+    check_norm(t, &nz, &buf, "", "", __LINE__); /* Prepend leaves empty text alone */
+    check_norm(t, &nz, &buf, " ", META META, __LINE__);
+    /* a literal longer than one byte, matches not overlapping, leftmost first */
+    MG_CHECK_OK(t, mg_normalizer_add_replace(&nz, "aa", 2, 0, "b", 1));
+    check_norm(t, &nz, &buf, "aaa", META "ba", __LINE__);
+    MG_CHECK_ERR(t, mg_normalizer_add_replace(&nz, "", 0, 0, "x", 1), MG_ERR_UNSUPPORTED,
+                 "empty pattern");
+#if MG_HAVE_ONIG
+    /* a regex (Oniguruma), then the deep copy runs the same and outlives the original */
+    MG_CHECK_OK(t, mg_normalizer_add_replace(&nz, "[0-9]+", 6, 1, "#", 1));
+    MG_CHECK_OK(t, mg_normalizer_copy(&cp, &nz));
+    mg_normalizer_free(&nz);
+    MG_CHECK_EQ_INT(t, nz.n, 0);
+    check_norm(t, &cp, &buf, "x12 y3", META "x#" META "y#", __LINE__);
+    mg_normalizer_free(&cp);
+#else
+    MG_CHECK_ERR(t, mg_normalizer_add_replace(&nz, "[0-9]+", 6, 1, "#", 1), MG_ERR_UNSUPPORTED,
+                 "");
+    mg_normalizer_free(&nz);
+#endif
+    mg_normalizer_free(NULL);
+    mg_norm_buf_free(&buf);
+}
+
+/* ---- char-initial BPE engine ---- */
+
+/* "<unk>" 0, the two byte tokens of U+00E9 1-2, a 3, b 4, ab 5, ▁ 6, ▁ab 7; merges
+ * (a, b) then (▁, ab). */
+static mg_bpe *char_model(mg_test_ctx *t, int fuse)
+{
+    static const char *const toks[] = {"<unk>", "<0xC3>", "<0xA9>", "a", "b", "ab", META,
+                                       META "ab"};
+    mg_bpe *b = NULL;
+    MG_CHECK_OK(t, mg_bpe_create(&b, MG_BPE_PAIR_RANK));
+    if (!b) return NULL;
+    for (int i = 0; i < 8; i++)
+        MG_CHECK_OK(t, mg_bpe_add_token(b, (const uint8_t *)toks[i], strlen(toks[i]), i, 0));
+    MG_CHECK_OK(t, mg_bpe_add_merge(b, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1));
+    MG_CHECK_OK(t, mg_bpe_add_merge(b, (const uint8_t *)META, 3, (const uint8_t *)"ab", 2));
+    MG_CHECK_OK(t, mg_bpe_set_char_symbols(b, 1, 0, fuse));
+    MG_CHECK_OK(t, mg_bpe_finalize(b, 0)); /* single bytes need not be tokens */
+    return b;
+}
+
+static void check_chars(mg_test_ctx *t, const mg_bpe *b, mg_bpe_cache *c, const char *s,
+                        const int64_t *want, size_t n, int line)
+{
+    mg_ids ids = {0};
+    for (int round = 0; round < 2; round++) { /* the second one from the cache */
+        ids.n = 0;
+        mg_status st = mg_bpe_encode_chars(b, c, (const uint8_t *)s, strlen(s), &ids);
+        int ok = st == MG_OK && ids.n == n;
+        for (size_t i = 0; ok && i < n; i++) ok = ids.v[i] == want[i];
+        if (!ok) mg_test_fail(t, __FILE__, line, "chars \"%.40s\" round %d", s, round);
+    }
+    mg_ids_free(&ids);
+}
+
+#define CHARS(b, c, s, ...)                                                               \
+    do {                                                                                   \
+        static const int64_t w_[] = {__VA_ARGS__};                                         \
+        check_chars(t, (b), (c), (s), w_, sizeof w_ / sizeof w_[0], __LINE__);             \
+    } while (0)
+
+MG_TEST(hf_char_bpe_engine)
+{
+    mg_bpe *b = char_model(t, 1), *nf = char_model(t, 0);
+    mg_bpe_cache *c = NULL, *cn = NULL;
+    if (!b || !nf) goto out;
+    MG_CHECK_OK(t, mg_bpe_cache_create(&c, b));
+    MG_CHECK_OK(t, mg_bpe_cache_create(&cn, nf));
+    CHARS(b, c, "ab", 5);
+    CHARS(b, c, META "ab" META "a", 7, 6, 3);
+    CHARS(b, c, "\xc3\xa9", 1, 2);            /* U+00E9: byte fallback */
+    CHARS(b, c, "xyab", 0, 5);                 /* x, y: no <0x78>/<0x79>: one fused unk */
+    CHARS(nf, cn, "xyab", 0, 0, 5);            /* without fuse_unk: one unk each */
+    CHARS(b, c, "xy\xc3\xa9", 1, 2, 0);        /* HF: the pending unk after byte tokens */
+    CHARS(b, c, "\xc3\xa8", 0);                /* U+00E8: <0xA8> missing: unk */
+    /* 40 pieces "ab" = 80 symbols: the heap path gives the same as the linear one */
+    char lng[200] = "";
+    for (int i = 0; i < 30; i++) strcat(lng, META "ab");
+    CHARS(b, c, lng, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+          7, 7, 7, 7, 7);
+    /* a byte-level model needs every single byte and has no char entry point */
+    mg_bpe *bl = NULL;
+    mg_bpe_cache *cb = NULL;
+    mg_ids ids = {0};
+    MG_CHECK_OK(t, mg_bpe_create(&bl, MG_BPE_PAIR_RANK));
+    MG_CHECK_ERR(t, mg_bpe_finalize(bl, 0), MG_ERR_FORMAT, "single byte 0x00");
+    mg_bpe_free(bl);
+    MG_CHECK_OK(t, mg_bpe_create(&bl, MG_BPE_PAIR_RANK));
+    for (int i = 0; i < 256; i++) {
+        uint8_t byte = (uint8_t)i;
+        MG_CHECK_OK(t, mg_bpe_add_token(bl, &byte, 1, i, 0));
+    }
+    MG_CHECK_OK(t, mg_bpe_finalize(bl, 0));
+    MG_CHECK_OK(t, mg_bpe_cache_create(&cb, bl));
+    MG_CHECK_ERR(t, mg_bpe_encode_chars(bl, cb, (const uint8_t *)"ab", 2, &ids), MG_ERR_ARG,
+                 "byte-level");
+    mg_bpe_cache_free(cb);
+    mg_bpe_free(bl);
+    MG_CHECK_OK(t, mg_bpe_create(&bl, MG_BPE_TOKEN_RANK));
+    MG_CHECK_ERR(t, mg_bpe_set_char_symbols(bl, 1, -1, 1), MG_ERR_ARG, "PAIR_RANK");
+    mg_bpe_free(bl);
+    mg_ids_free(&ids);
+out:
+    mg_bpe_cache_free(c);
+    mg_bpe_cache_free(cn);
+    mg_bpe_free(b);
+    mg_bpe_free(nf);
 }
 
 /* ---- hand-made tokenizer.json ---- */
@@ -382,6 +517,114 @@ MG_TEST(hf_small_normalized_added_token_after_nfc)
 #endif
 }
 
+/* ---- SentencePiece-style (char-initial) tokenizer.json ---- */
+
+/* The char_model vocabulary plus <s> 1 / </s> 2 (and <unk> 0) as added tokens, BOS
+ * template; normalizer and pre_tokenizer as given (NULL = JSON null). */
+static json_t *spm_model(json_t *normalizer, json_t *pre)
+{
+    json_t *vocab = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "<unk>", 0,
+                              "<s>", 1, "</s>", 2, "<0xC3>", 3, "<0xA9>", 4, "a", 5, "b", 6,
+                              "ab", 7, META, 8, META "ab", 9);
+    json_t *model = json_pack("{s:s, s:o, s:[s, s], s:b, s:s, s:b}", "type", "BPE", "vocab",
+                              vocab, "merges", "a b", META " ab", "byte_fallback", 1,
+                              "unk_token", "<unk>", "fuse_unk", 1);
+    json_t *post = json_pack("{s:s, s:[{s:{s:s}}, {s:{s:s}}], s:{s:{s:[i]}}}", "type",
+                             "TemplateProcessing", "single", "SpecialToken", "id", "<s>",
+                             "Sequence", "id", "A", "special_tokens", "<s>", "ids", 1);
+    return json_pack("{s:o, s:[o, o, o], s:o, s:o, s:o}", "model", model, "added_tokens",
+                     added("<unk>", 0, 0, 0, 0, 0, 1), added("<s>", 1, 0, 0, 0, 0, 1),
+                     added("</s>", 2, 0, 0, 0, 0, 1), "normalizer",
+                     normalizer ? normalizer : json_null(), "pre_tokenizer",
+                     pre ? pre : json_null(), "post_processor", post);
+}
+
+static json_t *metaspace(const char *scheme, int split)
+{
+    return json_pack("{s:s, s:s, s:s, s:b}", "type", "Metaspace", "replacement", META,
+                     "prepend_scheme", scheme, "split", split);
+}
+
+static mg_tokenizer *open_spm(mg_test_ctx *t, const char *name, json_t *j, json_t *config)
+{
+    mg_tokenizer *tk = NULL;
+    MG_CHECK_OK(t, open_hf(&tk, write_dir(t, name, j, config), 0));
+    return tk;
+}
+
+MG_TEST(hf_spm_prepend_replace_normalizer)
+{
+    json_t *nz = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:{s:s}, s:s}]}", "type", "Sequence",
+                           "normalizers", "type", "Prepend", "prepend", META, "type",
+                           "Replace", "pattern", "String", " ", "content", META);
+    mg_tokenizer *tk = open_spm(t, "spm_norm", spm_model(nz, NULL), NULL);
+    if (!tk) return;
+    MG_CHECK_EQ_INT(t, mg_tokenizer_vocab_size(tk), 10);
+    IDS(tk, "ab ab", 1, 9, 9);
+    IDS(tk, "ab<s>ab", 1, 9, 1, 9); /* Prepend on each gap between added tokens */
+    IDS(tk, "x\xc3\xa9", 1, 8, 3, 4, 0); /* unk x pending past the byte-fallback tokens */
+    IDS(tk, "", 1);
+    mg_tokenizer_free(tk);
+}
+
+MG_TEST(hf_spm_metaspace_schemes)
+{
+    mg_tokenizer *tk = open_spm(t, "spm_first", spm_model(NULL, metaspace("first", 1)), NULL);
+    if (tk) {
+        IDS(tk, "ab ab", 1, 9, 9);
+        IDS(tk, "ab<s>ab", 1, 9, 1, 7); /* "first": only at offset 0 of the text */
+        IDS(tk, " ab", 1, 9);           /* the space becomes the replacement: no second one */
+        IDS(tk, "<s>ab", 1, 1, 7);
+        mg_tokenizer_free(tk);
+    }
+    tk = open_spm(t, "spm_always", spm_model(NULL, metaspace("always", 0)), NULL);
+    if (tk) {
+        IDS(tk, "ab<s>ab", 1, 9, 1, 9);
+        IDS(tk, "ab  ab", 1, 9, 8, 9);
+        mg_tokenizer_free(tk);
+    }
+    tk = open_spm(t, "spm_never", spm_model(NULL, metaspace("never", 1)), NULL);
+    if (tk) {
+        IDS(tk, "ab ab", 1, 7, 9);
+        IDS(tk, "ab" META, 1, 7, 8);
+        mg_tokenizer_free(tk);
+    }
+}
+
+/* Pieces are cut before U+2581 runs only where no token spans the cut: with a token "b▁"
+ * (merged first), "▁ab▁ab" is not "▁ab" + "▁ab". */
+MG_TEST(hf_spm_no_cut_inside_a_token)
+{
+    json_t *nz = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:{s:s}, s:s}]}", "type", "Sequence",
+                           "normalizers", "type", "Prepend", "prepend", META, "type",
+                           "Replace", "pattern", "String", " ", "content", META);
+    json_t *j = spm_model(nz, NULL);
+    json_t *model = json_object_get(j, "model");
+    json_object_set_new(json_object_get(model, "vocab"), "b" META, json_integer(10));
+    json_array_insert_new(json_object_get(model, "merges"), 0, json_string("b " META));
+    mg_tokenizer *tk = open_spm(t, "spm_nocut", j, NULL);
+    if (!tk) return;
+    IDS(tk, "ab ab", 1, 8, 5, 10, 7);
+    IDS(tk, "a ab", 1, 8, 5, 9); /* "a" before the run: cut there */
+    mg_tokenizer_free(tk);
+}
+
+/* tokenizer_class LlamaTokenizer (legacy false): transformers' own pipeline replaces the
+ * file's: Metaspace("first", no split), no normalizer, no unk (unknown characters vanish,
+ * and the characters around them then merge). */
+MG_TEST(hf_spm_llama_class_pipeline)
+{
+    json_t *nz = json_pack("{s:s, s:s}", "type", "Prepend", "prepend", "zz");
+    json_t *cfg = json_pack("{s:s, s:b, s:s}", "tokenizer_class", "LlamaTokenizer", "legacy", 0,
+                            "eos_token", "</s>");
+    mg_tokenizer *tk = open_spm(t, "spm_llama", spm_model(nz, NULL), cfg);
+    if (!tk) return;
+    MG_CHECK_EQ_INT(t, mg_tokenizer_eod(tk), 2);
+    IDS(tk, "ab<s>ab", 1, 9, 1, 7);
+    IDS(tk, "xab", 1, 9);
+    mg_tokenizer_free(tk);
+}
+
 /* ---- refusals and malformed files ---- */
 
 static void expect_fail(mg_test_ctx *t, const char *name, json_t *j, mg_status st,
@@ -400,19 +643,23 @@ MG_TEST(hf_refuses_unsupported_features)
 {
     json_t *j = small_model(0);
     json_object_set_new(json_object_get(j, "model"), "byte_fallback", json_true());
-    expect_fail(t, "bf", j, MG_ERR_UNSUPPORTED, "not supported yet: BPE byte_fallback", __LINE__);
+    expect_fail(t, "bf", j, MG_ERR_UNSUPPORTED,
+                "not supported yet: BPE byte_fallback with a ByteLevel pre-tokenizer", __LINE__);
     j = small_model(0);
     json_object_set_new(j, "normalizer", json_pack("{s:s}", "type", "Lowercase"));
     expect_fail(t, "lc", j, MG_ERR_UNSUPPORTED, "not supported yet: normalizer Lowercase",
                 __LINE__);
     j = small_model(0);
-    json_object_set_new(j, "pre_tokenizer", json_pack("{s:s, s:s}", "type", "Metaspace",
-                                                      "replacement", "_"));
-    expect_fail(t, "ms", j, MG_ERR_UNSUPPORTED, "not supported yet: pre_tokenizer Metaspace",
-                __LINE__);
+    json_object_set_new(j, "pre_tokenizer",
+                        json_pack("{s:s, s:[{s:s, s:s}, {s:s}]}", "type", "Sequence",
+                                  "pretokenizers", "type", "Metaspace", "replacement", "_",
+                                  "type", "ByteLevel"));
+    expect_fail(t, "ms", j, MG_ERR_UNSUPPORTED,
+                "not supported yet: a pre-tokenizer after Metaspace", __LINE__);
     j = small_model(0);
-    json_object_set_new(j, "pre_tokenizer", json_null());
-    expect_fail(t, "nopre", j, MG_ERR_UNSUPPORTED, "without ByteLevel", __LINE__);
+    json_object_set_new(j, "pre_tokenizer", json_pack("{s:s}", "type", "Digits"));
+    expect_fail(t, "digits", j, MG_ERR_UNSUPPORTED, "not supported yet: pre_tokenizer Digits",
+                __LINE__);
     j = small_model(0);
     json_object_set_new(json_object_get(j, "model"), "type", json_string("Unigram"));
     expect_fail(t, "uni", j, MG_ERR_UNSUPPORTED, "not supported yet: model type Unigram",
@@ -525,17 +772,39 @@ MG_TEST(hf_real_deepseek_v3)
     mg_tokenizer_free(tk);
 }
 
-MG_TEST(hf_real_sentencepiece_style_refused)
+/* transformers 5 rebuilds LlamaTokenizer: Metaspace(always: legacy true), no normalizer,
+ * no unk token, byte_fallback; BOS from the post-processor. */
+MG_TEST(hf_real_llama2)
 {
-    const char *names[] = {"llama2", "gemma3"};
-    for (int i = 0; i < 2; i++) {
-        mg_tokenizer *tk = NULL;
-        char dir[512];
-        snprintf(dir, sizeof dir, "%s/hf/%s", mg_test_vocab_dir(), names[i]);
-        MG_CHECK_ERR(t, open_real(&tk, names[i]), MG_ERR_UNSUPPORTED, "not supported yet: ");
-        MG_CHECK(t, strstr(mg_last_error(), dir) != NULL);
-        mg_tokenizer_free(tk);
-    }
+    mg_tokenizer *tk = NULL;
+    MG_CHECK_OK(t, open_real(&tk, "llama2"));
+    if (!tk) return;
+    MG_CHECK_EQ_INT(t, mg_tokenizer_vocab_size(tk), 32000);
+    MG_CHECK_EQ_INT(t, mg_tokenizer_eod(tk), 2);
+    MG_CHECK(t, strstr(mg_tokenizer_describe(tk), "Metaspace(always, split=0)") != NULL);
+    IDS(tk, "Hello world", 1, 22557, 1526);
+    IDS(tk, " Hi<s>x </s>\n\xc3\xa9\xf0\x9f\x98\x80\xea\x99\xae", 1, 15359, 1, 1318, 28705,
+        2, 28705, 13, 28797, 30575, 237, 156, 177);
+    IDS(tk, "<bos>a  b<end_of_turn>\t\t\xe2\x96\x81z", 1, 523, 28726, 385, 28767, 28708,
+        28705, 287, 28789, 416, 28730, 1009, 28730, 499, 28767, 12, 12, 686);
+    mg_tokenizer_free(tk);
+}
+
+/* GemmaTokenizer: Replace(" " -> "▁"), Split(" "), byte_fallback, unk; vocab_size 262145:
+ * tokenizer.json's 262144 + <image_soft_token> (an added token outside the vocabulary). */
+MG_TEST(hf_real_gemma3)
+{
+    mg_tokenizer *tk = NULL;
+    MG_CHECK_OK(t, open_real(&tk, "gemma3"));
+    if (!tk) return;
+    MG_CHECK_EQ_INT(t, mg_tokenizer_vocab_size(tk), 262145);
+    MG_CHECK_EQ_INT(t, mg_tokenizer_eod(tk), 106);
+    IDS(tk, "Hello world", 2, 9259, 1902);
+    IDS(tk, " Hi<s>x </s>\n\xc3\xa9\xf0\x9f\x98\x80\xea\x99\xae", 2, 18428, 203, 236781,
+        236743, 212, 107, 236859, 242398, 472, 391, 412);
+    IDS(tk, "<bos>a  b<end_of_turn>\t\t\xe2\x96\x81z", 2, 2, 236746, 138, 236763, 106,
+        255969, 904);
+    mg_tokenizer_free(tk);
 }
 
 MG_TEST(hf_real_gpt2)

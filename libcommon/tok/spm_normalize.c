@@ -1,0 +1,201 @@
+/* spm_normalize.c — sentencepiece's Normalizer (normalizer.cc, 0.2.x). Contract: spm_proto.h.
+ *
+ * precompiled_charsmap = <u32 LE trie size><Darts-clone double array><NUL-separated
+ * replacements>. At each position the longest rule wins (among the first 32 prefix
+ * matches, as sentencepiece); with none, one UTF-8 character is copied, and a malformed
+ * byte becomes U+FFFD consuming 1 byte. User-defined symbols are matched first (longest)
+ * and copied unnormalized. Then: leading spaces dropped and runs collapsed
+ * (remove_extra_whitespaces), "▁" prepended (add_dummy_prefix, or appended with
+ * treat_whitespace_as_suffix), ' ' -> "▁" (escape_whitespaces), trailing "▁" (or ' ')
+ * dropped. Indices into the double array are bounds-checked (a damaged array means "no
+ * match" where sentencepiece would read out of bounds).
+ */
+#include "tok/spm_proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TRIE_RESULTS 32
+static const uint8_t space_symbol[3] = {0xE2, 0x96, 0x81};
+
+static mg_status decode_charsmap(mg_spm_normalizer *nz, mg_spm_str blob)
+{
+    MG_RETURN_IF(blob.n <= 4, MG_ERR_FORMAT, "precompiled_charsmap is broken (%zu bytes)",
+                 blob.n);
+    uint32_t trie_size = (uint32_t)blob.p[0] | (uint32_t)blob.p[1] << 8 |
+                         (uint32_t)blob.p[2] << 16 | (uint32_t)blob.p[3] << 24;
+    MG_RETURN_IF(trie_size >= blob.n, MG_ERR_FORMAT, "precompiled_charsmap: trie size %u "
+                 "exceeds the blob size %zu", trie_size, blob.n);
+    MG_RETURN_IF(trie_size > blob.n - 4, MG_ERR_FORMAT, "precompiled_charsmap: trie of %u "
+                 "bytes runs past the blob", trie_size);
+    nz->n_units = trie_size / 4;
+    nz->units = mg_malloc((nz->n_units ? nz->n_units : 1) * sizeof *nz->units);
+    nz->strs_len = blob.n - 4 - trie_size;
+    nz->strs = mg_malloc(nz->strs_len + 1);
+    if (!nz->units || !nz->strs) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < nz->n_units; i++) {
+        const uint8_t *u = blob.p + 4 + 4 * i;
+        nz->units[i] = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 |
+                       (uint32_t)u[3] << 24;
+    }
+    memcpy(nz->strs, blob.p + 4 + trie_size, nz->strs_len);
+    nz->strs[nz->strs_len] = 0;
+    return MG_OK;
+}
+
+mg_status mg_spm_normalizer_init(mg_spm_normalizer *nz, const mg_spm_model *md)
+{
+    memset(nz, 0, sizeof *nz);
+    nz->add_dummy_prefix = md->proto.add_dummy_prefix;
+    nz->remove_extra_ws = md->proto.remove_extra_ws;
+    nz->escape_ws = md->proto.escape_ws;
+    nz->ws_suffix = md->proto.treat_ws_as_suffix;
+    nz->user = md->user;
+    if (md->proto.charsmap.n == 0) return MG_OK;
+    mg_status st = decode_charsmap(nz, md->proto.charsmap);
+    if (st != MG_OK) mg_spm_normalizer_free(nz);
+    return st;
+}
+
+void mg_spm_normalizer_free(mg_spm_normalizer *nz)
+{
+    free(nz->units);
+    free(nz->strs);
+    nz->units = NULL;
+    nz->strs = NULL;
+    nz->n_units = nz->strs_len = 0;
+}
+
+/* ---- Darts-clone double array ---- */
+
+static uint32_t unit_offset(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }
+static uint32_t unit_label(uint32_t u) { return u & ((1u << 31) | 0xFF); }
+static int unit_has_leaf(uint32_t u) { return (u >> 8) & 1; }
+static uint32_t unit_value(uint32_t u) { return u & ((1u << 31) - 1); }
+
+/* commonPrefixSearch: the longest of the first MAX_TRIE_RESULTS matches; 0 if none. */
+static size_t longest_rule(const mg_spm_normalizer *nz, const uint8_t *s, size_t n,
+                           uint32_t *value)
+{
+    if (nz->n_units == 0) return 0;
+    size_t pos = unit_offset(nz->units[0]), best = 0, found = 0;
+    for (size_t i = 0; i < n; i++) {
+        pos ^= s[i];
+        if (pos >= nz->n_units) return best;
+        uint32_t u = nz->units[pos];
+        if (unit_label(u) != s[i]) return best;
+        pos ^= unit_offset(u);
+        if (!unit_has_leaf(u)) continue;
+        if (pos >= nz->n_units) return best;
+        if (found++ < MAX_TRIE_RESULTS && (best == 0 || i + 1 > best)) {
+            best = i + 1;
+            *value = unit_value(nz->units[pos]);
+        }
+    }
+    return best;
+}
+
+/* sentencepiece's IsValidDecodeUTF8: the length of a valid character at s, 0 if none
+ * (a literal U+FFFD counts as valid). */
+static size_t valid_char(const uint8_t *s, size_t n)
+{
+    uint32_t c = s[0];
+    if (c < 0x80) return 1;
+    size_t k = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (k == 0 || n < k) return 0;
+    uint32_t cp = c & (0x7F >> k);
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[k] || (cp >= 0xD800 && cp < 0xE000) || cp > 0x10FFFF) return 0;
+    return k;
+}
+
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+} span;
+
+/* NormalizePrefix: the replacement of the longest rule at s; returns the bytes consumed. */
+static size_t normalize_prefix(const mg_spm_normalizer *nz, const uint8_t *s, size_t n,
+                               span *out)
+{
+    if (nz->user) {
+        size_t k = mg_spm_trie_longest(nz->user, s, n);
+        if (k > 0) {
+            *out = (span){s, k};
+            return k;
+        }
+    }
+    uint32_t value = 0;
+    size_t k = longest_rule(nz, s, n, &value);
+    if (k > 0) {
+        const char *r = value < nz->strs_len ? nz->strs + value : "";
+        *out = (span){(const uint8_t *)r, strlen(r)};
+        return k;
+    }
+    k = valid_char(s, n);
+    if (k == 0) {
+        *out = (span){(const uint8_t *)"\xEF\xBF\xBD", 3};
+        return 1;
+    }
+    *out = (span){s, k};
+    return k;
+}
+
+static mg_status add_ws(const mg_spm_normalizer *nz, mg_spm_buf *out)
+{
+    return nz->escape_ws ? mg_spm_buf_append(out, space_symbol, 3)
+                         : mg_spm_buf_append(out, " ", 1);
+}
+
+/* Appends sp, dropping its leading spaces if the previous piece ended with one. */
+static mg_status emit(const mg_spm_normalizer *nz, span sp, int *prev_space, mg_spm_buf *out)
+{
+    if (*prev_space)
+        while (sp.n > 0 && sp.p[0] == ' ') sp.p++, sp.n--;
+    if (sp.n == 0) return MG_OK;
+    for (size_t i = 0; i < sp.n; i++) {
+        if (nz->escape_ws && sp.p[i] == ' ') MG_FORWARD(mg_spm_buf_append(out, space_symbol, 3));
+        else MG_FORWARD(mg_spm_buf_append(out, sp.p + i, 1));
+    }
+    *prev_space = sp.p[sp.n - 1] == ' ';
+    return MG_OK;
+}
+
+static void drop_trailing_space(const mg_spm_normalizer *nz, mg_spm_buf *out)
+{
+    const uint8_t *sym = nz->escape_ws ? space_symbol : (const uint8_t *)" ";
+    size_t k = nz->escape_ws ? 3 : 1;
+    while (out->n >= k && memcmp(out->v + out->n - k, sym, k) == 0) out->n -= k;
+}
+
+mg_status mg_spm_normalize(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
+                           mg_spm_buf *out)
+{
+    out->n = 0;
+    span sp;
+    if (nz->remove_extra_ws) {
+        while (n > 0) {
+            size_t k = normalize_prefix(nz, in, n, &sp);
+            if (!(sp.n == 1 && sp.p[0] == ' ')) break;
+            in += k;
+            n -= k;
+        }
+    }
+    if (n == 0) return MG_OK;
+    if (!nz->ws_suffix && nz->add_dummy_prefix) MG_FORWARD(add_ws(nz, out));
+    int prev_space = nz->remove_extra_ws;
+    while (n > 0) {
+        size_t k = normalize_prefix(nz, in, n, &sp);
+        MG_FORWARD(emit(nz, sp, &prev_space, out));
+        in += k;
+        n -= k;
+        if (!nz->remove_extra_ws) prev_space = 0;
+    }
+    if (nz->remove_extra_ws) drop_trailing_space(nz, out);
+    if (nz->ws_suffix && nz->add_dummy_prefix) MG_FORWARD(add_ws(nz, out));
+    return MG_OK;
+}

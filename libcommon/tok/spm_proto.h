@@ -1,0 +1,156 @@
+/* spm_proto.h — SentencePiece .model files and the pieces of the SentencePiece encoder
+ * (sentencepiece 0.2.x), private to libcommon/tok/.
+ *
+ * mg_spm_proto_parse() reads sentencepiece_model.proto (proto2 wire format) by hand: the
+ * pieces (piece, score, type), TrainerSpec (model_type, treat_whitespace_as_suffix,
+ * split_digits, byte_fallback, unk/bos/eos/pad pieces) and NormalizerSpec (name,
+ * precompiled_charsmap, add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces).
+ * Protobuf semantics: unknown fields, fields with an unexpected wire type and enum values
+ * outside the enum are skipped; a message seen twice is merged (later values win).
+ * Strings point into the caller's buffer, which must outlive the mg_spm_proto.
+ *
+ * mg_spm_model_init() is sentencepiece's ModelInterface::InitializePieces: NORMAL,
+ * USER_DEFINED and UNUSED pieces form the matchable set, the others the reserved set
+ * (a piece appearing twice in one set, an empty piece, no or two UNKNOWN pieces, BYTE
+ * pieces without byte_fallback or with byte_fallback and not all 256 are errors).
+ *
+ * The encoder stages (spm_normalize.c, spm_unigram.c, spm_bpe.c) work on the normalized
+ * text and produce a list of (offset, length, id) pieces; tok_spm.c turns them into ids.
+ */
+#ifndef MG_TOK_SPM_PROTO_H
+#define MG_TOK_SPM_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mg/error.h"
+
+enum { SPM_NORMAL = 1, SPM_UNKNOWN, SPM_CONTROL, SPM_USER_DEFINED, SPM_UNUSED, SPM_BYTE };
+enum { SPM_UNIGRAM = 1, SPM_BPE, SPM_WORD, SPM_CHAR };
+
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+} mg_spm_str;
+
+typedef struct {
+    mg_spm_str piece;
+    float score;
+    int type;
+} mg_spm_piece;
+
+typedef struct {
+    mg_spm_piece *pieces;
+    size_t n_pieces, cap;
+    /* TrainerSpec */
+    int model_type, treat_ws_as_suffix, split_digits, byte_fallback;
+    int64_t vocab_size;
+    mg_spm_str unk_piece, bos_piece, eos_piece, pad_piece; /* n == 0: not set */
+    /* NormalizerSpec */
+    mg_spm_str norm_name, charsmap;
+    int add_dummy_prefix, remove_extra_ws, escape_ws;
+} mg_spm_proto;
+
+/* Parses buf[0, n); messages name the byte offset. Free with mg_spm_proto_free. */
+mg_status mg_spm_proto_parse(mg_spm_proto *m, const uint8_t *buf, size_t n);
+void mg_spm_proto_free(mg_spm_proto *m);
+
+/* ---- byte tries (the piece sets and the user-defined prefix matcher) ---- */
+
+typedef struct mg_spm_trie mg_spm_trie;
+
+mg_status mg_spm_trie_create(mg_spm_trie **t);
+void mg_spm_trie_free(mg_spm_trie *t);
+/* Adds key -> value (value >= 0); *added = 0 and nothing changes if key is present. The
+ * trie keeps a pointer to key (exact lookups compare against it): key must outlive it. */
+mg_status mg_spm_trie_insert(mg_spm_trie *t, const uint8_t *key, size_t len, int32_t value,
+                             int *added);
+/* The child of node (0 = root) by byte, -1 if none. */
+int32_t mg_spm_trie_step(const mg_spm_trie *t, int32_t node, uint8_t byte);
+/* The value stored at node, -1 if none. */
+int32_t mg_spm_trie_value(const mg_spm_trie *t, int32_t node);
+/* Exact lookup, -1 if absent. */
+int32_t mg_spm_trie_find(const mg_spm_trie *t, const uint8_t *key, size_t len);
+/* Length of the longest key that is a prefix of s[0, n), 0 if none. */
+size_t mg_spm_trie_longest(const mg_spm_trie *t, const uint8_t *s, size_t n);
+
+/* ---- the model ---- */
+
+typedef struct {
+    mg_spm_proto proto;
+    mg_spm_trie *pieces;   /* NORMAL/USER_DEFINED/UNUSED piece -> id */
+    mg_spm_trie *reserved; /* UNKNOWN/CONTROL/BYTE piece -> id */
+    mg_spm_trie *user;     /* USER_DEFINED pieces (prefix matcher), NULL if none */
+    int32_t unk_id;
+    float min_score, max_score; /* over NORMAL pieces, from FLT_MAX / FLT_MIN (unigram) */
+} mg_spm_model;
+
+/* InitializePieces on a parsed proto (taken over by md). */
+mg_status mg_spm_model_init(mg_spm_model *md);
+void mg_spm_model_free(mg_spm_model *md);
+/* ModelInterface::PieceToId: reserved, then matchable pieces, else unk_id. */
+int32_t mg_spm_piece_to_id(const mg_spm_model *md, const uint8_t *s, size_t n);
+/* sentencepiece's OneCharLen: UTF-8 length from the first byte alone (1 for junk). */
+size_t mg_spm_char_len(uint8_t first);
+
+/* ---- encoder stages ---- */
+
+typedef struct {
+    uint8_t *v;
+    size_t n, cap;
+} mg_spm_buf;
+
+typedef struct {
+    uint32_t off, len;
+    int32_t id;
+} mg_spm_ref;
+
+typedef struct {
+    mg_spm_ref *v;
+    size_t n, cap;
+} mg_spm_refs;
+
+mg_status mg_spm_buf_append(mg_spm_buf *b, const void *s, size_t n);
+mg_status mg_spm_refs_push(mg_spm_refs *r, uint32_t off, uint32_t len, int32_t id);
+
+/* Normalizer (normalizer.cc): the precompiled charsmap plus the options. */
+typedef struct {
+    uint32_t *units; /* Darts-clone double array */
+    size_t n_units;
+    char *strs;      /* NUL-separated replacements */
+    size_t strs_len;
+    int add_dummy_prefix, remove_extra_ws, escape_ws, ws_suffix;
+    const mg_spm_trie *user; /* user-defined symbols pass through unnormalized */
+} mg_spm_normalizer;
+
+mg_status mg_spm_normalizer_init(mg_spm_normalizer *nz, const mg_spm_model *md);
+void mg_spm_normalizer_free(mg_spm_normalizer *nz);
+/* Normalizer::Normalize of in[0, n) into out (out->n = 0 first). */
+mg_status mg_spm_normalize(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
+                           mg_spm_buf *out);
+
+/* Per-encoder scratch memory of the model encoders. */
+typedef struct {
+    void *nodes;      /* unigram: best path per end position */
+    size_t nodes_cap;
+    void *syms;       /* bpe: symbols */
+    size_t syms_cap;
+    void *heap;       /* bpe: the agenda */
+    size_t heap_n, heap_cap;
+    int32_t *rev;     /* bpe: UNUSED piece id -> slot in revs, -1 */
+    void *revs;       /* bpe: the recorded splits */
+    size_t revs_n, revs_cap;
+    uint32_t *stack;  /* bpe: resegmentation stack */
+    size_t stack_cap;
+} mg_spm_scratch;
+
+void mg_spm_scratch_free(mg_spm_scratch *s);
+
+/* unigram::Model::EncodeOptimized over the normalized text; appends to out. */
+mg_status mg_spm_unigram_encode(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
+                                size_t n, mg_spm_refs *out);
+/* bpe::Model::Encode over the normalized text; appends to out. */
+mg_status mg_spm_bpe_encode(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
+                            size_t n, mg_spm_refs *out);
+
+#endif

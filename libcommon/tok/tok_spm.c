@@ -1,0 +1,258 @@
+/* tok_spm.c — SentencePieceTokenizer, GPTSentencePieceTokenizer and Llama2Tokenizer:
+ * a SentencePiece .model file (--tokenizer-model), encoded like the sentencepiece library
+ * (0.2.x) without it.
+ *
+ * Megatron semantics (megatron-core 0.16 megatron/core/tokenizers: the three names map to
+ * the same `sentencepiece` library class, legacy=False): tokenize = encode_as_ids(text),
+ * no BOS/EOS added (the legacy megatron/training Llama2Tokenizer prepended BOS; the
+ * current one does not); vocab_size = piece count; eod = eos_id() (the eos piece, "</s>"
+ * unless the TrainerSpec names another, if it is a CONTROL piece; else -1: no eod).
+ * --tokenizer-special-tokens is rejected, as Megatron rejects special tokens without
+ * --tokenizer-sentencepiece-legacy.
+ *
+ * encode_as_ids = Normalize (spm_normalize.c), the model's Encode (spm_unigram.c or
+ * spm_bpe.c), then PopulateSentencePieceText: with byte_fallback an unknown piece becomes
+ * the ids of its UTF-8 bytes' <0xXX> pieces; without it a run of unknown pieces is one
+ * unk id. A CONTROL piece in the model's output (a one-character CONTROL piece met by
+ * BPE) is an error, as in the library ("all normalized characters are not consumed").
+ * All four model types: UNIGRAM, BPE, WORD (split before each "▁", one piece per word)
+ * and CHAR (one piece per character or user-defined symbol). Self-test samples in the
+ * model are not run.
+ * Lone surrogates are rejected by the facade (Python cannot pass them to sentencepiece).
+ */
+#include "tok/tok_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg/file.h"
+#include "tok/spm_proto.h"
+
+typedef struct {
+    char *file; /* the .model bytes: the proto's strings point here */
+    mg_spm_model md;
+    mg_spm_normalizer nz;
+    int32_t byte_ids[256];
+} spm_impl;
+
+typedef struct {
+    const spm_impl *im;
+    mg_spm_buf norm;
+    mg_spm_refs refs;
+    mg_spm_scratch scratch;
+} spm_state;
+
+static mg_status spm_encoder_create(const mg_tokenizer *tk, void **out)
+{
+    spm_state *s = mg_calloc(1, sizeof *s);
+    if (!s) return MG_ERR_NOMEM;
+    s->im = tk->impl;
+    *out = s;
+    return MG_OK;
+}
+
+static void spm_encoder_free(void *state)
+{
+    spm_state *s = state;
+    if (!s) return;
+    free(s->norm.v);
+    free(s->refs.v);
+    mg_spm_scratch_free(&s->scratch);
+    free(s);
+}
+
+/* PopulateSentencePieceText on the normalized text t, keeping only the ids. */
+static mg_status populate(const spm_impl *im, const uint8_t *t, const mg_spm_refs *refs,
+                          mg_ids *out)
+{
+    const mg_spm_piece *pcs = im->md.proto.pieces;
+    int prev_unk = 0;
+    for (size_t i = 0; i < refs->n; i++) {
+        const mg_spm_ref *r = &refs->v[i];
+        int type = pcs[r->id].type;
+        MG_RETURN_IF(type == SPM_CONTROL, MG_ERR_FORMAT, "sentencepiece: the model produced "
+                     "control piece %d: all normalized characters are not consumed", r->id);
+        int unk = type == SPM_UNKNOWN;
+        if (unk && im->md.proto.byte_fallback) {
+            for (uint32_t k = 0; k < r->len; k++)
+                MG_FORWARD(mg_ids_push(out, im->byte_ids[t[r->off + k]]));
+        } else if (!(unk && prev_unk)) {
+            MG_FORWARD(mg_ids_push(out, r->id));
+        }
+        prev_unk = unk;
+    }
+    return MG_OK;
+}
+
+/* ---- the WORD and CHAR models (word_model.cc, char_model.cc) ---- */
+
+static int is_space_symbol(const uint8_t *t, size_t n)
+{
+    return n == 3 && t[0] == 0xE2 && t[1] == 0x96 && t[2] == 0x81;
+}
+
+static size_t one_char(const uint8_t *t, size_t n)
+{
+    size_t k = mg_spm_char_len(t[0]);
+    return k < n ? k : n;
+}
+
+/* SplitIntoWords(text) with the defaults: a word starts at the text's start and at each
+ * "▁"; each word is PieceToId'd. */
+static mg_status word_encode(const mg_spm_model *md, const uint8_t *t, size_t n,
+                             mg_spm_refs *out)
+{
+    size_t start = 0;
+    for (size_t pos = 0; pos < n;) {
+        size_t k = one_char(t + pos, n - pos);
+        if (pos > start && is_space_symbol(t + pos, k)) {
+            MG_FORWARD(mg_spm_refs_push(out, (uint32_t)start, (uint32_t)(pos - start),
+                                        mg_spm_piece_to_id(md, t + start, pos - start)));
+            start = pos;
+        }
+        pos += k;
+    }
+    if (n == 0) return MG_OK;
+    return mg_spm_refs_push(out, (uint32_t)start, (uint32_t)(n - start),
+                            mg_spm_piece_to_id(md, t + start, n - start));
+}
+
+/* One piece per user-defined symbol (longest) or character. */
+static mg_status char_encode(const mg_spm_model *md, const uint8_t *t, size_t n,
+                             mg_spm_refs *out)
+{
+    for (size_t pos = 0; pos < n;) {
+        size_t k = md->user ? mg_spm_trie_longest(md->user, t + pos, n - pos) : 0;
+        if (k == 0) k = one_char(t + pos, n - pos);
+        MG_FORWARD(mg_spm_refs_push(out, (uint32_t)pos, (uint32_t)k,
+                                    mg_spm_piece_to_id(md, t + pos, k)));
+        pos += k;
+    }
+    return MG_OK;
+}
+
+static mg_status model_encode(spm_state *s)
+{
+    const mg_spm_model *md = &s->im->md;
+    const uint8_t *t = s->norm.v;
+    size_t n = s->norm.n;
+    MG_RETURN_IF(n >= INT32_MAX, MG_ERR_LIMIT, "normalized text of %zu bytes is too long", n);
+    switch (md->proto.model_type) {
+    case SPM_BPE: return mg_spm_bpe_encode(md, &s->scratch, t, n, &s->refs);
+    case SPM_WORD: return word_encode(md, t, n, &s->refs);
+    case SPM_CHAR: return char_encode(md, t, n, &s->refs);
+    default: return mg_spm_unigram_encode(md, &s->scratch, t, n, &s->refs);
+    }
+}
+
+static mg_status spm_encode(const mg_tokenizer *tk, void *state, const char *text, size_t len,
+                            mg_ids *out)
+{
+    (void)tk;
+    spm_state *s = state;
+    const spm_impl *im = s->im;
+    MG_FORWARD(mg_spm_normalize(&im->nz, (const uint8_t *)text, len, &s->norm));
+    s->refs.n = 0;
+    MG_FORWARD(model_encode(s));
+    return populate(im, s->norm.v, &s->refs, out);
+}
+
+static void spm_free(void *impl)
+{
+    spm_impl *im = impl;
+    if (!im) return;
+    mg_spm_normalizer_free(&im->nz);
+    mg_spm_model_free(&im->md);
+    free(im->file);
+    free(im);
+}
+
+static const struct mg_tok_vtbl spm_vtbl = {
+    .encoder_create = spm_encoder_create,
+    .encoder_free = spm_encoder_free,
+    .encode = spm_encode,
+    .free = spm_free,
+};
+
+/* ---- loading ---- */
+
+/* SentencePieceProcessor::eos_id(): the eos piece's id if it is a CONTROL piece, else -1. */
+static int64_t eos_id(const mg_spm_model *md)
+{
+    mg_spm_str p = md->proto.eos_piece;
+    if (p.n == 0) p = (mg_spm_str){(const uint8_t *)"</s>", 4};
+    int32_t id = mg_spm_piece_to_id(md, p.p, p.n);
+    return md->proto.pieces[id].type == SPM_CONTROL ? id : -1;
+}
+
+static const char *model_type_name(int t)
+{
+    static const char *const names[] = {"?", "unigram", "bpe", "word", "char"};
+    return t >= 1 && t <= 4 ? names[t] : "?";
+}
+
+static int has_matchable(const mg_spm_proto *p)
+{
+    for (size_t i = 0; i < p->n_pieces; i++) {
+        int t = p->pieces[i].type;
+        if (t == SPM_NORMAL || t == SPM_USER_DEFINED || t == SPM_UNUSED) return 1;
+    }
+    return 0;
+}
+
+/* Parses the file's n bytes (already in im->file). */
+static mg_status load(spm_impl *im, size_t n)
+{
+    MG_FORWARD(mg_spm_proto_parse(&im->md.proto, (const uint8_t *)im->file, n));
+    MG_FORWARD(mg_spm_model_init(&im->md));
+    int t = im->md.proto.model_type;
+    MG_RETURN_IF(t == SPM_UNIGRAM && !has_matchable(&im->md.proto), MG_ERR_FORMAT,
+                 "no pieces are loaded (a unigram model needs a normal piece)");
+    MG_FORWARD(mg_spm_normalizer_init(&im->nz, &im->md));
+    for (int b = 0; b < 256; b++) {
+        char piece[8];
+        snprintf(piece, sizeof piece, "<0x%02X>", b);
+        im->byte_ids[b] = mg_spm_piece_to_id(&im->md, (const uint8_t *)piece, 6);
+    }
+    return MG_OK;
+}
+
+static void describe(mg_tokenizer *tk, const spm_impl *im, const mg_tok_opts *o)
+{
+    const mg_spm_proto *p = &im->md.proto;
+    snprintf(tk->describe, sizeof tk->describe,
+             "%s %s (SentencePiece %s, %zu pieces, normalizer %.*s, byte_fallback %s; "
+             "megatron-core 0.16 semantics: encode_as_ids(text), no BOS/EOS added (legacy "
+             "Llama2Tokenizer prepended BOS), vocab_size %lld, eod = eos_id %lld; encoder "
+             "follows sentencepiece 0.2.x)",
+             o->type, o->model, model_type_name(p->model_type), p->n_pieces,
+             (int)(p->norm_name.n > 32 ? 32 : p->norm_name.n),
+             p->norm_name.n ? (const char *)p->norm_name.p : "", p->byte_fallback ? "on" : "off",
+             (long long)tk->vocab_size, (long long)tk->eod);
+}
+
+mg_status mg_tok_spm_create(mg_tokenizer *tk, const mg_tok_opts *o)
+{
+    MG_RETURN_IF(!o->model || !*o->model, MG_ERR_ARG, "%s needs --tokenizer-model FILE.model",
+                 o->type);
+    MG_RETURN_IF(o->n_special_tokens > 0, MG_ERR_ARG, "%s: --tokenizer-special-tokens needs "
+                 "Megatron's --tokenizer-sentencepiece-legacy, which is not supported",
+                 o->type);
+    spm_impl *im = mg_calloc(1, sizeof *im);
+    if (!im) return MG_ERR_NOMEM;
+    size_t n;
+    mg_status st = mg_read_file(o->model, &im->file, &n);
+    if (st == MG_OK && (st = load(im, n)) != MG_OK) mg_error_prefix("%s", o->model);
+    if (st != MG_OK) {
+        spm_free(im);
+        return st;
+    }
+    tk->vt = &spm_vtbl;
+    tk->impl = im;
+    tk->vocab_size = (int64_t)im->md.proto.n_pieces;
+    tk->eod = eos_id(&im->md);
+    tk->accepts_lone_surrogates = 0;
+    describe(tk, im, o);
+    return MG_OK;
+}

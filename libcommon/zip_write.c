@@ -1,0 +1,267 @@
+/* zip_write.c — the stored (uncompressed) ZIP64 writer of mg/torchfile.h, writing what
+ * PyTorch's PyTorchStreamWriter (miniz) writes: local headers with flags 0x0808 and zero
+ * crc/sizes, an "FB" extra padding every record's data to 64 bytes, the data, a data
+ * descriptor, then the central directory and, always, ZIP64 EOCD + locator + EOCD.
+ *
+ * Contract: records are written one at a time (begin / write... / end) with the size given
+ * at begin; end fails if a different number of bytes was written. CRC-32 (IEEE) is computed
+ * while streaming. The writer appends to a caller-owned mg_out positioned at offset 0 and
+ * never commits it. Entry names are copied.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg/torchfile.h"
+#include "zip_internal.h"
+
+static void wr16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
+static void wr32(uint8_t *p, uint32_t v) { wr16(p, v & 0xFFFF), wr16(p + 2, v >> 16); }
+static void wr64(uint8_t *p, uint64_t v) { wr32(p, (uint32_t)v), wr32(p + 4, (uint32_t)(v >> 32)); }
+
+static uint32_t clamp32(uint64_t v) { return v >= MG_ZIP_U32_MAX ? MG_ZIP_U32_MAX : (uint32_t)v; }
+
+int mg_zip_needs_zip64(const mg_zip_rec *r)
+{
+    return r->uncomp >= MG_ZIP_U32_MAX || r->offset >= MG_ZIP_U32_MAX;
+}
+
+/* ZIP64 extra with the fields that overflow; local headers carry both sizes if either. */
+static size_t zip64_extra(uint8_t *p, const mg_zip_rec *r, int local)
+{
+    size_t n = 4;
+    int sizes = r->uncomp >= MG_ZIP_U32_MAX || r->comp >= MG_ZIP_U32_MAX;
+    if (local ? sizes : r->uncomp >= MG_ZIP_U32_MAX) wr64(p + n, r->uncomp), n += 8;
+    if (local ? sizes : r->comp >= MG_ZIP_U32_MAX) wr64(p + n, r->comp), n += 8;
+    if (r->offset >= MG_ZIP_U32_MAX) wr64(p + n, r->offset), n += 8;
+    wr16(p, 0x0001);
+    wr16(p + 2, (uint32_t)(n - 4));
+    return n;
+}
+
+size_t mg_zip_local_encode(uint8_t *buf, const mg_zip_rec *r)
+{
+    memset(buf, 0, 30);
+    wr32(buf, 0x04034b50);
+    wr16(buf + 6, 0x0808);
+    wr16(buf + 26, (uint32_t)r->name_len);
+    memcpy(buf + 30, r->name, r->name_len);
+    size_t n = 30 + r->name_len;
+    if (mg_zip_needs_zip64(r)) {
+        n += zip64_extra(buf + n, r, 1);
+        if (r->uncomp >= MG_ZIP_U32_MAX) {
+            wr32(buf + 18, MG_ZIP_U32_MAX);
+            wr32(buf + 22, MG_ZIP_U32_MAX);
+        }
+    }
+    uint64_t start = r->offset + n + 4;
+    size_t pad = (size_t)((MG_ZIP_ALIGN - start % MG_ZIP_ALIGN) % MG_ZIP_ALIGN);
+    wr16(buf + n, 0x4246); /* "FB" */
+    wr16(buf + n + 2, (uint32_t)pad);
+    memset(buf + n + 4, 'Z', pad);
+    n += 4 + pad;
+    wr16(buf + 28, (uint32_t)(n - 30 - r->name_len));
+    return n;
+}
+
+size_t mg_zip_descriptor_encode(uint8_t *buf, const mg_zip_rec *r, int zip64)
+{
+    wr32(buf, 0x08074b50);
+    wr32(buf + 4, r->crc);
+    if (zip64) {
+        wr64(buf + 8, r->comp);
+        wr64(buf + 16, r->uncomp);
+        return 24;
+    }
+    wr32(buf + 8, (uint32_t)r->comp);
+    wr32(buf + 12, (uint32_t)r->uncomp);
+    return 16;
+}
+
+size_t mg_zip_central_encode(uint8_t *buf, const mg_zip_rec *r)
+{
+    memset(buf, 0, 46);
+    wr32(buf, 0x02014b50);
+    wr16(buf + 8, r->flags);
+    wr16(buf + 10, r->method);
+    wr32(buf + 16, r->crc);
+    wr32(buf + 20, clamp32(r->comp));
+    wr32(buf + 24, clamp32(r->uncomp));
+    wr16(buf + 28, (uint32_t)r->name_len);
+    wr32(buf + 42, clamp32(r->offset));
+    memcpy(buf + 46, r->name, r->name_len);
+    size_t n = 46 + r->name_len;
+    if (r->comp >= MG_ZIP_U32_MAX || r->uncomp >= MG_ZIP_U32_MAX || r->offset >= MG_ZIP_U32_MAX) {
+        size_t x = zip64_extra(buf + n, r, 0);
+        wr16(buf + 30, (uint32_t)x);
+        n += x;
+    }
+    return n;
+}
+
+size_t mg_zip_end_encode(uint8_t *buf, const mg_zip_end *e)
+{
+    uint8_t *z = buf, *loc = buf + 56, *eo = buf + 76;
+    memset(buf, 0, 98);
+    wr32(z, 0x06064b50);
+    wr64(z + 4, 44);
+    wr16(z + 12, 0x031e);
+    wr16(z + 14, 0x002d);
+    wr64(z + 24, e->n_entries);
+    wr64(z + 32, e->n_entries);
+    wr64(z + 40, e->cd_size);
+    wr64(z + 48, e->cd_offset);
+    wr32(loc, 0x07064b50);
+    wr64(loc + 8, e->end_offset);
+    wr32(loc + 16, 1);
+    wr32(eo, 0x06054b50);
+    uint32_t n16 = e->n_entries >= 0xFFFF ? 0xFFFF : (uint32_t)e->n_entries;
+    wr16(eo + 8, n16);
+    wr16(eo + 10, n16);
+    wr32(eo + 12, clamp32(e->cd_size));
+    wr32(eo + 16, clamp32(e->cd_offset));
+    return 98;
+}
+
+/* ---- CRC-32 (IEEE, reflected 0xEDB88320), slicing by 8 ---- */
+
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+
+uint32_t mg_crc32(uint32_t crc, const void *data, size_t len)
+{
+    pthread_once(&crc_once, crc_init);
+    const uint8_t *p = data;
+    crc = ~crc;
+    while (len >= 8) {
+        uint32_t a = mg_rd32(p) ^ crc, b = mg_rd32(p + 4);
+        crc = crc_table[7][a & 0xFF] ^ crc_table[6][(a >> 8) & 0xFF] ^
+              crc_table[5][(a >> 16) & 0xFF] ^ crc_table[4][a >> 24] ^
+              crc_table[3][b & 0xFF] ^ crc_table[2][(b >> 8) & 0xFF] ^
+              crc_table[1][(b >> 16) & 0xFF] ^ crc_table[0][b >> 24];
+        p += 8;
+        len -= 8;
+    }
+    while (len--) crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* ---- writer ---- */
+
+struct mg_zip_writer {
+    mg_out *out;
+    mg_zip_rec *recs;
+    size_t n, cap;
+    int open;       /* a record is between begin and end */
+    uint64_t written;
+};
+
+mg_status mg_zip_writer_create(mg_zip_writer **w, mg_out *out)
+{
+    *w = mg_calloc(1, sizeof(**w));
+    if (!*w) return MG_ERR_NOMEM;
+    (*w)->out = out;
+    return MG_OK;
+}
+
+void mg_zip_writer_free(mg_zip_writer *w)
+{
+    if (!w) return;
+    for (size_t i = 0; i < w->n; i++) free((char *)(uintptr_t)w->recs[i].name);
+    free(w->recs);
+    free(w);
+}
+
+mg_status mg_zip_writer_begin(mg_zip_writer *w, const char *name, uint64_t size)
+{
+    MG_ASSERT(!w->open);
+    size_t len = strlen(name);
+    if (len == 0 || len > 0xFFFF - MG_ZIP_HDR_MAX)
+        return mg_error_set(MG_ERR_ARG, "%s: bad zip entry name \"%s\"", mg_out_path(w->out), name);
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 32;
+        mg_zip_rec *r = mg_realloc(w->recs, cap * sizeof(*r));
+        if (!r) return MG_ERR_NOMEM;
+        w->recs = r;
+        w->cap = cap;
+    }
+    char *copy = mg_malloc(len + 1);
+    uint8_t *hdr = mg_malloc(MG_ZIP_HDR_MAX + len);
+    if (!copy || !hdr) {
+        free(copy);
+        free(hdr);
+        return MG_ERR_NOMEM;
+    }
+    memcpy(copy, name, len + 1);
+    mg_zip_rec *r = &w->recs[w->n++];
+    *r = (mg_zip_rec){.name = copy, .name_len = len, .flags = 0x0808, .comp = size,
+                      .uncomp = size, .offset = mg_out_offset(w->out)};
+    size_t n = mg_zip_local_encode(hdr, r);
+    mg_status st = mg_out_write(w->out, hdr, n);
+    free(hdr);
+    w->open = 1;
+    w->written = 0;
+    return st;
+}
+
+mg_status mg_zip_writer_write(mg_zip_writer *w, const void *data, size_t len)
+{
+    MG_ASSERT(w->open);
+    mg_zip_rec *r = &w->recs[w->n - 1];
+    if (len > r->uncomp - w->written)
+        return mg_error_set(MG_ERR_ARG, "%s: zip entry \"%s\" longer than announced",
+                            mg_out_path(w->out), r->name);
+    r->crc = mg_crc32(r->crc, data, len);
+    w->written += len;
+    return mg_out_write(w->out, data, len);
+}
+
+mg_status mg_zip_writer_end(mg_zip_writer *w)
+{
+    MG_ASSERT(w->open);
+    mg_zip_rec *r = &w->recs[w->n - 1];
+    w->open = 0;
+    if (w->written != r->uncomp)
+        return mg_error_set(MG_ERR_ARG, "%s: zip entry \"%s\" has %llu of %llu bytes",
+                            mg_out_path(w->out), r->name, (unsigned long long)w->written,
+                            (unsigned long long)r->uncomp);
+    uint8_t dd[24];
+    return mg_out_write(w->out, dd, mg_zip_descriptor_encode(dd, r, mg_zip_needs_zip64(r)));
+}
+
+mg_status mg_zip_writer_add(mg_zip_writer *w, const char *name, const void *data, size_t len)
+{
+    MG_FORWARD(mg_zip_writer_begin(w, name, len));
+    MG_FORWARD(mg_zip_writer_write(w, data, len));
+    return mg_zip_writer_end(w);
+}
+
+mg_status mg_zip_writer_finish(mg_zip_writer *w)
+{
+    MG_ASSERT(!w->open);
+    mg_zip_end e = {.n_entries = w->n, .cd_offset = mg_out_offset(w->out)};
+    for (size_t i = 0; i < w->n; i++) {
+        uint8_t *buf = mg_malloc(MG_ZIP_HDR_MAX + w->recs[i].name_len);
+        if (!buf) return MG_ERR_NOMEM;
+        size_t n = mg_zip_central_encode(buf, &w->recs[i]);
+        mg_status st = mg_out_write(w->out, buf, n);
+        free(buf);
+        MG_FORWARD(st);
+    }
+    e.end_offset = mg_out_offset(w->out);
+    e.cd_size = e.end_offset - e.cd_offset;
+    uint8_t end[98];
+    return mg_out_write(w->out, end, mg_zip_end_encode(end, &e));
+}

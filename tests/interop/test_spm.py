@@ -1,0 +1,260 @@
+"""Interop tests for the SentencePiece tokenizers (libcommon/tok/tok_spm.c + spm_*.c).
+
+Our ids come from build/tests/tools/tokenize; the peers are the sentencepiece package
+(0.2.x: SentencePieceProcessor.encode_as_ids) and megatron-core's build_tokenizer for
+--tokenizer-type SentencePieceTokenizer / GPTSentencePieceTokenizer / Llama2Tokenizer
+(tokenize, eod, vocab_size). Models: the two shared Unigram test models and models trained
+here on botchan.txt (BPE and Unigram, with and without byte_fallback, user_defined_symbols,
+split_digits, identity normalization without whitespace removal, whitespace as suffix,
+nmt_nfkc_cf, a custom normalization_rule_tsv; WORD and CHAR models), plus copies edited
+with the protobuf classes (UNUSED pieces, which BPE resegments). Texts: botchan.txt lines,
+Chinese and Bulgarian fortunes, other scripts, random strings, emoji and adversarial
+strings. Also mg-preprocess end to end against megatron_build.
+"""
+import json
+import os
+import pathlib
+import random
+import subprocess
+import warnings
+import zlib
+
+import pytest
+
+from conftest import ROOT, assert_same_dataset, megatron_build, run_mg
+
+spm = pytest.importorskip("sentencepiece")
+from sentencepiece import sentencepiece_model_pb2  # noqa: E402
+
+VOCAB = pathlib.Path(os.environ.get("MG_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
+TOOL = ROOT / "build" / "tests" / "tools" / "tokenize"
+FORTUNES = pathlib.Path("/usr/share/games/fortunes")
+BOTCHAN = VOCAB / "sentencepiece" / "botchan.txt"
+SP_TYPES = ["SentencePieceTokenizer", "GPTSentencePieceTokenizer", "Llama2Tokenizer"]
+
+ADVERSARIAL = [
+    "", " ", "  ", "\n", "\t", "\r\n", " \t \n ", "x  y", "x \t\n y",
+    "   leading", "trailing   ", "  both  ", " " * 300 + "z" + " " * 300,
+    "\t\ttabs\tinside\t", "new\nlines\n\nhere\n", "a\u0000b", "\u0000", "\u0000 \u0000",
+    "e\u0301 a\u0308 n\u0303 combining \u0301\u0301\u0301", "\u1100\u1161\u11a8 jamo",
+    "\uff21\uff22\uff23\uff11\uff12\uff13 \uff76\uff80\uff76\uff85 fullwidth \u3000wide\u3000",
+    "\u2460\u2461 \ufb01 \u337b \u2126 \u212b \u00bd \u2075", "\u00a0nbsp\u00a0\u00a0x",
+    "x\u200by\u200dz\ufeff", "\u2028\u2029\u0085\x0b\x0c", "\u2581 literal \u2581\u2581",
+    "\u2581", "\ufffd replacement", "\U0010fffd private", "\U0001F600\U0001F44D\U0001F3FD "
+    "\U0001F468\u200d\U0001F469\u200d\U0001F467 \u2764\ufe0f flags \U0001F1EF\U0001F1F5",
+    "\u0645\u0631\u062d\u0628\u0627 \u0628\u0627\u0644\u0639\u0627\u0644\u0645",
+    "\u0928\u092e\u0938\u094d\u0924\u0947 \u0926\u0941\u0928\u093f\u092f\u093e",
+    "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3067\u3059\u3002\u30ab\u30bf\u30ab\u30ca",
+    "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440! "
+    "\u00dc\u00f1\u00ef\u00e7\u00f6\u00f0\u00e9 \u00df \u03a9",
+    "12345 1 22 333 4444 3.14159 1,000,000", "<sep>foo<sep>", "fooing! [MASK] x[MASK]y",
+    "ing!ing!", "  <sep>  ", "ABab\uff21\u3000x a<u>b \t\t AB", "<s></s><unk><pad>",
+    "<0x41><0xE3>", "A" * 5000,
+    "\u6f22" * 2000, "ab" * 1000, ". " * 500, "......." * 50,
+]
+
+
+def fortune_entries(path, limit):
+    text = path.read_text(encoding="utf-8")
+    return [e for e in text.split("\n%\n") if e.strip()][:limit]
+
+
+def corpus():
+    texts = BOTCHAN.read_text(encoding="utf-8").split("\n")[:2500]
+    texts += fortune_entries(FORTUNES / "chinese", 300)
+    texts += fortune_entries(FORTUNES / "bg" / "bgproverb", 150)
+    texts += fortune_entries(FORTUNES / "bg" / "bgauthors", 150)
+    texts += ADVERSARIAL
+    return texts
+
+
+TEXTS = corpus()
+
+TRAINED = {
+    "bpe": dict(model_type="bpe", vocab_size=2000),
+    "bpe_bf": dict(model_type="bpe", vocab_size=3000, byte_fallback=True),
+    "bpe_user": dict(model_type="bpe", vocab_size=1500,
+                     user_defined_symbols=["<sep>", "foo", "ing!", "[MASK]"]),
+    "bpe_digits": dict(model_type="bpe", vocab_size=1000, split_digits=True,
+                       character_coverage=0.9995),
+    "bpe_llama": dict(model_type="bpe", vocab_size=3000, byte_fallback=True, split_digits=True,
+                      normalization_rule_name="identity", remove_extra_whitespaces=False,
+                      character_coverage=0.99),
+    "uni_bf": dict(model_type="unigram", vocab_size=4000, byte_fallback=True),
+    "uni_user": dict(model_type="unigram", vocab_size=1500,
+                     user_defined_symbols=["<sep>", "foo", "ing!", "[MASK]"]),
+    "uni_5000": dict(model_type="unigram", vocab_size=5000),
+    "uni_ident": dict(model_type="unigram", vocab_size=1000, normalization_rule_name="identity",
+                      remove_extra_whitespaces=False, add_dummy_prefix=False),
+    "uni_suffix": dict(model_type="unigram", vocab_size=1200, treat_whitespace_as_suffix=True),
+    "uni_nfkc_cf": dict(model_type="unigram", vocab_size=1200,
+                        normalization_rule_name="nmt_nfkc_cf", eos_piece="<end>",
+                        pad_id=3, unk_id=0, bos_id=1, eos_id=2),
+    "word": dict(model_type="word", vocab_size=3000),
+    "char": dict(model_type="char", vocab_size=300, user_defined_symbols=["<sep>", "foo"]),
+    # a small precompiled charsmap compiled from RULES (its own Darts array)
+    "uni_rules": dict(model_type="unigram", vocab_size=1000, user_defined_symbols=["<u>"],
+                      normalization_rule_tsv="RULES"),
+}
+RULES = "41\t62\nFF21\t41\n3000\t20\n61 62\t7A\n20 20\t20\n9\t20 20\n"
+SHARED = ["test_model", "test_ja_model"]
+EDITED = ["bpe_unused", "uni_unused"]
+
+
+def mark_unused(src, dst, every):
+    """Copies model src to dst with every `every`-th multi-character NORMAL piece UNUSED."""
+    m = sentencepiece_model_pb2.ModelProto()
+    m.ParseFromString(pathlib.Path(src).read_bytes())
+    k = 0
+    for p in m.pieces:
+        if p.type == p.NORMAL and len(p.piece) >= 2:
+            k += 1
+            if k % every == 0:
+                p.type = p.UNUSED
+    pathlib.Path(dst).write_bytes(m.SerializeToString())
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("spm")
+    out = {name: VOCAB / "sentencepiece" / f"{name}.model" for name in SHARED}
+    (d / "rules.tsv").write_text(RULES)
+    for name, cfg in TRAINED.items():
+        if cfg.get("normalization_rule_tsv") == "RULES":
+            cfg = dict(cfg, normalization_rule_tsv=str(d / "rules.tsv"))
+        spm.SentencePieceTrainer.train(input=str(BOTCHAN), model_prefix=str(d / name),
+                                       minloglevel=2, **cfg)
+        out[name] = d / f"{name}.model"
+    mark_unused(out["bpe"], d / "bpe_unused.model", 3)
+    mark_unused(out["uni_bf"], d / "uni_unused.model", 4)
+    out["bpe_unused"] = d / "bpe_unused.model"
+    out["uni_unused"] = d / "uni_unused.model"
+    return out
+
+
+def run_tokenize(args, texts, check=True):
+    """Runs the tokenize tool; returns (vocab_size, eod, id lists) or the process."""
+    if not TOOL.exists():
+        pytest.fail(f"{TOOL} not built (make build/tests/tools/tokenize)")
+    data = "".join(json.dumps({"text": t}) + "\n" for t in texts)
+    p = subprocess.run([str(TOOL)] + [str(a) for a in args], input=data.encode(),
+                       capture_output=True)
+    if not check:
+        return p
+    if p.returncode != 0:
+        pytest.fail(f"tokenize exited {p.returncode}: {p.stderr.decode(errors='replace')}")
+    sizes = dict(kv.split("=") for kv in p.stderr.decode().splitlines()[0].split())
+    lines = p.stdout.decode().split("\n")[:-1]
+    assert len(lines) == len(texts)
+    return int(sizes["vocab_size"]), int(sizes["eod"]), \
+        [[int(x) for x in line.split()] for line in lines]
+
+
+def assert_same_ids(got, expect, texts):
+    bad = [i for i in range(len(texts)) if got[i] != expect[i]]
+    if bad:
+        i = bad[0]
+        pytest.fail(f"{len(bad)} of {len(texts)} texts differ; first {texts[i][:80]!r}:\n"
+                    f"  ours {got[i][:40]}\n  spm  {expect[i][:40]}")
+
+
+@pytest.mark.parametrize("name", SHARED + list(TRAINED) + EDITED)
+def test_ids_match_sentencepiece(models, name):
+    sp = spm.SentencePieceProcessor(model_file=str(models[name]))
+    vocab, eod, got = run_tokenize(["--tokenizer-type", "SentencePieceTokenizer",
+                                    "--tokenizer-model", models[name]], TEXTS)
+    assert vocab == sp.get_piece_size()
+    assert eod == sp.eos_id()
+    assert_same_ids(got, [sp.encode_as_ids(t) for t in TEXTS], TEXTS)
+
+
+def test_edited_models_exercise_unused_pieces(models):
+    """The UNUSED edits must change some ids, or the resegmentation path is untested."""
+    texts = TEXTS[:300]
+    for plain, edited in [("bpe", "bpe_unused"), ("uni_bf", "uni_unused")]:
+        a = spm.SentencePieceProcessor(model_file=str(models[plain]))
+        b = spm.SentencePieceProcessor(model_file=str(models[edited]))
+        assert any(a.encode_as_ids(t) != b.encode_as_ids(t) for t in texts)
+
+
+def test_eos_piece_from_trainer_spec(models):
+    sp = spm.SentencePieceProcessor(model_file=str(models["uni_nfkc_cf"]))
+    assert sp.id_to_piece(sp.eos_id()) == "<end>"
+    _, eod, _ = run_tokenize(["--tokenizer-type", "Llama2Tokenizer", "--tokenizer-model",
+                              models["uni_nfkc_cf"]], ["x"])
+    assert eod == sp.eos_id() == 2
+
+
+def random_texts(seed, n):
+    """Random mixes of spaces, ASCII, combining marks, CJK, fullwidth and emoji."""
+    rng = random.Random(seed)
+    alphabet = list(" \t\n  abcdefghij.,!?0123456789") + ["\u0301", "\u3000", "\uff21",
+                                                          "\u65e5", "\u672c", "\U0001F600",
+                                                          "\u2581", "\u00a0", "\u0000"]
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 60)))
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("name", ["test_model", "bpe_bf", "bpe_user", "uni_ident",
+                                  "bpe_unused", "uni_suffix"])
+def test_random_strings(models, name):
+    texts = random_texts(zlib.crc32(name.encode()), 1500)
+    sp = spm.SentencePieceProcessor(model_file=str(models[name]))
+    _, _, got = run_tokenize(["--tokenizer-type", "SentencePieceTokenizer",
+                              "--tokenizer-model", models[name]], texts)
+    assert_same_ids(got, [sp.encode_as_ids(t) for t in texts], texts)
+
+
+def megatron_tokenizer(tok_type, model):
+    from types import SimpleNamespace
+
+    warnings.simplefilter("ignore")
+    from megatron.core.tokenizers.text.utils.build_tokenizer import build_tokenizer
+
+    args = SimpleNamespace(tokenizer_type=tok_type, tokenizer_model=str(model),
+                           tokenizer_sentencepiece_legacy=False, tokenizer_special_tokens=None,
+                           tokenizer_metadata=None)
+    return build_tokenizer(args)
+
+
+@pytest.mark.parametrize("tok_type", SP_TYPES)
+def test_megatron_types(models, tok_type):
+    """All three names are megatron-core 0.16's SentencePieceTokenizer: no BOS added."""
+    tk = megatron_tokenizer(tok_type, models["bpe_llama"])
+    texts = TEXTS[:400] + ADVERSARIAL
+    vocab, eod, got = run_tokenize(["--tokenizer-type", tok_type, "--tokenizer-model",
+                                    models["bpe_llama"]], texts)
+    assert (vocab, eod) == (tk.vocab_size, tk.eod)
+    assert_same_ids(got, [tk.tokenize(t) for t in texts], texts)
+
+
+def test_preprocess_end_to_end(models, tmp_path):
+    model = models["uni_bf"]
+    tk = megatron_tokenizer("SentencePieceTokenizer", model)
+    texts = TEXTS[:1500] + ADVERSARIAL
+    inp = tmp_path / "in.jsonl"
+    with open(inp, "w", encoding="utf-8") as f:
+        for i, t in enumerate(texts):
+            f.write(json.dumps({"text": t}, ensure_ascii=(i % 2 == 0)) + "\n")
+    run_mg(["mg-preprocess", "--input", inp, "--output-prefix", tmp_path / "ours", "--quiet",
+            "--json-keys", "text", "--append-eod", "--workers", "2",
+            "--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", model])
+    docs = []
+    for t in texts:
+        ids = list(tk.tokenize(t))
+        docs.append(ids + [tk.eod] if ids else ids)
+    megatron_build(tmp_path / "peer", docs, "uint16")
+    assert_same_dataset(tmp_path / "ours_text_document", tmp_path / "peer")
+
+
+def test_errors(models, tmp_path):
+    p = run_tokenize(["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model",
+                      models["bpe"], "--tokenizer-special-tokens", "<x>"], ["a"], check=False)
+    assert p.returncode != 0 and b"tokenizer-special-tokens" in p.stderr
+    bad = tmp_path / "bad.model"
+    bad.write_bytes(models["bpe"].read_bytes()[:1000])
+    p = run_tokenize(["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", bad],
+                     ["a"], check=False)
+    assert p.returncode != 0 and b"bad.model" in p.stderr
+    with pytest.raises(Exception):
+        spm.SentencePieceProcessor(model_file=str(bad))

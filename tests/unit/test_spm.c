@@ -1,0 +1,301 @@
+/* test_spm.c — SentencePiece tokenizers (tok_spm.c, spm_*.c): the proto2 reader, Unigram
+ * Viterbi (scores, unk fusion, byte fallback, user-defined symbols), BPE (score order,
+ * leftmost ties, UNUSED resegmentation), WORD and CHAR, the normalizer options, the shared
+ * test models, Megatron's vocab_size/eod, and load errors. Tiny models are written here
+ * with a small protobuf writer; every expected id list was checked against sentencepiece
+ * 0.2.3's encode_as_ids on the same model.
+ */
+#include <stdlib.h>
+
+#include "harness.h"
+#include "mg/tokenizer.h"
+#include "tok/spm_proto.h"
+
+/* ---- a protobuf writer ---- */
+
+typedef struct {
+    uint8_t v[1 << 16];
+    size_t n;
+} pbuf;
+
+static void put_varint(pbuf *b, uint64_t x)
+{
+    do {
+        b->v[b->n++] = (uint8_t)((x & 0x7F) | (x > 0x7F ? 0x80 : 0));
+        x >>= 7;
+    } while (x);
+}
+
+static void put_bytes(pbuf *b, unsigned field, const void *s, size_t n)
+{
+    put_varint(b, field << 3 | 2);
+    put_varint(b, n);
+    memcpy(b->v + b->n, s, n);
+    b->n += n;
+}
+
+static void put_int(pbuf *b, unsigned field, uint64_t x)
+{
+    put_varint(b, field << 3);
+    put_varint(b, x);
+}
+
+static void put_piece(pbuf *b, const char *s, float score, int type)
+{
+    pbuf pc = {.n = 0};
+    uint32_t u;
+    memcpy(&u, &score, 4);
+    put_bytes(&pc, 1, s, strlen(s));
+    pc.v[pc.n++] = 2 << 3 | 5;
+    for (int i = 0; i < 4; i++) pc.v[pc.n++] = (uint8_t)(u >> (8 * i));
+    if (type != SPM_NORMAL) put_int(&pc, 3, (uint64_t)type);
+    put_bytes(b, 1, pc.v, pc.n);
+}
+
+typedef struct {
+    const char *s;
+    float score;
+    int type;
+} piece_def;
+
+#define SP "\xe2\x96\x81"
+
+/* Writes a model: pieces, TrainerSpec {model_type, byte_fallback (adds the 256 byte
+ * pieces)}, NormalizerSpec {name "identity", remove_extra_whitespaces}. */
+static const char *write_model(mg_test_ctx *t, const char *name, const piece_def *p, size_t n,
+                               int model_type, int byte_fallback, int remove_ws)
+{
+    static pbuf b;
+    b.n = 0;
+    for (size_t i = 0; i < n; i++) put_piece(&b, p[i].s, p[i].score, p[i].type);
+    for (int c = 0; byte_fallback && c < 256; c++) {
+        char s[8];
+        snprintf(s, sizeof s, "<0x%02X>", c);
+        put_piece(&b, s, 0, SPM_BYTE);
+    }
+    pbuf ts = {.n = 0}, ns = {.n = 0};
+    put_int(&ts, 3, (uint64_t)model_type);
+    put_int(&ts, 35, (uint64_t)byte_fallback);
+    put_int(&ts, 999, 5); /* unknown field: skipped */
+    put_bytes(&ns, 1, "identity", 8);
+    put_int(&ns, 4, (uint64_t)remove_ws);
+    put_bytes(&b, 2, ts.v, ts.n);
+    put_bytes(&b, 3, ns.v, ns.n);
+    return mg_test_write_file(t, name, b.v, b.n);
+}
+
+static mg_tokenizer *open_type(mg_test_ctx *t, const char *type, const char *path)
+{
+    mg_tok_opts o;
+    mg_tok_opts_init(&o);
+    o.type = type;
+    o.model = path;
+    mg_tokenizer *tk = NULL;
+    MG_CHECK_OK(t, mg_tokenizer_create(&tk, &o));
+    return tk;
+}
+
+/* Encodes text and compares with the n expected ids. */
+static void check_ids(mg_test_ctx *t, mg_tokenizer *tk, const char *text, const int64_t *want,
+                      size_t n)
+{
+    mg_encoder *e = NULL;
+    mg_ids ids = {0};
+    MG_CHECK_OK(t, mg_encoder_create(&e, tk));
+    MG_CHECK_OK(t, mg_encode(e, text, strlen(text), &ids));
+    int same = ids.n == n;
+    for (size_t i = 0; same && i < n; i++) same = ids.v[i] == want[i];
+    if (!same) {
+        char got[512] = "";
+        for (size_t i = 0, o = 0; i < ids.n && o < 480; i++)
+            o += (size_t)snprintf(got + o, sizeof got - o, " %lld", (long long)ids.v[i]);
+        mg_test_fail(t, __FILE__, __LINE__, "\"%s\" -> [%s ]", text, got);
+    }
+    mg_ids_free(&ids);
+    mg_encoder_free(e);
+}
+
+#define IDS(...) (const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / 8
+#define NO_IDS (const int64_t *)NULL, 0
+
+/* ---- Unigram ---- */
+
+static const piece_def unigram_pieces[] = {
+    {"<unk>", 0, SPM_UNKNOWN}, {"<s>", 0, SPM_CONTROL}, {"</s>", 0, SPM_CONTROL},
+    {SP, -1, SPM_NORMAL},      {"a", -2, SPM_NORMAL},   {"b", -2, SPM_NORMAL},
+    {"ab", -3, SPM_NORMAL},    {SP "ab", -3.5f, SPM_NORMAL}, {"bb", -1, SPM_UNUSED},
+    {"<u>", 0, SPM_USER_DEFINED},
+};
+
+MG_TEST(spm_unigram_viterbi)
+{
+    const char *m = write_model(t, "u.model", unigram_pieces, 10, SPM_UNIGRAM, 0, 1);
+    mg_tokenizer *tk = open_type(t, "SentencePieceTokenizer", m);
+    if (!tk) return;
+    MG_CHECK_EQ_INT(t, mg_tokenizer_vocab_size(tk), 10);
+    MG_CHECK_EQ_INT(t, mg_tokenizer_eod(tk), 2);
+    check_ids(t, tk, "ab  ab ", IDS(7, 7));   /* "▁ab" -3.5 beats "▁"+"ab" -4 */
+    check_ids(t, tk, "ax", IDS(3, 4, 0));      /* unk scores min_score - 10 */
+    check_ids(t, tk, "axyz", IDS(3, 4, 0));    /* a run of unknowns is one unk */
+    check_ids(t, tk, "xa y", IDS(3, 0, 4, 3, 0));
+    check_ids(t, tk, "bb", IDS(3, 5, 5));      /* UNUSED pieces are never chosen */
+    check_ids(t, tk, "a<u>b", IDS(3, 4, 9, 5)); /* user-defined: length * max - 0.1 */
+    check_ids(t, tk, "   ", NO_IDS);
+    check_ids(t, tk, "", NO_IDS);
+    mg_tokenizer_free(tk);
+}
+
+MG_TEST(spm_unigram_byte_fallback)
+{
+    const char *m = write_model(t, "ub.model", unigram_pieces, 10, SPM_UNIGRAM, 1, 1);
+    mg_tokenizer *tk = open_type(t, "Llama2Tokenizer", m);
+    if (!tk) return;
+    MG_CHECK_EQ_INT(t, mg_tokenizer_vocab_size(tk), 266);
+    /* é = C3 A9 -> <0xC3> <0xA9> (ids 10 + byte); no unk fusion with byte_fallback */
+    check_ids(t, tk, "a\xc3\xa9x", IDS(3, 4, 10 + 0xC3, 10 + 0xA9, 10 + 'x'));
+    mg_tokenizer_free(tk);
+}
+
+MG_TEST(spm_normalizer_options)
+{
+    /* remove_extra_whitespaces off: spaces kept, each one a "▁" */
+    const char *m = write_model(t, "uk.model", unigram_pieces, 10, SPM_UNIGRAM, 0, 0);
+    mg_tokenizer *tk = open_type(t, "GPTSentencePieceTokenizer", m);
+    if (!tk) return;
+    check_ids(t, tk, " ab ", IDS(3, 7, 3));
+    check_ids(t, tk, "  ", IDS(3, 3, 3));
+    mg_tokenizer_free(tk);
+}
+
+/* ---- BPE ---- */
+
+static const piece_def bpe_pieces[] = {
+    {"<unk>", 0, SPM_UNKNOWN}, {"<s>", 0, SPM_CONTROL}, {"</s>", 0, SPM_CONTROL},
+    {SP, 0, SPM_NORMAL},       {"a", 0, SPM_NORMAL},    {"b", 0, SPM_NORMAL},
+    {"c", 0, SPM_NORMAL},      {"ab", -1, SPM_UNUSED},  {"ba", -1, SPM_NORMAL},
+    {SP "a", -2, SPM_NORMAL},  {"abc", -1.5f, SPM_NORMAL}, {"cc", -0.5f, SPM_NORMAL},
+};
+
+MG_TEST(spm_bpe_merges)
+{
+    const char *m = write_model(t, "b.model", bpe_pieces, 12, SPM_BPE, 0, 1);
+    mg_tokenizer *tk = open_type(t, "SentencePieceTokenizer", m);
+    if (!tk) return;
+    check_ids(t, tk, "abc", IDS(3, 10));     /* ab (UNUSED) then abc */
+    check_ids(t, tk, "ab", IDS(3, 4, 5));    /* a final UNUSED ab is resegmented */
+    check_ids(t, tk, "aba", IDS(3, 4, 5, 4)); /* ab/ba tie: leftmost (ab) wins */
+    check_ids(t, tk, "bac", IDS(3, 8, 6));
+    check_ids(t, tk, "ccc", IDS(3, 11, 6));  /* leftmost cc first */
+    check_ids(t, tk, "ax\xc3\xa9", IDS(9, 0)); /* "▁a", then one unk for "xé" */
+    mg_tokenizer_free(tk);
+}
+
+/* ---- WORD and CHAR ---- */
+
+MG_TEST(spm_word_and_char_models)
+{
+    const char *m = write_model(t, "w.model", unigram_pieces, 10, SPM_WORD, 0, 1);
+    mg_tokenizer *tk = open_type(t, "SentencePieceTokenizer", m);
+    if (!tk) return;
+    check_ids(t, tk, "ab  ab x y", IDS(7, 7, 0)); /* "▁x" and "▁y": one unk */
+    mg_tokenizer_free(tk);
+    m = write_model(t, "c.model", unigram_pieces, 10, SPM_CHAR, 0, 1);
+    tk = open_type(t, "SentencePieceTokenizer", m);
+    if (!tk) return;
+    check_ids(t, tk, "ab<u>", IDS(3, 4, 5, 9));
+    mg_tokenizer_free(tk);
+}
+
+/* ---- the shared models (ids from sentencepiece 0.2.3 encode_as_ids) ---- */
+
+MG_TEST(spm_shared_test_model)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/sentencepiece/test_model.model", mg_test_vocab_dir());
+    mg_tokenizer *tk = open_type(t, "SentencePieceTokenizer", path);
+    if (!tk) return;
+    MG_CHECK_EQ_INT(t, mg_tokenizer_vocab_size(tk), 1000);
+    MG_CHECK_EQ_INT(t, mg_tokenizer_eod(tk), 2);
+    check_ids(t, tk, "Hello world.", IDS(151, 88, 21, 887, 6));
+    check_ids(t, tk, "  I saw a girl  with a telescope.  ",
+              IDS(9, 459, 11, 939, 44, 11, 4, 142, 82, 8, 28, 21, 132, 6));
+    /* nmt_nfkc through the precompiled charsmap: fullwidth -> ASCII */
+    check_ids(t, tk, "\xef\xbc\xa1\xef\xbc\xa2\xef\xbc\xa3\xef\xbc\x91\xef\xbc\x92\xef\xbc\x93",
+              IDS(104, 540, 381, 357, 596, 0));
+    check_ids(t, tk, "\xe6\x97\xa5\xe6\x9c\xac", IDS(4, 0));
+    check_ids(t, tk, "   ", NO_IDS);
+    mg_tokenizer_free(tk);
+}
+
+/* ---- the proto reader and load errors ---- */
+
+MG_TEST(spm_proto_defaults_and_merge)
+{
+    pbuf b = {.n = 0};
+    put_piece(&b, "<unk>", 0, SPM_UNKNOWN);
+    put_piece(&b, "x", -1, 77); /* enum value out of range: stays NORMAL */
+    pbuf ts = {.n = 0};
+    put_int(&ts, 3, SPM_BPE);
+    put_bytes(&b, 2, ts.v, ts.n);
+    ts.n = 0;
+    put_int(&ts, 24, 1); /* a second TrainerSpec merges into the first */
+    put_bytes(&ts, 47, "<end>", 5);
+    put_bytes(&b, 2, ts.v, ts.n);
+    mg_spm_proto p;
+    MG_CHECK_OK(t, mg_spm_proto_parse(&p, b.v, b.n));
+    MG_CHECK_EQ_INT(t, p.n_pieces, 2);
+    MG_CHECK_EQ_INT(t, p.pieces[1].type, SPM_NORMAL);
+    MG_CHECK(t, p.pieces[1].score == -1.0f);
+    MG_CHECK_EQ_INT(t, p.model_type, SPM_BPE);
+    MG_CHECK_EQ_INT(t, p.treat_ws_as_suffix, 1);
+    MG_CHECK_EQ_INT(t, p.eos_piece.n, 5);
+    MG_CHECK_EQ_INT(t, p.add_dummy_prefix & p.remove_extra_ws & p.escape_ws, 1);
+    mg_spm_proto_free(&p);
+    MG_CHECK_ERR(t, mg_spm_proto_parse(&p, b.v, b.n - 1), MG_ERR_FORMAT, "byte");
+}
+
+static void check_load_error(mg_test_ctx *t, const piece_def *p, size_t n, int type, int bf,
+                             mg_status st, const char *msg)
+{
+    const char *m = write_model(t, "bad.model", p, n, type, bf, 1);
+    mg_tok_opts o;
+    mg_tok_opts_init(&o);
+    o.type = "SentencePieceTokenizer";
+    o.model = m;
+    mg_tokenizer *tk = NULL;
+    MG_CHECK_ERR(t, mg_tokenizer_create(&tk, &o), st, msg);
+    MG_CHECK(t, tk == NULL);
+}
+
+MG_TEST(spm_load_errors)
+{
+    const piece_def no_unk[] = {{"a", 0, SPM_NORMAL}};
+    check_load_error(t, no_unk, 1, SPM_UNIGRAM, 0, MG_ERR_FORMAT, "unk is not defined");
+    const piece_def dup[] = {{"<unk>", 0, SPM_UNKNOWN}, {"a", 0, SPM_NORMAL}, {"a", 0, SPM_UNUSED}};
+    check_load_error(t, dup, 3, SPM_UNIGRAM, 0, MG_ERR_FORMAT, "already defined");
+    const piece_def byte[] = {{"<unk>", 0, SPM_UNKNOWN}, {"<0x41>", 0, SPM_BYTE}};
+    check_load_error(t, byte, 2, SPM_UNIGRAM, 0, MG_ERR_FORMAT, "byte_fallback is false");
+    const piece_def empty[] = {{"<unk>", 0, SPM_UNKNOWN}, {"", 0, SPM_NORMAL}};
+    check_load_error(t, empty, 2, SPM_BPE, 0, MG_ERR_FORMAT, "empty");
+    mg_tok_opts o;
+    mg_tok_opts_init(&o);
+    o.type = "Llama2Tokenizer";
+    mg_tokenizer *tk = NULL;
+    MG_CHECK_ERR(t, mg_tokenizer_create(&tk, &o), MG_ERR_ARG, "--tokenizer-model");
+    o.model = write_model(t, "ok.model", unigram_pieces, 10, SPM_UNIGRAM, 0, 1);
+    const char *sp[] = {"<x>"};
+    o.special_tokens = sp;
+    o.n_special_tokens = 1;
+    MG_CHECK_ERR(t, mg_tokenizer_create(&tk, &o), MG_ERR_ARG, "special-tokens");
+}
+
+MG_TEST(spm_eod_needs_control_eos)
+{
+    const piece_def p[] = {
+        {"<unk>", 0, SPM_UNKNOWN}, {"</s>", -1, SPM_NORMAL}, {"a", -1, SPM_NORMAL}};
+    const char *m = write_model(t, "noeos.model", p, 3, SPM_UNIGRAM, 0, 1);
+    mg_tokenizer *tk = open_type(t, "SentencePieceTokenizer", m);
+    if (!tk) return;
+    MG_CHECK_EQ_INT(t, mg_tokenizer_eod(tk), -1);
+    mg_tokenizer_free(tk);
+}
