@@ -6,6 +6,8 @@
  *       GPT2BPETokenizer      --vocab-file vocab.json --merge-file merges.txt
  *       HuggingFaceTokenizer  --tokenizer-model DIR (tokenizer.json [+ tokenizer_config.json])
  *       TikTokenizer          --tokenizer-model FILE (Megatron JSON list or .tiktoken ranks)
+ *       SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer
+ *                             --tokenizer-model FILE.model
  *       NullTokenizer         --vocab-size V
  *     Anything else is MG_ERR_UNSUPPORTED "not supported yet: --tokenizer-type X".
  *   - Semantics follow Megatron's current tokenizer system (megatron/core/tokenizers, HEAD
