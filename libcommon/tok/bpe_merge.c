@@ -310,20 +310,26 @@ HOT void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
     memcpy(e->ids, ids, nids * sizeof *ids);
 }
 
+/* The whole-piece shortcut: 1 (with the piece's id in small[0]) if the model has it and
+ * the whole piece is a token. */
+static int whole_piece(const mg_bpe *b, const uint8_t *p, size_t n, int32_t *small,
+                       const int32_t **ids, size_t *nids)
+{
+    if (!b->shortcut) return 0;
+    int64_t t = mg_bpe_find_index(b, p, n);
+    if (t < 0) return 0;
+    small[0] = b->tok_id[t];
+    *ids = small;
+    *nids = 1;
+    return 1;
+}
+
 /* Encodes a piece of 2+ bytes without the cache. Result in ids (SHORT) or c->ids. */
 static mg_status encode_uncached(mg_bpe_cache *c, const uint8_t *p, size_t n, int32_t *small,
                                  const int32_t **ids, size_t *nids)
 {
     const mg_bpe *b = c->b;
-    if (b->shortcut) {
-        int64_t t = mg_bpe_find_index(b, p, n);
-        if (t >= 0) {
-            small[0] = b->tok_id[t];
-            *ids = small;
-            *nids = 1;
-            return MG_OK;
-        }
-    }
+    if (whole_piece(b, p, n, small, ids, nids)) return MG_OK;
     if (n < SHORT_MAX) {
         *nids = merge_short(b, p, n, small);
         *ids = small;
@@ -431,15 +437,7 @@ static mg_status encode_chars_uncached(mg_bpe_cache *c, const uint8_t *p, size_t
                                        int32_t *small, const int32_t **ids, size_t *nids)
 {
     const mg_bpe *b = c->b;
-    if (b->shortcut) {
-        int64_t t = mg_bpe_find_index(b, p, n);
-        if (t >= 0) {
-            small[0] = b->tok_id[t];
-            *ids = small;
-            *nids = 1;
-            return MG_OK;
-        }
-    }
+    if (whole_piece(b, p, n, small, ids, nids)) return MG_OK;
     MG_RETURN_IF(n > INT32_MAX, MG_ERR_LIMIT, "pre-token of %zu bytes is too long for BPE", n);
     size_t m;
     MG_FORWARD(char_symbols(c, p, n, &m));
