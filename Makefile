@@ -2,6 +2,7 @@
 #   make            build libmgcommon.a and the tools into bin/
 #   make test       build with -Werror and run every test (unit, CLI, fuzz smoke, interop)
 #   make asan       ASan+UBSan build (build-asan/) running the C tests
+#   make test-minimal  build-min/ with every optional dependency off, running the C unit tests
 #   make fuzz       libFuzzer targets, run longer (FUZZ_SECONDS per target)
 #   make bench      benchmarks against the peers (scripts/bench-preprocess.sh)
 #   make demo       the README's main job: preprocess a real corpus with a real tokenizer
@@ -42,7 +43,8 @@ TEST_TOOLS := $(TOOL_SRCS:%.c=$(BUILD)/%)
 
 all: config $(TOOLS)
 tools-test: $(TEST_TOOLS)
-.PHONY: tools-test all test test-c test-cli test-interop asan fuzz bench demo clean config
+.PHONY: tools-test all test test-c test-cli test-interop test-minimal asan fuzz bench demo \
+        clean config
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -94,7 +96,13 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin \
 	  CFLAGS="-Werror -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
 	  build-asan/bin/mg-preprocess build-asan/test-unit
-	MG_BIN=build-asan/bin MG_UNIT=build-asan/test-unit MG_SKIP_INTEROP=1 MG_SKIP_FUZZ=1 scripts/run-tests.sh
+	MG_BIN=build-asan/bin MG_UNIT=build-asan/test-unit MG_SKIP_INTEROP=1 MG_SKIP_FUZZ=1 MG_SKIP_MINIMAL=1 scripts/run-tests.sh
+
+# DESIGN.md: without its optional parts the build still links, runs and passes its tests.
+test-minimal:
+	$(MAKE) BUILD=build-min BIN=build-min/bin HAVE_ONIG=0 HAVE_ARCHIVE=0 HAVE_UTF8PROC=0 \
+	  HAVE_OPENMP=0 CFLAGS=-Werror build-min/bin/mg-preprocess build-min/test-unit
+	build-min/test-unit
 
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-60}
@@ -106,6 +114,6 @@ demo: all
 	scripts/demo.sh
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz $(BIN)
+	rm -rf $(BUILD) build-asan build-fuzz build-min $(BIN)
 
 -include $(LIB_OBJS:.o=.d) $(PRE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/%.d)

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test suite and exits non-zero if any failed:
 #   1. C unit tests      (build/test-unit)
-#   2. CLI golden tests  (tests/cli/run.sh)
-#   3. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; needs clang)
-#   4. interop tests     (pytest in the Python test environment of scripts/setup.sh)
+#   2. the same in a minimal build (make test-minimal: build-min/, every optional dependency
+#      off; skipped with the unit tests too)
+#   3. CLI golden tests  (tests/cli/run.sh)
+#   4. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; needs clang)
+#   5. interop tests     (pytest in the Python test environment of scripts/setup.sh)
 # Environment: MG_BIN (tools dir, default bin), MG_UNIT (unit test binary),
-# MG_SKIP_UNIT=1 / MG_SKIP_CLI=1 / MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1 leave a suite out.
+# MG_SKIP_UNIT=1 / MG_SKIP_MINIMAL=1 / MG_SKIP_CLI=1 / MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1
+# leave a suite out.
 set -u
 cd "$(dirname "$0")/.."
 export MG_BIN=${MG_BIN:-bin}
@@ -16,6 +19,13 @@ failed=()
 if [ "${MG_SKIP_UNIT:-0}" != 1 ]; then
   echo "== C unit tests"
   "$unit" || failed+=(unit)
+fi
+
+if [ "${MG_SKIP_UNIT:-0}" != 1 ] && [ "${MG_SKIP_MINIMAL:-0}" != 1 ]; then
+  echo "== C unit tests, minimal build"
+  # a make of its own: not the caller's job server or command-line variables
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -j"$(nproc)" test-minimal ||
+    failed+=(minimal)
 fi
 
 if [ "${MG_SKIP_CLI:-0}" != 1 ]; then

@@ -14,6 +14,8 @@
 
 #if MG_HAVE_UTF8PROC
 #include <utf8proc.h>
+#else
+#include "mg/unicode.h"
 #endif
 
 typedef struct {
@@ -177,8 +179,9 @@ static int is_word_char(uint32_t c)
     default:
         return 0;
     }
-#else
-    return 0;
+#else /* the built-in class table (Unicode 16.0) */
+    unsigned cat = mg_uc_props(c) & MG_UC_CAT_MASK;
+    return MG_UC_IS_L(cat) || MG_UC_IS_N(cat) || cat == MG_UC_MN || cat == MG_UC_MC;
 #endif
 }
 
