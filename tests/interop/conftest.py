@@ -8,6 +8,9 @@ Paths
   mg_preprocess  <bin_dir>/mg-preprocess; a missing binary FAILS the test (never skips)
   test_tool      test_tool(name) -> path of <tools_dir>/<name>, failing if it was not built
 
+Corpora
+  write_texts_jsonl(path, texts, key="text") -> path: one JSON line {key: text} per text.
+
 Running programs
   run_mg(args, check=True, input=None, cwd=None, env=None) -> subprocess.CompletedProcess
       args[0] may be a tool name ("mg-preprocess"), a test program name ("idx_write") or a
@@ -178,6 +181,15 @@ def _resolve(prog):
         if (d / prog).exists():
             return str(d / prog)
     pytest.fail(f"{prog} not found in {bin_dir_path()} or {tools_dir_path()}: run make (and make tools-test)")
+
+
+def write_texts_jsonl(path, texts, key="text"):
+    """Writes one JSON line {key: text} per text; returns path."""
+    import json
+    with open(path, "w", encoding="utf-8") as f:
+        for t in texts:
+            f.write(json.dumps({key: t}) + "\n")
+    return path
 
 
 def run_mg(args, check=True, input=None, cwd=None, env=None):

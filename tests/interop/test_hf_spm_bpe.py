@@ -30,7 +30,7 @@ from test_hf_tokenizers import (
     run_tokenize,
 )
 from test_preprocess import corpus_texts, expect, hf_tok, preprocess, write_jsonl
-from conftest import assert_same_dataset
+from conftest import assert_same_dataset, write_texts_jsonl
 
 SPM_ADVERSARIAL = [
     "\u2581",
@@ -77,11 +77,7 @@ def corpus(vocab_dir):
 
 @pytest.fixture(scope="module")
 def corpus_file(corpus, tmp_path_factory):
-    p = tmp_path_factory.mktemp("spm") / "corpus.jsonl"
-    with open(p, "w", encoding="utf-8") as f:
-        for t in corpus:
-            f.write(json.dumps({"text": t}) + "\n")
-    return p
+    return write_texts_jsonl(tmp_path_factory.mktemp("spm") / "corpus.jsonl", corpus)
 
 
 def check_dir(d, include_special, corpus, corpus_file, test_tool, what):

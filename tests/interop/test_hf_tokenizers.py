@@ -20,6 +20,8 @@ import shutil
 
 import pytest
 
+from conftest import write_texts_jsonl
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -116,11 +118,7 @@ def corpus(vocab_dir):
 
 @pytest.fixture(scope="module")
 def corpus_file(corpus, tmp_path_factory):
-    p = tmp_path_factory.mktemp("hf") / "corpus.jsonl"
-    with open(p, "w", encoding="utf-8") as f:
-        for t in corpus:
-            f.write(json.dumps({"text": t}) + "\n")
-    return p
+    return write_texts_jsonl(tmp_path_factory.mktemp("hf") / "corpus.jsonl", corpus)
 
 
 def run_tokenize(test_tool, corpus_file, args):
