@@ -16,44 +16,24 @@ keys, --workers 1/3, --partitions 2, and list records read from a tar of .jsonl.
 """
 import gzip
 import json
-import logging
 import os
 import pathlib
 import random
-import shutil
 import subprocess
 import tarfile
-import warnings
 import zipfile
 
 import pytest
 
 from conftest import ROOT, assert_same_dataset, megatron_build, megatron_merge, run_mg
+from test_preprocess import gpt2_tok, quiet_imports
 
 VOCAB = pathlib.Path(os.environ.get("MG_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
 
 
-def quiet_imports():
-    for name in ("transformers", "megatron", "megatron.core"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    warnings.simplefilter("ignore")
-
-
 @pytest.fixture(scope="module")
 def gpt2(tmp_path_factory):
-    quiet_imports()
-    from transformers import GPT2TokenizerFast
-
-    d = tmp_path_factory.mktemp("gpt2")
-    shutil.copy(VOCAB / "gpt2" / "gpt2-vocab.json", d / "vocab.json")
-    shutil.copy(VOCAB / "gpt2" / "gpt2-merges.txt", d / "merges.txt")
-    t = GPT2TokenizerFast.from_pretrained(str(d))
-    assert len(t) == 50257 and t.eos_token_id == 50256
-    t.model_max_length = 1 << 40
-    return {"args": ["--tokenizer-type", "GPT2BPETokenizer",
-                     "--vocab-file", VOCAB / "gpt2" / "gpt2-vocab.json",
-                     "--merge-file", VOCAB / "gpt2" / "gpt2-merges.txt"],
-            "encode": lambda s: t(s)["input_ids"], "eod": t.eos_token_id, "dtype": "uint16"}
+    return dict(gpt2_tok(tmp_path_factory.mktemp("gpt2")), dtype="uint16")
 
 
 @pytest.fixture(scope="module")
