@@ -28,15 +28,30 @@ LDLIBS_ALL := $(DEP_LDLIBS) -lm -pthread
 
 LIB_SRCS  := $(sort $(wildcard libcommon/*.c libcommon/*/*.c))
 PRE_SRCS  := $(sort $(wildcard preprocess/*.c))
+CKPT_SRCS := $(sort $(wildcard ckpt/*.c))
+TRAIN_SRCS:= $(sort $(wildcard train/*.c))
+KERN_SRCS := $(sort $(wildcard kernels/*.c))
 UNIT_SRCS := $(sort $(wildcard tests/unit/*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 TOOL_SRCS := $(sort $(wildcard tests/tools/*.c))
 
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 PRE_OBJS  := $(PRE_SRCS:%.c=$(BUILD)/%.o)
+CKPT_OBJS := $(CKPT_SRCS:%.c=$(BUILD)/%.o)
+TRAIN_OBJS:= $(TRAIN_SRCS:%.c=$(BUILD)/%.o)
+KERN_OBJS := $(KERN_SRCS:%.c=$(BUILD)/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libmgcommon.a
+# CPU kernels (kernels/*.c, API kernels/kernels.h): linked into mg-train and the unit tests.
+KLIB      := $(BUILD)/libmgkernels.a
 TOOLS     := $(BIN)/mg-preprocess
+# A tool is built once its directory has a main.c.
+ifneq ($(wildcard ckpt/main.c),)
+TOOLS     += $(BIN)/mg-convert
+endif
+ifneq ($(wildcard train/main.c),)
+TOOLS     += $(BIN)/mg-train
+endif
 UNIT_BIN  := $(BUILD)/test-unit
 # Test helper programs (tests/tools/NAME.c -> build/tests/tools/NAME), built by `make test`.
 TEST_TOOLS := $(TOOL_SRCS:%.c=$(BUILD)/%)
@@ -56,10 +71,28 @@ $(LIB): $(LIB_OBJS)
 	$(say) AR $@
 	$(Q)$(AR) rcs $@ $^
 
+$(KLIB): $(KERN_OBJS)
+	@mkdir -p $(dir $@)
+	$(say) AR $@
+	$(Q)rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
+$(BUILD)/kernels/%.o $(BUILD)/train/%.o: CFLAGS_BASE += -Ikernels
+
 $(BIN)/mg-preprocess: $(PRE_OBJS) $(LIB)
 	@mkdir -p $(BIN)
 	$(say) LINK $@
 	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(PRE_OBJS) $(LIB) $(LDLIBS_ALL)
+
+$(BIN)/mg-convert: $(CKPT_OBJS) $(LIB)
+	@mkdir -p $(BIN)
+	$(say) LINK $@
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(CKPT_OBJS) $(LIB) $(LDLIBS_ALL)
+
+$(BIN)/mg-train: $(TRAIN_OBJS) $(KLIB) $(LIB)
+	@mkdir -p $(BIN)
+	$(say) LINK $@
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(TRAIN_OBJS) $(KLIB) $(LIB) $(LDLIBS_ALL)
 
 # Unit tests: every MG_TEST(name) in tests/unit/*.c is registered through a generated list.
 $(BUILD)/tests/unit/test_list.h: $(UNIT_SRCS)
@@ -67,14 +100,15 @@ $(BUILD)/tests/unit/test_list.h: $(UNIT_SRCS)
 	@grep -h '^MG_TEST(' $(UNIT_SRCS) | sed 's/^MG_TEST(\([a-z0-9_]*\)).*/MG_TEST_ENTRY(\1)/' | sort > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 $(BUILD)/tests/unit/harness.o: $(BUILD)/tests/unit/test_list.h
-$(BUILD)/tests/unit/%.o: CFLAGS_BASE += -I$(BUILD)/tests/unit -Itests/unit
-$(UNIT_BIN): $(UNIT_OBJS) $(LIB)
+$(BUILD)/tests/unit/%.o: CFLAGS_BASE += -I$(BUILD)/tests/unit -Itests/unit -Ikernels -I.
+$(UNIT_BIN): $(UNIT_OBJS) $(KLIB) $(LIB)
 	$(say) LINK $@
-	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(UNIT_OBJS) $(LIB) $(LDLIBS_ALL)
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(UNIT_OBJS) $(KLIB) $(LIB) $(LDLIBS_ALL)
 
-$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
+$(BUILD)/tests/tools/%.o: CFLAGS_BASE += -Ikernels -I.
+$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(KLIB) $(LIB)
 	$(say) LINK $@
-	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS_ALL)
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(KLIB) $(LIB) $(LDLIBS_ALL)
 
 config:
 	@$(MAKE) -s --no-print-directory -f mk/config.mk print-config
@@ -95,13 +129,13 @@ test-interop: all $(TEST_TOOLS)
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin \
 	  CFLAGS="-Werror -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
-	  build-asan/bin/mg-preprocess build-asan/test-unit
+	  $(TOOLS:$(BIN)/%=build-asan/bin/%) build-asan/test-unit
 	MG_BIN=build-asan/bin MG_UNIT=build-asan/test-unit MG_SKIP_INTEROP=1 MG_SKIP_FUZZ=1 MG_SKIP_MINIMAL=1 scripts/run-tests.sh
 
 # DESIGN.md: without its optional parts the build still links, runs and passes its tests.
 test-minimal:
 	$(MAKE) BUILD=build-min BIN=build-min/bin HAVE_ONIG=0 HAVE_ARCHIVE=0 HAVE_UTF8PROC=0 \
-	  HAVE_OPENMP=0 CFLAGS=-Werror build-min/bin/mg-preprocess build-min/test-unit
+	  HAVE_OPENMP=0 HAVE_BLAS=0 CFLAGS=-Werror $(TOOLS:$(BIN)/%=build-min/bin/%) build-min/test-unit
 	build-min/test-unit
 
 fuzz:
@@ -116,4 +150,5 @@ demo: all
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz build-min $(BIN)
 
--include $(LIB_OBJS:.o=.d) $(PRE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/%.d)
+-include $(LIB_OBJS:.o=.d) $(PRE_OBJS:.o=.d) $(CKPT_OBJS:.o=.d) $(TRAIN_OBJS:.o=.d) \
+         $(KERN_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/%.d)

@@ -12,6 +12,13 @@ HAVE_ARCHIVE  ?= $(call probe,$(H)include <archive.h>,-larchive)
 HAVE_ONIG     ?= $(call probe,$(H)include <oniguruma.h>,-lonig)
 HAVE_UTF8PROC ?= $(call probe,$(H)include <utf8proc.h>,-lutf8proc)
 HAVE_OPENMP   ?= $(call probe,$(H)include <omp.h>,-fopenmp)
+# BLAS for mg-train's matrix products: OpenBLAS built for OpenMP (Debian libopenblas-openmp-dev),
+# so its threads and ours share one OpenMP pool instead of oversubscribing the cores.
+BLAS_DIR      ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
+BLAS_INC      ?= /usr/include/x86_64-linux-gnu/openblas-openmp
+BLAS_CFLAGS   := -I$(BLAS_INC)
+BLAS_LDLIBS   := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas
+HAVE_BLAS     ?= $(call probe,$(H)include <cblas.h>,$(BLAS_CFLAGS) $(BLAS_LDLIBS))
 HAVE_CUDA     ?= $(shell command -v nvcc >/dev/null 2>&1 && echo 1 || echo 0)
 
 ifneq ($(HAVE_JANSSON),1)
@@ -22,7 +29,8 @@ WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpo
             -Wcast-qual -Wvla -Wformat=2 -Wwrite-strings -Wundef -Wno-format-nonliteral
 
 DEP_CFLAGS := -DMG_HAVE_ARCHIVE=$(HAVE_ARCHIVE) -DMG_HAVE_ONIG=$(HAVE_ONIG) \
-              -DMG_HAVE_UTF8PROC=$(HAVE_UTF8PROC) -DMG_HAVE_OPENMP=$(HAVE_OPENMP)
+              -DMG_HAVE_UTF8PROC=$(HAVE_UTF8PROC) -DMG_HAVE_OPENMP=$(HAVE_OPENMP) \
+              -DMG_HAVE_BLAS=$(HAVE_BLAS)
 DEP_LDLIBS := -ljansson
 ifeq ($(HAVE_ARCHIVE),1)
 DEP_LDLIBS += -larchive
@@ -32,6 +40,10 @@ DEP_LDLIBS += -lonig
 endif
 ifeq ($(HAVE_UTF8PROC),1)
 DEP_LDLIBS += -lutf8proc
+endif
+ifeq ($(HAVE_BLAS),1)
+DEP_CFLAGS += $(BLAS_CFLAGS)
+DEP_LDLIBS += $(BLAS_LDLIBS)
 endif
 ifeq ($(HAVE_OPENMP),1)
 DEP_CFLAGS += -fopenmp
@@ -47,6 +59,7 @@ print-config:
 	@echo "  oniguruma : $(call yesno,$(HAVE_ONIG),$(call pcver,oniguruma))"
 	@echo "  utf8proc  : $(call yesno,$(HAVE_UTF8PROC),$(call pcver,libutf8proc))"
 	@echo "  openmp    : $(call yesno,$(HAVE_OPENMP),($(CC)))"
+	@echo "  openblas  : $(call yesno,$(HAVE_BLAS),$(BLAS_DIR))"
 	@echo "  cuda      : $(call yesno,$(HAVE_CUDA),$(shell command -v nvcc 2>/dev/null))"
 
 .PHONY: print-defs print-libs

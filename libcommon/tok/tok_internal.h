@@ -19,6 +19,9 @@ struct mg_tok_vtbl {
     mg_status (*encode)(const mg_tokenizer *tk, void *state, const char *text, size_t len,
                         mg_ids *out);
     void (*free)(void *impl);
+    /* Appends the decoded text of ids (already checked to lie in [0, vocab_size)); NULL if
+     * this tokenizer cannot decode yet. */
+    mg_status (*decode)(const mg_tokenizer *tk, const int64_t *ids, size_t n, mg_text *out);
 };
 
 struct mg_tokenizer {

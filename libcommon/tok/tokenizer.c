@@ -236,3 +236,38 @@ mg_status mg_encode(mg_encoder *e, const char *text, size_t len, mg_ids *out)
     }
     return e->tk->vt->encode(e->tk, e->state, text, len, out);
 }
+
+mg_status mg_text_append(mg_text *t, const char *s, size_t len)
+{
+    if (t->n + len + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->n + len + 1) cap *= 2;
+        char *p = realloc(t->p, cap);
+        if (!p) return mg_error_set(MG_ERR_NOMEM, "out of memory (decoded text of %zu bytes)",
+                                    t->n + len);
+        t->p = p;
+        t->cap = cap;
+    }
+    if (len) memcpy(t->p + t->n, s, len);
+    t->n += len;
+    t->p[t->n] = '\0';
+    return MG_OK;
+}
+
+void mg_text_free(mg_text *t)
+{
+    free(t->p);
+    memset(t, 0, sizeof *t);
+}
+
+mg_status mg_tokenizer_decode(const mg_tokenizer *tk, const int64_t *ids, size_t n,
+                              mg_text *out)
+{
+    for (size_t i = 0; i < n; i++)
+        MG_RETURN_IF(ids[i] < 0 || ids[i] >= tk->vocab_size, MG_ERR_ARG,
+                     "token id %lld at position %zu is outside the vocabulary [0, %lld)",
+                     (long long)ids[i], i, (long long)tk->vocab_size);
+    MG_RETURN_IF(!tk->vt->decode, MG_ERR_UNSUPPORTED, "not supported yet: decoding %s",
+                 tk->describe);
+    return tk->vt->decode(tk, ids, n, out);
+}

@@ -77,4 +77,22 @@ void mg_encoder_free(mg_encoder *e); /* accepts NULL */
  * text.split(' ') — a non-integer field is MG_ERR_FORMAT. */
 mg_status mg_encode(mg_encoder *e, const char *text, size_t len, mg_ids *out);
 
+/* Text of a decode: a growable byte buffer (p is NUL-terminated when n > 0). */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} mg_text;
+
+mg_status mg_text_append(mg_text *t, const char *s, size_t len);
+void mg_text_free(mg_text *t);
+
+/* Appends to *out the text of ids[0, n), as the reference library decodes them with
+ * special tokens kept (transformers tokenizer.decode(ids) / tiktoken decode /
+ * sentencepiece DecodeIds): bytes that do not form valid UTF-8 become U+FFFD as the
+ * reference does. An id outside [0, vocab_size) is MG_ERR_ARG naming its position.
+ * A tokenizer that cannot decode yet answers MG_ERR_UNSUPPORTED "not supported yet:
+ * decoding <type>". Thread-safe (the tokenizer is immutable). */
+mg_status mg_tokenizer_decode(const mg_tokenizer *tk, const int64_t *ids, size_t n,
+                              mg_text *out);
+
 #endif
