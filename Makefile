@@ -30,7 +30,7 @@ LIB_SRCS  := $(sort $(wildcard libcommon/*.c libcommon/*/*.c))
 PRE_SRCS  := $(sort $(wildcard preprocess/*.c))
 CKPT_SRCS := $(sort $(wildcard ckpt/*.c))
 TRAIN_SRCS:= $(sort $(wildcard train/*.c))
-KERN_SRCS := $(sort $(wildcard kernels/*.c))
+KERN_SRCS := $(sort $(wildcard kernels/*.c kernels/cpu/*.c))
 UNIT_SRCS := $(sort $(wildcard tests/unit/*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 TOOL_SRCS := $(sort $(wildcard tests/tools/*.c))
@@ -77,7 +77,7 @@ $(KLIB): $(KERN_OBJS)
 	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
-$(BUILD)/kernels/%.o $(BUILD)/train/%.o: CFLAGS_BASE += -Ikernels
+$(BUILD)/kernels/%.o $(BUILD)/train/%.o: CFLAGS_BASE += -Ikernels -I.
 
 $(BIN)/mg-preprocess: $(PRE_OBJS) $(LIB)
 	@mkdir -p $(BIN)
