@@ -44,6 +44,9 @@ UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libmgcommon.a
 # CPU kernels (kernels/*.c, API kernels/kernels.h): linked into mg-train and the unit tests.
 KLIB      := $(BUILD)/libmgkernels.a
+# mg-train's modules without its main(), so the unit tests can link them.
+TLIB      := $(BUILD)/libmgtrain.a
+TLIB_OBJS := $(filter-out $(BUILD)/train/main.o,$(TRAIN_OBJS))
 TOOLS     := $(BIN)/mg-preprocess
 # A tool is built once its directory has a main.c.
 ifneq ($(wildcard ckpt/main.c),)
@@ -77,6 +80,12 @@ $(KLIB): $(KERN_OBJS)
 	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
+$(TLIB): $(TLIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(say) AR $@
+	$(Q)rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
 $(BUILD)/kernels/%.o $(BUILD)/train/%.o: CFLAGS_BASE += -Ikernels -I.
 
 $(BIN)/mg-preprocess: $(PRE_OBJS) $(LIB)
@@ -89,10 +98,10 @@ $(BIN)/mg-convert: $(CKPT_OBJS) $(LIB)
 	$(say) LINK $@
 	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(CKPT_OBJS) $(LIB) $(LDLIBS_ALL)
 
-$(BIN)/mg-train: $(TRAIN_OBJS) $(KLIB) $(LIB)
+$(BIN)/mg-train: $(BUILD)/train/main.o $(TLIB) $(KLIB) $(LIB)
 	@mkdir -p $(BIN)
 	$(say) LINK $@
-	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(TRAIN_OBJS) $(KLIB) $(LIB) $(LDLIBS_ALL)
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(BUILD)/train/main.o $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL)
 
 # Unit tests: every MG_TEST(name) in tests/unit/*.c is registered through a generated list.
 $(BUILD)/tests/unit/test_list.h: $(UNIT_SRCS)
@@ -100,15 +109,15 @@ $(BUILD)/tests/unit/test_list.h: $(UNIT_SRCS)
 	@grep -h '^MG_TEST(' $(UNIT_SRCS) | sed 's/^MG_TEST(\([a-z0-9_]*\)).*/MG_TEST_ENTRY(\1)/' | sort > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 $(BUILD)/tests/unit/harness.o: $(BUILD)/tests/unit/test_list.h
-$(BUILD)/tests/unit/%.o: CFLAGS_BASE += -I$(BUILD)/tests/unit -Itests/unit -Ikernels -I.
-$(UNIT_BIN): $(UNIT_OBJS) $(KLIB) $(LIB)
+$(BUILD)/tests/unit/%.o: CFLAGS_BASE += -I$(BUILD)/tests/unit -Itests/unit -Ikernels -I. -Itrain
+$(UNIT_BIN): $(UNIT_OBJS) $(TLIB) $(KLIB) $(LIB)
 	$(say) LINK $@
-	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(UNIT_OBJS) $(KLIB) $(LIB) $(LDLIBS_ALL)
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(UNIT_OBJS) $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL)
 
 $(BUILD)/tests/tools/%.o: CFLAGS_BASE += -Ikernels -I.
-$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(KLIB) $(LIB)
+$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(TLIB) $(KLIB) $(LIB)
 	$(say) LINK $@
-	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(KLIB) $(LIB) $(LDLIBS_ALL)
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL)
 
 config:
 	@$(MAKE) -s --no-print-directory -f mk/config.mk print-config
