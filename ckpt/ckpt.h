@@ -1,0 +1,196 @@
+/* ckpt.h — mg-convert internals: options, checkpoint sources, output plans.
+ *
+ * The converter works on "canonical" parameters (mg/schema.h): a source (HF or Megatron
+ * loader) answers where each canonical element lives in its mapped input files (locate);
+ * a plan lists every output file and, for each output tensor, which canonical rows and
+ * columns fill it (runs; rows past the true vocabulary are zero); writers materialise one
+ * tensor at a time from the source and stream it into the output file. Peak memory is a
+ * few tensors per worker, whatever the model size.
+ */
+#ifndef CKPT_H
+#define CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mg/error.h"
+#include "mg/model.h"
+#include "mg/pickle.h"
+#include "mg/schema.h"
+
+enum { CK_AUTO = 0, CK_HF = 1, CK_MEGATRON = 2 };
+
+typedef struct {
+    const char *load_dir, *save_dir, *inspect_dir, *tokenizer_dir;
+    int loader, saver;           /* CK_* */
+    int64_t tp, pp, pp_first, pp_last;
+    mg_tdtype dtype;             /* MG_TD_INVALID: keep the source's */
+    int64_t divisible_by;        /* 0: 128 */
+    int64_t true_vocab;          /* 0: unknown */
+    int te;                      /* 1 TransformerEngine names, 0 local */
+    int64_t iteration;           /* -1: release */
+    uint64_t max_shard;
+    int drop_optim, verify, quiet, help, version;
+    int workers;                 /* 0: automatic */
+} ck_opts;
+
+void ck_parse_options(ck_opts *o, int argc, char **argv);
+void ck_print_help(void);
+
+/* Where canonical element (row, col) of a parameter lives: p points at it, the next ones
+ * along the row follow every `step` bytes, `avail` of them (>= 1) are there. */
+typedef struct {
+    const uint8_t *p;
+    int64_t step;
+    int64_t avail;
+    mg_tdtype dtype;
+} ck_loc;
+
+typedef struct ck_source ck_source;
+struct ck_source {
+    mg_model_desc m;             /* vocab_size = the true vocabulary (canonical rows) */
+    mg_param *params;
+    size_t nparams;
+    void (*locate)(const ck_source *s, size_t pi, int64_t row, int64_t col, ck_loc *loc);
+    void (*close)(ck_source *s);
+    /* Optional: the mapped pages of parameter pi may be dropped from memory (they are
+     * re-read from the page cache when needed again): keeps RSS at a few tensors. */
+    void (*release)(const ck_source *s, size_t pi);
+    char **dropped;              /* "what (where)" lines: intentionally not converted */
+    size_t ndropped;
+    mg_pk_obj *args;             /* Megatron source's args Namespace, or NULL */
+    int vocab_unknown;           /* Megatron source without a true vocabulary size: the
+                                  * canonical rows are its padded rows */
+    int64_t tp, pp;              /* the source's layout (1, 1 for HF) */
+    char format[96];             /* "hf safetensors", "megatron torch (release)" */
+    void *impl;
+};
+
+/* Loaders. opts supplies --true-vocab-size and --drop-optimizer-state. */
+mg_status ck_hf_open(ck_source **s, const char *dir, const ck_opts *o);
+mg_status ck_mg_open(ck_source **s, const char *dir, const ck_opts *o);
+/* Picks the loader (o->loader, or auto: config.json / latest_checkpointed_iteration.txt). */
+mg_status ck_source_open(ck_source **s, const char *dir, const ck_opts *o, int loader);
+void ck_source_free(ck_source *s);
+mg_status ck_source_drop(ck_source *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Shared by the loaders: the parameter list for s->m. */
+mg_status ck_source_params(ck_source *s);
+
+/* Canonical block [row0, row0+nrows) x [col0, col0+ncols) of parameter pi, converted to
+ * dt, into dst (row-major, ncols per row). */
+mg_status ck_read_rows(const ck_source *s, size_t pi, int64_t row0, int64_t nrows,
+                       int64_t col0, int64_t ncols, void *dst, mg_tdtype dt);
+
+/* ---- plans ---- */
+
+#define CK_ZERO ((size_t)-1)
+
+typedef struct {
+    int64_t out_row, nrows; /* rows of the gathered block */
+    size_t param;           /* CK_ZERO: zero rows */
+    int64_t src_row, col0, ncols;
+} ck_run;
+
+typedef struct {
+    char *name;
+    mg_tdtype dtype;
+    int ndim;
+    int64_t shape[2];
+    int64_t grows, gcols;   /* gathered block; the tensor is it, or its transpose */
+    int transpose;
+    int none;               /* Megatron `_extra_state` = None: no data */
+    ck_run *runs;
+    size_t nruns, cap;
+} ck_tensor;
+
+typedef struct {
+    char *path;             /* relative to the output root */
+    ck_tensor *t;
+    size_t n, cap;
+    int64_t tp_rank, pp_rank;
+    uint64_t bytes;
+} ck_file;
+
+typedef struct {
+    mg_model_desc m;        /* the target model (tp, pp, dtype, vocab) */
+    ck_file *files;
+    size_t nfiles;
+    char iterdir[32];       /* Megatron: "release" or "iter_%07d" */
+    uint64_t bytes;
+    size_t ntensors;
+} ck_plan;
+
+mg_status ck_plan_target(mg_model_desc *t, const ck_source *s, const ck_opts *o);
+/* Plan building blocks (plan.c): a tensor appended to f ([r, c] gathered), a run appended
+ * to t, the byte totals of p, a malloc'd copy of s. */
+ck_tensor *ck_add_tensor(ck_file *f, const char *name, mg_tdtype dt, int ndim, int64_t r,
+                         int64_t c);
+mg_status ck_add_run(ck_tensor *t, int64_t out_row, int64_t nrows, size_t param,
+                     int64_t src_row, int64_t col0, int64_t ncols);
+void ck_sum_plan(ck_plan *p);
+char *ck_dupstr(const char *s);
+mg_status ck_plan_megatron(ck_plan *p, const ck_source *s, const ck_opts *o);
+mg_status ck_plan_hf(ck_plan *p, const ck_source *s, const ck_opts *o);
+void ck_plan_free(ck_plan *p);
+uint64_t ck_tensor_bytes(const ck_tensor *t);
+/* Materialises t from s into buf (ck_tensor_bytes(t) bytes); scratch is grown as needed. */
+mg_status ck_tensor_fill(const ck_source *s, const ck_tensor *t, void *buf, void **scratch,
+                         size_t *scratch_cap);
+/* Rows [r0, r1) of a tensor that is not transposed, into buf (row-major). */
+mg_status ck_tensor_fill_rows(const ck_source *s, const ck_tensor *t, int64_t r0, int64_t r1,
+                              void *buf);
+/* Lets the source drop the pages of every parameter t reads (s->release). */
+void ck_tensor_release(const ck_source *s, const ck_tensor *t);
+/* madvise(MADV_DONTNEED) of the whole pages inside [p, p + n) of a read-only mapping. */
+void ck_release_pages(const void *p, size_t n);
+
+/* Chunked reading of one planned tensor in output byte order (at most ~16 MiB held,
+ * transposed tensors whole). */
+typedef struct {
+    const ck_source *s;
+    const ck_tensor *t;
+    uint8_t *buf;
+    size_t cap;
+    uint64_t b0, b1;    /* bytes of the tensor held in buf */
+    void *scratch;
+    size_t scratch_cap;
+} ck_reader;
+
+/* Copies bytes [off, off + len) of tensor t into out (t may change between calls). */
+mg_status ck_reader_read(ck_reader *r, const ck_tensor *t, uint64_t off, void *out, size_t len);
+void ck_reader_free(ck_reader *r);
+
+/* ---- writing ---- */
+
+/* Progress over all workers (NULL when --quiet): tensors and bytes written. */
+typedef struct ck_progress ck_progress;
+mg_status ck_progress_create(ck_progress **p, uint64_t total_bytes, int quiet);
+void ck_progress_add(ck_progress *p, uint64_t tensors, uint64_t bytes);
+void ck_progress_free(ck_progress *p);
+/* Writes every file of p under root (in parallel); Megatron or HF by p's files. */
+mg_status ck_write_megatron(const ck_plan *p, const ck_source *s, const char *root,
+                            const ck_opts *o, ck_progress *prog);
+mg_status ck_write_hf(const ck_plan *p, const ck_source *s, const char *root, const ck_opts *o,
+                      ck_progress *prog);
+/* mkdir -p of path's parent directories (path itself is a file). */
+mg_status ck_mkdirs_for(const char *path);
+/* Writes a small file atomically. */
+mg_status ck_write_small(const char *path, const void *data, size_t len);
+/* Runs fn(i) for i < n on o->workers threads; the first failure wins. */
+mg_status ck_parallel(size_t n, int workers, mg_status (*fn)(void *ctx, size_t i), void *ctx);
+
+/* Output directory: checks DST, makes DST/.tmp-XXXXXX (*tmp, malloc'd). */
+mg_status ck_outdir_begin(const char *dst, char **tmp, int *created);
+/* Moves the entries of tmp into dst (`last` moved last), removes tmp. */
+mg_status ck_outdir_commit(const char *dst, const char *tmp, const char *last);
+/* Removes tmp (recursively) and dst when created by us and empty. */
+void ck_outdir_abort(const char *dst, const char *tmp, int created);
+
+/* Re-reads the written checkpoint at dir and compares every parameter with s (in the
+ * target dtype); prints a summary on stdout. MG_ERR_FORMAT on any difference. */
+mg_status ck_verify(const ck_source *s, const ck_plan *p, const char *dir, int loader,
+                    const ck_opts *o);
+/* --inspect: prints the report; returns 1 if problems were found, 0 if none. */
+int ck_inspect(const char *dir, const ck_opts *o);
+
+#endif /* CKPT_H */

@@ -1,0 +1,58 @@
+/* help.c — mg-convert --help text. */
+#include <stdio.h>
+
+#include "ckpt.h"
+
+void ck_print_help(void)
+{
+    fputs(
+        "Usage: mg-convert --load-dir SRC --save-dir DST [options]\n"
+        "       mg-convert --inspect DIR\n"
+        "\n"
+        "Convert checkpoints between Hugging Face (safetensors) and Megatron-LM ('torch' format,\n"
+        "Megatron-Core names) and reshard Megatron checkpoints to any tensor/pipeline parallel\n"
+        "layout. Streaming: memory stays at a few tensors whatever the model size.\n"
+        "Model families: GPT-2, Llama-2/3 (GQA), Mistral, Qwen2.\n"
+        "\n"
+        "Conversion:\n"
+        "  --load-dir SRC                    source checkpoint directory\n"
+        "  --save-dir DST                    output directory (must not exist or be empty)\n"
+        "  --loader auto|hf|megatron         source format (auto: config.json -> hf,\n"
+        "                                    latest_checkpointed_iteration.txt -> megatron)\n"
+        "  --saver megatron|hf               output format (default megatron)\n"
+        "  --target-tensor-parallel-size N   output TP size (default 1)\n"
+        "  --target-pipeline-parallel-size M output PP size (default 1)\n"
+        "  --decoder-first-pipeline-num-layers K, --decoder-last-pipeline-num-layers K\n"
+        "                                    uneven first/last pipeline stages\n"
+        "  --target-dtype bf16|fp16|fp32     output dtype (default: the source's; round to\n"
+        "                                    nearest even)\n"
+        "  --make-vocab-size-divisible-by K  vocabulary padding unit (default 128); the padded\n"
+        "                                    vocabulary is a multiple of K*TP, new rows are zero\n"
+        "  --true-vocab-size V               the real vocabulary size (export trims to it; by\n"
+        "                                    default args.vocab_size of the checkpoint)\n"
+        "  --transformer-impl transformer_engine|local\n"
+        "                                    Megatron-Core parameter names to write (default\n"
+        "                                    transformer_engine); both are read\n"
+        "  --iteration N                     write iter_%07d and N in the tracker (default\n"
+        "                                    'release')\n"
+        "  --tokenizer-dir DIR               copy tokenizer files into a Hugging Face output\n"
+        "  --max-shard-size BYTES|5GB        largest safetensors shard (default 5GB)\n"
+        "  --drop-optimizer-state            drop optimizer state instead of refusing\n"
+        "  --verify                          re-read the output and compare every tensor with\n"
+        "                                    the source; exit 1 on any difference\n"
+        "  --workers N                       files written in parallel (default: CPUs)\n"
+        "  --quiet                           no progress lines\n"
+        "\n"
+        "Inspection:\n"
+        "  --inspect DIR                     print format, model, TP/PP, every tensor with shape,\n"
+        "                                    dtype and sharding, total bytes and problems found;\n"
+        "                                    exit 1 if there are problems\n"
+        "\n"
+        "  -h, --help                        this text\n"
+        "  --version                         version\n"
+        "\n"
+        "Exit status: 0 success, 1 runtime failure (bad input, I/O, verification failed),\n"
+        "2 usage error or unsupported model/feature. Tensors that are not converted\n"
+        "(_extra_state, RNG/scheduler state, buffers, tied copies) are listed on stderr.\n",
+        stdout);
+}

@@ -1,0 +1,287 @@
+/* hf_load.c — Hugging Face loader: config.json + model.safetensors or sharded safetensors
+ * with model.safetensors.index.json, mapped read-only.
+ *
+ * Contract (ckpt.h): every tensor of the files is either a schema parameter (shape and
+ * dtype checked: a mismatch is MG_ERR_FORMAT naming file and tensor), a known buffer that is
+ * dropped and listed (GPT-2 attn.bias/masked_bias, rotary inv_freq, a tied lm_head copy), or
+ * a refusal (MG_ERR_UNSUPPORTED naming it). pytorch_model.bin checkpoints are refused.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt.h"
+#include "mg/file.h"
+#include "mg/safetensors.h"
+
+typedef struct {
+    mg_st_file **files;
+    size_t nfiles;
+    const mg_st_tensor *(*pt)[3]; /* per parameter */
+    int64_t qkv_w;                /* c_attn columns */
+} hf_impl;
+
+static int64_t dim(const mg_st_tensor *t, int i) { return i < t->ndim ? t->shape[i] : 1; }
+
+static void hf_locate(const ck_source *s, size_t pi, int64_t row, int64_t col, ck_loc *loc)
+{
+    const hf_impl *h = s->impl;
+    const mg_param *p = &s->params[pi];
+    const mg_model_desc *m = &s->m;
+    const mg_st_tensor *t = h->pt[pi][0];
+    int64_t d = m->kv_channels, hpg = m->num_attention_heads / m->num_query_groups;
+    int64_t blk = (hpg + 2) * d, g = row / blk, w = row % blk, r = row, c_off;
+    switch (p->spec->hf_xform) {
+    case MG_HF_QKV:
+        if (w < hpg * d) r = g * hpg * d + w;
+        else if (w < (hpg + 1) * d) t = h->pt[pi][1], r = g * d + w - hpg * d;
+        else t = h->pt[pi][2], r = g * d + w - (hpg + 1) * d;
+        break;
+    case MG_HF_GATE_UP:
+        if (row >= p->rows / 2) t = h->pt[pi][1], r = row - p->rows / 2;
+        break;
+    case MG_HF_TRANSPOSE: {
+        size_t es = mg_tdtype_size(t->dtype);
+        loc->p = (const uint8_t *)t->data + (size_t)(col * p->rows + row) * es;
+        loc->step = (int64_t)es * p->rows;
+        loc->avail = p->cols - col;
+        loc->dtype = t->dtype;
+        return;
+    }
+    case MG_HF_C_ATTN: {
+        int64_t nhd = m->num_attention_heads * d, ngd = m->num_query_groups * d;
+        c_off = w < hpg * d          ? g * hpg * d + w
+                : w < (hpg + 1) * d ? nhd + g * d + w - hpg * d
+                                    : nhd + ngd + g * d + w - (hpg + 1) * d;
+        size_t es = mg_tdtype_size(t->dtype);
+        loc->p = (const uint8_t *)t->data + (size_t)(col * h->qkv_w + c_off) * es;
+        loc->step = (int64_t)es * h->qkv_w;
+        loc->avail = p->cols - col;
+        loc->dtype = t->dtype;
+        return;
+    }
+    case MG_HF_COPY: break;
+    }
+    size_t es = mg_tdtype_size(t->dtype);
+    int64_t rowlen = t->ndim == 2 ? dim(t, 1) : 1;
+    loc->p = (const uint8_t *)t->data + (size_t)(r * rowlen + col) * es;
+    loc->step = (int64_t)es;
+    loc->avail = rowlen - col;
+    loc->dtype = t->dtype;
+}
+
+static void hf_release(const ck_source *s, size_t pi)
+{
+    const hf_impl *h = s->impl;
+    for (int k = 0; k < 3; k++)
+        if (h->pt[pi][k]) ck_release_pages(h->pt[pi][k]->data, (size_t)h->pt[pi][k]->nbytes);
+}
+
+static void hf_close(ck_source *s)
+{
+    hf_impl *h = s->impl;
+    if (!h) return;
+    for (size_t i = 0; i < h->nfiles; i++) mg_st_close(h->files[i]);
+    free(h->files);
+    free(h->pt);
+    free(h);
+}
+
+static mg_status open_file(hf_impl *h, const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    mg_st_file **f = mg_realloc(h->files, (h->nfiles + 1) * sizeof(*f));
+    if (!f) return MG_ERR_NOMEM;
+    h->files = f;
+    MG_FORWARD(mg_st_open(&h->files[h->nfiles], path));
+    h->nfiles++;
+    return MG_OK;
+}
+
+static mg_status open_files(hf_impl *h, const char *dir)
+{
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    if (stat(path, &st) == 0) {
+        mg_st_index *ix = NULL;
+        MG_FORWARD(mg_st_index_open(&ix, path));
+        mg_status rc = MG_OK;
+        for (size_t i = 0; i < mg_st_index_nfiles(ix) && rc == MG_OK; i++)
+            rc = open_file(h, dir, mg_st_index_file(ix, i));
+        mg_st_index_free(ix);
+        return rc;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (stat(path, &st) == 0) return open_file(h, dir, "model.safetensors");
+    snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
+    MG_RETURN_IF(stat(path, &st) == 0, MG_ERR_UNSUPPORTED,
+                 "not supported yet: pytorch_model.bin checkpoints (%s); save as safetensors",
+                 dir);
+    return mg_error_set(MG_ERR_NOTFOUND, "%s: no model.safetensors or "
+                        "model.safetensors.index.json", dir);
+}
+
+static const mg_st_tensor *find(const hf_impl *h, const char *name, size_t *fi)
+{
+    for (size_t i = 0; i < h->nfiles; i++) {
+        const mg_st_tensor *t = mg_st_find(h->files[i], name);
+        if (!t && strncmp(name, "transformer.", 12) == 0) t = mg_st_find(h->files[i], name + 12);
+        if (t) {
+            *fi = i;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Expected HF shape of the k-th tensor of p. */
+static void expected(const ck_source *s, const mg_param *p, int k, int64_t e[2])
+{
+    const mg_model_desc *m = &s->m;
+    e[0] = p->rows;
+    e[1] = p->cols;
+    switch (p->spec->hf_xform) {
+    case MG_HF_QKV: e[0] = (k == 0 ? m->num_attention_heads : m->num_query_groups) * m->kv_channels; break;
+    case MG_HF_GATE_UP: e[0] = p->rows / 2; break;
+    case MG_HF_TRANSPOSE:
+    case MG_HF_C_ATTN:
+        if (p->spec->ndim == 2) e[0] = p->cols, e[1] = p->rows;
+        break;
+    case MG_HF_COPY: break;
+    }
+}
+
+static mg_status check_tensor(const ck_source *s, const mg_param *p, int k,
+                              const mg_st_tensor *t, const char *file)
+{
+    int64_t e[2];
+    expected(s, p, k, e);
+    int vocab = p->spec->split == MG_SPLIT_VOCAB;
+    int nd = p->spec->ndim;
+    int ok = t->ndim == nd && (vocab ? t->shape[0] >= e[0] : t->shape[0] == e[0]) &&
+             (nd == 1 || t->shape[1] == e[1]);
+    MG_RETURN_IF(!ok, MG_ERR_FORMAT, "%s: tensor %s: shape [%lld%s%lld] does not match the "
+                 "model (expected [%lld%s%lld])", file, t->name, (long long)dim(t, 0),
+                 nd == 2 ? ", " : "", nd == 2 ? (long long)dim(t, 1) : 0LL, (long long)e[0],
+                 nd == 2 ? ", " : "", nd == 2 ? (long long)e[1] : 0LL);
+    MG_RETURN_IF(t->dtype != MG_TD_F32 && t->dtype != MG_TD_BF16 && t->dtype != MG_TD_F16 &&
+                     t->dtype != MG_TD_F64, MG_ERR_UNSUPPORTED,
+                 "not supported yet: %s: tensor %s has dtype %s", file, t->name,
+                 mg_tdtype_name(t->dtype));
+    return MG_OK;
+}
+
+static mg_status bind_params(ck_source *s, hf_impl *h)
+{
+    h->pt = mg_calloc(s->nparams, sizeof(*h->pt));
+    if (!h->pt) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < s->nparams; i++) {
+        char names[3][256];
+        int n = mg_schema_hf_names(&s->params[i], &s->m, names);
+        for (int k = 0; k < n; k++) {
+            size_t fi = 0;
+            const mg_st_tensor *t = find(h, names[k], &fi);
+            MG_RETURN_IF(!t, MG_ERR_FORMAT, "%s: tensor %s is missing",
+                         h->nfiles ? mg_st_path(h->files[0]) : "model.safetensors", names[k]);
+            MG_FORWARD(check_tensor(s, &s->params[i], k, t, mg_st_path(h->files[fi])));
+            h->pt[i][k] = t;
+        }
+        if (s->params[i].spec->hf_xform == MG_HF_C_ATTN) h->qkv_w = s->params[i].rows;
+    }
+    return MG_OK;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    const void *x = *(const void *const *)a, *y = *(const void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int ends(const char *s, const char *suf)
+{
+    size_t n = strlen(s), k = strlen(suf);
+    return n >= k && strcmp(s + n - k, suf) == 0;
+}
+
+static mg_status leftover(ck_source *s, const hf_impl *h, const char *name, const char *file)
+{
+    if (ends(name, ".attn.bias") || ends(name, ".attn.masked_bias") || ends(name, "inv_freq"))
+        return ck_source_drop(s, "%s (%s): buffer, not a parameter", name, file);
+    if (strcmp(name, "lm_head.weight") == 0 && s->m.tied_embeddings)
+        return ck_source_drop(s, "%s (%s): tied copy of the word embeddings", name, file);
+    (void)h;
+    return mg_error_set(MG_ERR_UNSUPPORTED, "not supported yet: tensor %s in %s is not part of "
+                        "the %s schema", name, file, mg_arch_name(s->m.arch));
+}
+
+static mg_status check_leftovers(ck_source *s, const hf_impl *h)
+{
+    size_t n = s->nparams * 3, k = 0;
+    const void **used = mg_calloc(n ? n : 1, sizeof(*used));
+    if (!used) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < s->nparams; i++)
+        for (int j = 0; j < 3; j++)
+            if (h->pt[i][j]) used[k++] = h->pt[i][j];
+    qsort(used, k, sizeof(*used), cmp_ptr);
+    mg_status st = MG_OK;
+    for (size_t f = 0; f < h->nfiles && st == MG_OK; f++)
+        for (size_t i = 0; i < mg_st_count(h->files[f]) && st == MG_OK; i++) {
+            const void *t = mg_st_at(h->files[f], i);
+            if (!bsearch(&t, used, k, sizeof(*used), cmp_ptr))
+                st = leftover(s, h, mg_st_at(h->files[f], i)->name, mg_st_path(h->files[f]));
+        }
+    free(used);
+    return st;
+}
+
+static mg_status read_config(ck_source *s, const char *dir, const ck_opts *o)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *text = NULL;
+    size_t len = 0;
+    MG_FORWARD(mg_read_file(path, &text, &len));
+    mg_status st = mg_model_from_hf_config(&s->m, text, path);
+    free(text);
+    MG_FORWARD(st);
+    if (o->true_vocab > 0) {
+        MG_RETURN_IF(o->true_vocab > s->m.vocab_size, MG_ERR_ARG,
+                     "--true-vocab-size %lld is larger than the model's vocabulary (%lld)",
+                     (long long)o->true_vocab, (long long)s->m.vocab_size);
+        s->m.vocab_size = o->true_vocab;
+    }
+    return MG_OK;
+}
+
+mg_status ck_hf_open(ck_source **out, const char *dir, const ck_opts *o)
+{
+    ck_source *s = mg_calloc(1, sizeof(*s));
+    hf_impl *h = mg_calloc(1, sizeof(*h));
+    if (!s || !h) {
+        free(s);
+        free(h);
+        return MG_ERR_NOMEM;
+    }
+    mg_model_init(&s->m);
+    s->impl = h;
+    s->locate = hf_locate;
+    s->close = hf_close;
+    s->release = hf_release;
+    snprintf(s->format, sizeof s->format, "hf safetensors");
+    s->tp = s->pp = 1;
+    mg_status st = read_config(s, dir, o);
+    if (st == MG_OK) st = ck_source_params(s);
+    if (st == MG_OK) st = open_files(h, dir);
+    if (st == MG_OK) st = bind_params(s, h);
+    if (st == MG_OK && h->pt[0][0]->dtype != MG_TD_F64) s->m.dtype = h->pt[0][0]->dtype;
+    if (st == MG_OK) st = check_leftovers(s, h);
+    if (st != MG_OK) {
+        ck_source_free(s);
+        return st;
+    }
+    *out = s;
+    return MG_OK;
+}

@@ -1,0 +1,311 @@
+/* inspect.c — mg-convert --inspect DIR: a plain-text, sorted report of a checkpoint: format,
+ * model, TP/PP, every tensor of every file (name, shape, dtype, TP split rule), total bytes,
+ * and the problems the loader finds (missing shards, shape mismatches, replicated tensors
+ * that differ between TP ranks, unknown tensors, unsupported features).
+ *
+ * Contract (ckpt.h): output on stdout, stable for golden tests (files and tensors sorted
+ * bytewise); returns 1 when problems were found.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt.h"
+#include "mg/file.h"
+#include "mg/safetensors.h"
+#include "mg/torchfile.h"
+
+typedef struct {
+    char *name;
+    char desc[160];
+    uint64_t bytes;
+} row;
+
+typedef struct {
+    row *r;
+    size_t n, cap;
+    uint64_t bytes;
+    int problems;
+    char *prob[64];
+    const ck_source *s; /* NULL when the loader failed */
+} report;
+
+static void add_row(report *rp, const char *file, const char *name, const char *desc,
+                    uint64_t bytes)
+{
+    if (rp->n == rp->cap) {
+        rp->cap = rp->cap ? rp->cap * 2 : 256;
+        row *r = realloc(rp->r, rp->cap * sizeof(*r));
+        if (!r) abort();
+        rp->r = r;
+    }
+    size_t len = strlen(file) + strlen(name) + 4;
+    row *r = &rp->r[rp->n++];
+    r->name = malloc(len);
+    if (!r->name) abort();
+    snprintf(r->name, len, "%s  %s", file, name);
+    snprintf(r->desc, sizeof r->desc, "%s", desc);
+    r->bytes = bytes;
+    rp->bytes += bytes;
+}
+
+static void problem(report *rp, const char *msg)
+{
+    for (int i = 0; i < rp->problems && i < 64; i++)
+        if (!strcmp(rp->prob[i], msg)) return;
+    if (rp->problems < 64) rp->prob[rp->problems] = strdup(msg);
+    rp->problems++;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    return strcmp(((const row *)a)->name, ((const row *)b)->name);
+}
+
+/* Split rule of a Megatron or HF name, "-" when the schema does not know it. */
+static const char *split_of(const report *rp, const char *name, int hf)
+{
+    if (!rp->s) return "?";
+    const char *l = strstr(name, "layers.");
+    if (!l) l = strstr(name, ".h.");
+    long long layer = l ? strtoll(strchr(l, '.') + 1, NULL, 10) : 0;
+    for (size_t i = 0; i < rp->s->nparams; i++) {
+        const mg_param *p = &rp->s->params[i];
+        if (p->layer > 0) continue;
+        char buf[512], hfn[3][256];
+        if (hf) {
+            mg_param q = *p;
+            q.layer = p->layer < 0 ? -1 : layer;
+            int n = mg_schema_hf_names(&q, &rp->s->m, hfn);
+            for (int k = 0; k < n; k++)
+                if (!strcmp(hfn[k], name) || (!strncmp(hfn[k], "transformer.", 12) && !strcmp(hfn[k] + 12, name)))
+                    return "-";
+            continue;
+        }
+        for (int v = 0; v < 3; v++) {
+            mg_schema_mcore_name(p, (mg_names)v, layer, buf, sizeof buf);
+            if (!strcmp(buf, name)) return mg_schema_split_name(p->spec->split);
+        }
+    }
+    return hf ? "(not in schema)" : strstr(name, "_extra_state") ? "-" : "(not in schema)";
+}
+
+static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape)
+{
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < ndim && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+static void list_st(report *rp, const char *dir, const char *file)
+{
+    char path[4096], desc[160], shp[96];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    mg_st_file *f = NULL;
+    if (mg_st_open(&f, path) != MG_OK) {
+        problem(rp, mg_last_error());
+        return;
+    }
+    for (size_t i = 0; i < mg_st_count(f); i++) {
+        const mg_st_tensor *t = mg_st_at(f, i);
+        shape_str(shp, sizeof shp, t->ndim, t->shape);
+        snprintf(desc, sizeof desc, "%s %s %s", shp, mg_tdtype_name(t->dtype), split_of(rp, t->name, 1));
+        add_row(rp, file, t->name, desc, t->nbytes);
+    }
+    mg_st_close(f);
+}
+
+static void list_hf(report *rp, const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    mg_st_index *ix = NULL;
+    if (mg_st_index_open(&ix, path) == MG_OK) {
+        for (size_t i = 0; i < mg_st_index_nfiles(ix); i++) list_st(rp, dir, mg_st_index_file(ix, i));
+        mg_st_index_free(ix);
+        return;
+    }
+    list_st(rp, dir, "model.safetensors");
+}
+
+static void list_model(report *rp, const char *file, const mg_pk_obj *d, const char *prefix)
+{
+    for (size_t i = 0; d && i < d->n; i++) {
+        const mg_pk_obj *k = d->items[2 * i], *v = d->items[2 * i + 1];
+        if (k->kind != MG_PK_STR) continue;
+        char name[1024], desc[160], shp[96];
+        snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", k->str);
+        if (v->kind == MG_PK_DICT || v->kind == MG_PK_ODICT) {
+            list_model(rp, file, v, name);
+            continue;
+        }
+        if (v->kind != MG_PK_TENSOR) {
+            snprintf(desc, sizeof desc, "%s -", mg_pk_kind_name(v->kind));
+            add_row(rp, file, name, desc, 0);
+            continue;
+        }
+        const mg_pk_tensor *t = v->tensor;
+        shape_str(shp, sizeof shp, t->ndim, t->size);
+        snprintf(desc, sizeof desc, "%s %s %s", shp, mg_tdtype_name(t->dtype), split_of(rp, name, 0));
+        add_row(rp, file, name, desc, (uint64_t)mg_pk_tensor_numel(t) * mg_tdtype_size(t->dtype));
+    }
+}
+
+static void list_rank(report *rp, const char *dir, const char *iterdir, const char *rank)
+{
+    char rel[512], path[4096];
+    snprintf(rel, sizeof rel, "%s/%s/model_optim_rng.pt", iterdir, rank);
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    mg_torch_file *f = NULL;
+    if (mg_torch_open(&f, path) != MG_OK) {
+        problem(rp, mg_last_error());
+        return;
+    }
+    const mg_pk_obj *root = mg_torch_root(f);
+    if (root->kind == MG_PK_DICT || root->kind == MG_PK_ODICT) list_model(rp, rel, mg_pk_get(root, "model"), "");
+    mg_torch_close(f);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The iteration folder the tracker names ("release" when unreadable). */
+static void iter_dir(const char *dir, char *iterdir, size_t cap)
+{
+    char path[4096], *text = NULL;
+    size_t len = 0;
+    snprintf(iterdir, cap, "release");
+    snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", dir);
+    if (mg_read_file(path, &text, &len) != MG_OK) return;
+    long long v = strtoll(text, NULL, 10);
+    if (strncmp(text, "release", 7)) snprintf(iterdir, cap, "iter_%07lld", v);
+    free(text);
+}
+
+static void list_megatron(report *rp, const char *dir)
+{
+    char path[4096], iterdir[64];
+    iter_dir(dir, iterdir, sizeof iterdir);
+    snprintf(path, sizeof path, "%s/%s", dir, iterdir);
+    DIR *d = opendir(path);
+    char *names[4096];
+    size_t n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) && n < 4096;)
+        if (!strncmp(e->d_name, "mp_rank_", 8)) names[n++] = strdup(e->d_name);
+    if (d) closedir(d);
+    qsort(names, n, sizeof(char *), cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        list_rank(rp, dir, iterdir, names[i]);
+        free(names[i]);
+    }
+}
+
+static void print_model(const ck_source *s)
+{
+    const mg_model_desc *m = &s->m;
+    printf("model: %s, layers %lld, hidden %lld, ffn %lld, heads %lld, query groups %lld, "
+           "kv channels %lld\n", mg_arch_name(m->arch), (long long)m->num_layers,
+           (long long)m->hidden_size, (long long)m->ffn_hidden_size,
+           (long long)m->num_attention_heads, (long long)m->num_query_groups,
+           (long long)m->kv_channels);
+    printf("vocab: %lld%s, padded %lld, divisible by %lld\n", (long long)m->vocab_size,
+           s->vocab_unknown ? " (unknown: padded size used)" : "",
+           (long long)(m->padded_vocab_size ? m->padded_vocab_size : m->vocab_size),
+           (long long)m->make_vocab_size_divisible_by);
+    printf("variant: %s, %s, %s positions, biases %s, qkv bias %s, embeddings %s, dtype %s\n",
+           m->rmsnorm ? "RMSNorm" : "LayerNorm", m->swiglu ? "SwiGLU" : "GeLU",
+           m->learned_positions ? "learned" : "rope", m->add_bias_linear ? "yes" : "no",
+           m->add_qkv_bias ? "yes" : "no", m->tied_embeddings ? "tied" : "untied",
+           mg_tdtype_name(m->dtype));
+    printf("parallel: tp %lld, pp %lld", (long long)s->tp, (long long)s->pp);
+    if (m->pp_first) printf(", first stage %lld layers", (long long)m->pp_first);
+    if (m->pp_last) printf(", last stage %lld layers", (long long)m->pp_last);
+    printf("\n");
+}
+
+/* When the loader fails: the model from args (rank 0) or config.json alone, for the
+ * description and the split column. NULL if that fails too. */
+static ck_source *describe_only(const char *dir, int hf)
+{
+    ck_source *s = mg_calloc(1, sizeof(*s));
+    if (!s) return NULL;
+    mg_model_init(&s->m);
+    s->tp = s->pp = 1;
+    char path[4096], *text = NULL;
+    size_t len = 0;
+    mg_status st = MG_ERR_FORMAT;
+    if (hf) {
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        if (mg_read_file(path, &text, &len) == MG_OK) st = mg_model_from_hf_config(&s->m, text, path);
+        free(text);
+        snprintf(s->format, sizeof s->format, "hf safetensors");
+    } else {
+        snprintf(s->format, sizeof s->format, "megatron torch");
+        char iterdir[64];
+        iter_dir(dir, iterdir, sizeof iterdir);
+        for (int pp = 0; pp < 2 && st != MG_OK; pp++) {
+            mg_torch_file *f = NULL;
+            snprintf(path, sizeof path, pp ? "%s/%s/mp_rank_00_000/model_optim_rng.pt"
+                                           : "%s/%s/mp_rank_00/model_optim_rng.pt", dir, iterdir);
+            if (mg_torch_open(&f, path) != MG_OK) continue;
+            const mg_pk_obj *root = mg_torch_root(f);
+            const mg_pk_obj *args = root->kind == MG_PK_DICT ? mg_pk_get(root, "args") : NULL;
+            if (args) st = mg_model_from_args(&s->m, args, path);
+            mg_torch_close(f);
+            s->tp = s->m.tp;
+            s->pp = s->m.pp;
+            if (s->m.vocab_size <= 0) s->m.vocab_size = s->m.padded_vocab_size;
+        }
+    }
+    if (st == MG_OK) st = ck_source_params(s);
+    if (st != MG_OK) {
+        ck_source_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int ck_inspect(const char *dir, const ck_opts *o)
+{
+    ck_opts io = *o;
+    io.drop_optim = 1;
+    ck_source *s = NULL;
+    report rp = {0};
+    mg_status st = ck_source_open(&s, dir, &io, CK_AUTO);
+    char err[MG_ERROR_MAX];
+    mg_error_copy(err);
+    struct stat sb;
+    char probe[4096];
+    snprintf(probe, sizeof probe, "%s/config.json", dir);
+    int hf = stat(probe, &sb) == 0;
+    if (!s) s = describe_only(dir, hf);
+    printf("format: %s\n", s ? s->format : hf ? "hf safetensors" : "megatron torch");
+    if (s) {
+        print_model(s);
+        rp.s = s;
+    }
+    if (hf) list_hf(&rp, dir);
+    else list_megatron(&rp, dir);
+    if (rp.n) qsort(rp.r, rp.n, sizeof(row), cmp_row);
+    printf("tensors:\n");
+    for (size_t i = 0; i < rp.n; i++) {
+        printf("  %s %s\n", rp.r[i].name, rp.r[i].desc);
+        free(rp.r[i].name);
+    }
+    free(rp.r);
+    printf("total: %zu tensors, %llu bytes\n", rp.n, (unsigned long long)rp.bytes);
+    for (size_t i = 0; s && i < s->ndropped; i++) printf("not converted: %s\n", s->dropped[i]);
+    if (st != MG_OK) problem(&rp, err);
+    for (int i = 0; i < rp.problems && i < 64; i++) {
+        printf("problem: %s\n", rp.prob[i]);
+        free(rp.prob[i]);
+    }
+    printf("problems: %d\n", rp.problems);
+    ck_source_free(s);
+    return rp.problems > 0;
+}

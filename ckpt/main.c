@@ -1,0 +1,81 @@
+/* main.c — mg-convert: Hugging Face <-> Megatron checkpoint conversion and Megatron
+ * resharding (streaming, parallel, atomic output, optional verification), and --inspect.
+ * Exit status: 0 done, 1 runtime failure, 2 usage error or unsupported feature.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ckpt.h"
+#include "mg/cli.h"
+
+static void report_dropped(const ck_source *s)
+{
+    for (size_t i = 0; i < s->ndropped; i++) mg_note("not converted (intentionally): %s", s->dropped[i]);
+}
+
+static mg_status plan(ck_plan *pl, const ck_source *s, const ck_opts *o)
+{
+    return o->saver == CK_HF ? ck_plan_hf(pl, s, o) : ck_plan_megatron(pl, s, o);
+}
+
+static mg_status write_all(const ck_plan *pl, const ck_source *s, const char *tmp,
+                           const ck_opts *o)
+{
+    ck_progress *prog = NULL;
+    MG_FORWARD(ck_progress_create(&prog, pl->bytes, o->quiet));
+    mg_status st = o->saver == CK_HF ? ck_write_hf(pl, s, tmp, o, prog)
+                                     : ck_write_megatron(pl, s, tmp, o, prog);
+    ck_progress_free(prog);
+    if (st == MG_OK && o->verify) st = ck_verify(s, pl, tmp, o->saver, o);
+    return st;
+}
+
+static int convert(const ck_opts *o)
+{
+    ck_source *s = NULL;
+    ck_plan pl = {0};
+    char *tmp = NULL;
+    int created = 0;
+    double t0 = mg_now();
+    mg_status st = ck_source_open(&s, o->load_dir, o, o->loader);
+    if (st == MG_OK) st = plan(&pl, s, o);
+    if (st == MG_OK) st = ck_outdir_begin(o->save_dir, &tmp, &created);
+    if (st == MG_OK) st = write_all(&pl, s, tmp, o);
+    if (st == MG_OK)
+        st = ck_outdir_commit(o->save_dir, tmp,
+                              o->saver == CK_HF ? "config.json" : "latest_checkpointed_iteration.txt");
+    if (st != MG_OK) {
+        ck_outdir_abort(o->save_dir, tmp, created);
+        free(tmp);
+        ck_plan_free(&pl);
+        ck_source_free(s);
+        mg_die_status(st);
+    }
+    report_dropped(s);
+    if (!o->quiet)
+        mg_note("wrote %zu tensors in %zu files, %.1f MB, in %.2f s", pl.ntensors, pl.nfiles,
+                (double)pl.bytes / 1048576.0, mg_now() - t0);
+    free(tmp);
+    ck_plan_free(&pl);
+    ck_source_free(s);
+    return MG_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    mg_cli_init("mg-convert");
+    ck_opts o;
+    ck_parse_options(&o, argc, argv);
+    if (o.help) {
+        ck_print_help();
+        return MG_EXIT_OK;
+    }
+    if (o.version) {
+        printf("mg-convert (mgtools) %s\n", MG_VERSION);
+        return MG_EXIT_OK;
+    }
+    if (o.tokenizer_dir && o.saver != CK_HF && !o.inspect_dir)
+        mg_warn("--tokenizer-dir is only used with --saver hf; ignored");
+    if (o.inspect_dir) return ck_inspect(o.inspect_dir, &o) ? MG_EXIT_FAILURE : MG_EXIT_OK;
+    return convert(&o);
+}

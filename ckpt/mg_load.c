@@ -1,0 +1,496 @@
+/* mg_load.c — Megatron `torch`-format loader: tracker file, one model_optim_rng.pt per
+ * (TP, PP) rank, mapped read-only; Megatron-Core TE or local names, or legacy names.
+ *
+ * Contract (ckpt.h): every shard is checked (present, floating dtype, contiguous, shape equal
+ * to the schema's shard shape); replicated tensors must be byte-identical on all TP ranks;
+ * `_extra_state`, RNG and scheduler state and a tied output-layer copy are dropped and
+ * listed; optimizer state is refused unless --drop-optimizer-state; anything else outside
+ * the schema, virtual pipeline, torch_dist and MoE are refused. Errors name file and tensor.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt.h"
+#include "mg/file.h"
+#include "mg/torchfile.h"
+
+typedef struct {
+    const char *name;
+    const mg_pk_obj *obj;
+    int used;
+} entry;
+
+typedef struct {
+    mg_torch_file *f;
+    char rel[4096]; /* DIR/iterdir/mp_rank_../model_optim_rng.pt */
+    entry *e;
+    size_t n, cap;
+} rank_file;
+
+typedef struct {
+    const uint8_t *p;
+    mg_tdtype dtype;
+    int64_t rowlen;
+} shard;
+
+typedef struct {
+    rank_file *files; /* pp * tp, index p * tp + r */
+    size_t nfiles;
+    shard *sh;        /* nparams * tp */
+    int64_t vp_s;     /* source padded vocabulary */
+    mg_pk_graph *names; /* arena for flattened names */
+} mg_impl;
+
+static void mg_locate(const ck_source *s, size_t pi, int64_t row, int64_t col, ck_loc *loc)
+{
+    const mg_impl *h = s->impl;
+    const mg_param *p = &s->params[pi];
+    int64_t tp = s->tp, r = 0, lr = row, lc = col;
+    int64_t R = p->rows / tp, F = p->rows / 2, Fl = F / tp, C = p->cols / tp;
+    switch (p->spec->split) {
+    case MG_SPLIT_REPLICATED: break;
+    case MG_SPLIT_VOCAB: R = h->vp_s / tp; /* fall through */
+    case MG_SPLIT_COLUMN:
+    case MG_SPLIT_QKV: r = row / R, lr = row % R; break;
+    case MG_SPLIT_SWIGLU:
+        if (row < F) r = row / Fl, lr = row % Fl;
+        else r = (row - F) / Fl, lr = Fl + (row - F) % Fl;
+        break;
+    case MG_SPLIT_ROW: r = col / C, lc = col % C; break;
+    }
+    const shard *x = &h->sh[pi * (size_t)tp + (size_t)r];
+    size_t es = mg_tdtype_size(x->dtype);
+    loc->p = x->p + (size_t)(lr * x->rowlen + lc) * es;
+    loc->step = (int64_t)es;
+    loc->avail = x->rowlen - lc;
+    loc->dtype = x->dtype;
+}
+
+static void mg_release(const ck_source *s, size_t pi)
+{
+    const mg_impl *h = s->impl;
+    const mg_param *p = &s->params[pi];
+    for (int64_t r = 0; r < s->tp; r++) {
+        const shard *x = &h->sh[pi * (size_t)s->tp + (size_t)r];
+        int64_t rows = p->spec->split == MG_SPLIT_VOCAB ? h->vp_s / s->tp
+                       : p->spec->split == MG_SPLIT_ROW || p->spec->split == MG_SPLIT_REPLICATED
+                           ? p->rows : p->rows / s->tp;
+        ck_release_pages(x->p, (size_t)(rows * x->rowlen) * mg_tdtype_size(x->dtype));
+    }
+}
+
+static void mg_close(ck_source *s)
+{
+    mg_impl *h = s->impl;
+    if (!h) return;
+    for (size_t i = 0; i < h->nfiles; i++) {
+        mg_torch_close(h->files[i].f);
+        free(h->files[i].e);
+    }
+    free(h->files);
+    free(h->sh);
+    mg_pk_graph_free(h->names);
+    free(h);
+}
+
+static mg_status read_tracker(const char *dir, char *iterdir, size_t cap, int64_t *iter)
+{
+    char path[4096], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", dir);
+    MG_FORWARD(mg_read_file(path, &text, &len));
+    char *b = text, *e = text + len;
+    while (b < e && (*b == ' ' || *b == '\n' || *b == '\r' || *b == '\t')) b++;
+    while (e > b && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r' || e[-1] == '\t')) e--;
+    *e = 0;
+    char *end = NULL;
+    long long v = strtoll(b, &end, 10);
+    mg_status st = MG_OK;
+    if (strcmp(b, "release") == 0) snprintf(iterdir, cap, "release"), *iter = 0;
+    else if (*b && end && !*end && v >= 0) snprintf(iterdir, cap, "iter_%07lld", v), *iter = v;
+    else st = mg_error_set(MG_ERR_FORMAT, "%s: expected an iteration number or 'release'", path);
+    free(text);
+    return st;
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static void rank_rel(char *buf, size_t cap, const char *iterdir, int64_t pp, int64_t p, int64_t r)
+{
+    if (pp > 1) snprintf(buf, cap, "%s/mp_rank_%02lld_%03lld/model_optim_rng.pt", iterdir,
+                         (long long)r, (long long)p);
+    else snprintf(buf, cap, "%s/mp_rank_%02lld/model_optim_rng.pt", iterdir, (long long)r);
+}
+
+static mg_status add_entry(rank_file *rf, const char *name, const mg_pk_obj *o)
+{
+    if (rf->n == rf->cap) {
+        size_t cap = rf->cap ? rf->cap * 2 : 256;
+        entry *e = mg_realloc(rf->e, cap * sizeof(*e));
+        if (!e) return MG_ERR_NOMEM;
+        rf->e = e;
+        rf->cap = cap;
+    }
+    rf->e[rf->n++] = (entry){name, o, 0};
+    return MG_OK;
+}
+
+/* Flattens nested dicts (legacy layout) into "a.b.c" names. */
+static mg_status flatten(mg_impl *h, rank_file *rf, const mg_pk_obj *d, const char *prefix,
+                         int depth)
+{
+    MG_RETURN_IF(depth > 8, MG_ERR_FORMAT, "%s: model state nested too deeply", rf->rel);
+    for (size_t i = 0; i < d->n; i++) {
+        const mg_pk_obj *k = d->items[2 * i], *v = d->items[2 * i + 1];
+        MG_RETURN_IF(k->kind != MG_PK_STR, MG_ERR_FORMAT, "%s: non-string key in the model "
+                     "state", rf->rel);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s%s%s", prefix, *prefix ? "." : "", k->str);
+        mg_pk_obj *name = mg_pk_str(h->names, buf);
+        if (!name) return MG_ERR_NOMEM;
+        if (v->kind == MG_PK_DICT || v->kind == MG_PK_ODICT) MG_FORWARD(flatten(h, rf, v, name->str, depth + 1));
+        else MG_FORWARD(add_entry(rf, name->str, v));
+    }
+    return MG_OK;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+}
+
+static entry *lookup(rank_file *rf, const char *name)
+{
+    entry key = {name, NULL, 0};
+    if (!rf->n) return NULL;
+    return bsearch(&key, rf->e, rf->n, sizeof(entry), cmp_entry);
+}
+
+static mg_status top_level(ck_source *s, rank_file *rf, const mg_pk_obj *root, const ck_opts *o,
+                           int first)
+{
+    MG_RETURN_IF(root->kind != MG_PK_DICT && root->kind != MG_PK_ODICT, MG_ERR_FORMAT,
+                 "%s: the pickled object is a %s, not a dict", rf->rel,
+                 mg_pk_kind_name(root->kind));
+    MG_RETURN_IF(mg_pk_get(root, "model0"), MG_ERR_UNSUPPORTED,
+                 "not supported yet: virtual pipeline checkpoints (%s has model0)", rf->rel);
+    const mg_pk_obj *ver = mg_pk_get(root, "checkpoint_version");
+    double version = !ver ? 0 : ver->kind == MG_PK_FLOAT ? ver->f : ver->kind == MG_PK_INT ? (double)ver->i : -1;
+    MG_RETURN_IF(version < 2.0, MG_ERR_UNSUPPORTED, "not supported yet: checkpoint_version %g "
+                 "(%s; the QKV row order changed in 2.0)", version, rf->rel);
+    const mg_pk_obj *opt = mg_pk_get(root, "optimizer");
+    if (opt && opt->kind != MG_PK_NONE) {
+        MG_RETURN_IF(!o->drop_optim, MG_ERR_UNSUPPORTED,
+                     "not supported yet: converting optimizer state (%s); pass "
+                     "--drop-optimizer-state to drop it", rf->rel);
+        MG_FORWARD(ck_source_drop(s, "optimizer (%s): optimizer state", rf->rel));
+    }
+    static const char *const extra[] = {"rng_state", "opt_param_scheduler", "lr_scheduler",
+                                        "rerun_state_machine"};
+    for (int i = 0; i < 4; i++)
+        if (first && mg_pk_get(root, extra[i]))
+            MG_FORWARD(ck_source_drop(s, "%s (%s and the other ranks): training state", extra[i],
+                                      rf->rel));
+    const mg_pk_obj *model = mg_pk_get(root, "model");
+    MG_RETURN_IF(!model || (model->kind != MG_PK_DICT && model->kind != MG_PK_ODICT),
+                 MG_ERR_FORMAT, "%s: no 'model' state dict", rf->rel);
+    return MG_OK;
+}
+
+/* Every rank must describe the same model and layout as rank 0. */
+static mg_status same_args(const ck_source *s, const rank_file *rf, const mg_pk_obj *root)
+{
+    static const char *const keys[] = {"num_layers", "hidden_size", "num_attention_heads",
+                                       "ffn_hidden_size", "num_query_groups",
+                                       "tensor_model_parallel_size",
+                                       "pipeline_model_parallel_size", "padded_vocab_size"};
+    const mg_pk_obj *args = mg_pk_get(root, "args");
+    const int64_t mine[] = {s->m.num_layers, s->m.hidden_size, s->m.num_attention_heads,
+                            s->m.ffn_hidden_size, -1, s->tp, s->pp, -1};
+    MG_RETURN_IF(!args || args->kind != MG_PK_NAMESPACE, MG_ERR_FORMAT,
+                 "%s: no 'args' Namespace", rf->rel);
+    for (int i = 0; i < 8; i++) {
+        const mg_pk_obj *v = mg_pk_get(args, keys[i]);
+        if (mine[i] < 0 || !v || v->kind != MG_PK_INT) continue;
+        MG_RETURN_IF(v->i != mine[i], MG_ERR_FORMAT, "%s: args.%s is %lld, rank 0 says %lld",
+                     rf->rel, keys[i], (long long)v->i, (long long)mine[i]);
+    }
+    return MG_OK;
+}
+
+static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *dir,
+                           const ck_opts *o, int first)
+{
+    char path[4096], dpath[4096];
+    (void)dir;
+    snprintf(path, sizeof path, "%s", rf->rel);
+    MG_RETURN_IF(!is_file(path), MG_ERR_NOTFOUND, "%s: missing shard (expected for TP %lld x "
+                 "PP %lld)", path, (long long)s->tp, (long long)s->pp);
+    snprintf(dpath, sizeof dpath, "%s", path);
+    char *slash = strrchr(dpath, '/');
+    snprintf(slash + 1, sizeof dpath - (size_t)(slash + 1 - dpath), "distrib_optim.pt");
+    if (is_file(dpath)) {
+        MG_RETURN_IF(!o->drop_optim, MG_ERR_UNSUPPORTED, "not supported yet: converting "
+                     "optimizer state (%s); pass --drop-optimizer-state to drop it", dpath);
+        MG_FORWARD(ck_source_drop(s, "distrib_optim.pt (%s): optimizer state", dpath));
+    }
+    MG_FORWARD(mg_torch_open(&rf->f, path));
+    const mg_pk_obj *root = mg_torch_root(rf->f);
+    MG_FORWARD(top_level(s, rf, root, o, first));
+    MG_FORWARD(same_args(s, rf, root));
+    MG_FORWARD(flatten(h, rf, mg_pk_get(root, "model"), "", 0));
+    if (rf->n) qsort(rf->e, rf->n, sizeof(entry), cmp_entry);
+    for (size_t i = 1; i < rf->n; i++)
+        MG_RETURN_IF(strcmp(rf->e[i - 1].name, rf->e[i].name) == 0, MG_ERR_FORMAT,
+                     "%s: tensor %s appears twice", rf->rel, rf->e[i].name);
+    return MG_OK;
+}
+
+static mg_status first_file(ck_source *s, const char *dir, const char *iterdir,
+                            mg_torch_file **f, char *rel, size_t cap)
+{
+    char path[4096];
+    for (int pp = 1; pp <= 2; pp++) {
+        rank_rel(rel, cap, iterdir, pp, 0, 0);
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        if (is_file(path)) return mg_torch_open(f, path);
+    }
+    snprintf(path, sizeof path, "%s/%s/metadata.json", dir, iterdir);
+    MG_RETURN_IF(is_file(path), MG_ERR_UNSUPPORTED,
+                 "not supported yet: torch_dist checkpoints (%s)", path);
+    (void)s;
+    return mg_error_set(MG_ERR_NOTFOUND, "%s/%s: no mp_rank_00/model_optim_rng.pt or "
+                        "mp_rank_00_000/model_optim_rng.pt", dir, iterdir);
+}
+
+/* Reads args from rank 0 and sets the model, its layout and the vocabulary. */
+static mg_status read_args(ck_source *s, mg_impl *h, const char *dir, const char *iterdir,
+                           const ck_opts *o)
+{
+    mg_torch_file *f = NULL;
+    char rel[256];
+    MG_FORWARD(first_file(s, dir, iterdir, &f, rel, sizeof rel));
+    const mg_pk_obj *root = mg_torch_root(f);
+    const mg_pk_obj *args = root->kind == MG_PK_DICT || root->kind == MG_PK_ODICT
+                                ? mg_pk_get(root, "args") : NULL;
+    char label[4200];
+    snprintf(label, sizeof label, "%s/%s", dir, rel);
+    mg_status st = args ? mg_model_from_args(&s->m, args, label)
+                        : mg_error_set(MG_ERR_FORMAT, "%s: no 'args' Namespace", label);
+    mg_torch_close(f);
+    MG_FORWARD(st);
+    s->tp = s->m.tp;
+    s->pp = s->m.pp;
+    MG_RETURN_IF(s->tp < 1 || s->pp < 1 || s->tp > 4096 || s->pp > 4096, MG_ERR_FORMAT,
+                 "%s: bad tensor/pipeline parallel sizes", label);
+    st = mg_schema_check_tp(&s->m, s->tp);
+    if (st != MG_OK) {
+        mg_error_prefix("%s", label);
+        return st == MG_ERR_ARG ? MG_ERR_FORMAT : st;
+    }
+    h->vp_s = s->m.padded_vocab_size;
+    if (o->true_vocab > 0) s->m.vocab_size = o->true_vocab;
+    if (s->m.vocab_size <= 0) {
+        s->vocab_unknown = 1;
+        s->m.vocab_size = h->vp_s;
+    }
+    MG_RETURN_IF(h->vp_s <= 0 || h->vp_s % s->tp || s->m.vocab_size > h->vp_s, MG_ERR_FORMAT,
+                 "%s: padded_vocab_size %lld does not fit vocabulary %lld over %lld ranks",
+                 label, (long long)h->vp_s, (long long)s->m.vocab_size, (long long)s->tp);
+    return MG_OK;
+}
+
+/* Stage holding parameter p and its local layer index. */
+static mg_status stage_of(const ck_source *s, const mg_param *p, int64_t *stage, int64_t *local)
+{
+    *local = 0;
+    if (p->spec->stage == MG_STAGE_FIRST) return *stage = 0, MG_OK;
+    if (p->spec->stage == MG_STAGE_LAST) return *stage = s->pp - 1, MG_OK;
+    for (int64_t q = 0; q < s->pp; q++) {
+        int64_t off, cnt;
+        MG_FORWARD(mg_schema_pp_layers(s->m.num_layers, s->pp, s->m.pp_first, s->m.pp_last, q,
+                                       &off, &cnt));
+        if (p->layer >= off && p->layer < off + cnt) {
+            *stage = q;
+            *local = p->layer - off;
+            return MG_OK;
+        }
+    }
+    return mg_error_set(MG_ERR_FORMAT, "layer %lld is on no pipeline stage", (long long)p->layer);
+}
+
+static mg_status check_shard(const ck_source *s, const mg_impl *h, const mg_param *p,
+                             const rank_file *rf, const entry *e, shard *out)
+{
+    MG_RETURN_IF(e->obj->kind != MG_PK_TENSOR, MG_ERR_FORMAT, "%s: %s is a %s, not a tensor",
+                 rf->rel, e->name, mg_pk_kind_name(e->obj->kind));
+    const mg_pk_tensor *t = e->obj->tensor;
+    int64_t shape[2];
+    int nd;
+    mg_schema_shard_shape(p, &s->m, s->tp, h->vp_s, shape, &nd);
+    int ok = t->ndim == nd && t->size[0] == shape[0] && (nd == 1 || t->size[1] == shape[1]);
+    MG_RETURN_IF(!ok, MG_ERR_FORMAT, "%s: tensor %s: shape [%lld%s%lld] does not match the "
+                 "schema (expected [%lld%s%lld] for TP %lld)", rf->rel, e->name,
+                 t->ndim > 0 ? (long long)t->size[0] : 0LL, t->ndim > 1 ? ", " : "",
+                 t->ndim > 1 ? (long long)t->size[1] : 0LL, (long long)shape[0],
+                 nd == 2 ? ", " : "", nd == 2 ? (long long)shape[1] : 0LL, (long long)s->tp);
+    MG_RETURN_IF(t->dtype != MG_TD_F32 && t->dtype != MG_TD_BF16 && t->dtype != MG_TD_F16,
+                 MG_ERR_UNSUPPORTED, "not supported yet: %s: tensor %s has dtype %s", rf->rel,
+                 e->name, mg_tdtype_name(t->dtype));
+    int contiguous = t->stride[nd - 1] == 1 && (nd == 1 || t->stride[0] == shape[1]);
+    MG_RETURN_IF(!contiguous, MG_ERR_UNSUPPORTED, "not supported yet: %s: tensor %s is not "
+                 "contiguous", rf->rel, e->name);
+    int64_t numel = shape[0] * shape[1];
+    MG_RETURN_IF(!t->data || t->offset < 0 || t->offset + numel > t->storage_numel,
+                 MG_ERR_FORMAT, "%s: tensor %s: data outside its storage", rf->rel, e->name);
+    *out = (shard){t->data + (size_t)t->offset * mg_tdtype_size(t->dtype), t->dtype,
+                   nd == 2 ? shape[1] : 1};
+    return MG_OK;
+}
+
+static entry *find_param(rank_file *rf, const mg_param *p, int64_t local)
+{
+    static const mg_names order[] = {MG_NAMES_TE, MG_NAMES_LOCAL, MG_NAMES_LEGACY};
+    for (int i = 0; i < 3; i++) {
+        char name[512];
+        mg_schema_mcore_name(p, order[i], local, name, sizeof name);
+        entry *e = lookup(rf, name);
+        if (e) return e;
+    }
+    return NULL;
+}
+
+static mg_status same_replica(const mg_param *p, const shard *a, const shard *b,
+                              const rank_file *rf, const entry *e)
+{
+    size_t n = (size_t)(p->rows * p->cols) * mg_tdtype_size(a->dtype);
+    MG_RETURN_IF(a->dtype != b->dtype || memcmp(a->p, b->p, n) != 0, MG_ERR_FORMAT,
+                 "%s: tensor %s differs from tensor-parallel rank 0 (it must be replicated)",
+                 rf->rel, e->name);
+    return MG_OK;
+}
+
+static mg_status bind_params(ck_source *s, mg_impl *h)
+{
+    h->sh = mg_calloc(s->nparams * (size_t)s->tp, sizeof(shard));
+    if (!h->sh) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < s->nparams; i++) {
+        const mg_param *p = &s->params[i];
+        int64_t stage = 0, local = 0;
+        MG_FORWARD(stage_of(s, p, &stage, &local));
+        for (int64_t r = 0; r < s->tp; r++) {
+            rank_file *rf = &h->files[stage * s->tp + r];
+            entry *e = find_param(rf, p, local);
+            char name[512];
+            mg_schema_mcore_name(p, MG_NAMES_TE, local, name, sizeof name);
+            MG_RETURN_IF(!e, MG_ERR_FORMAT, "%s: tensor %s is missing", rf->rel, name);
+            e->used = 1;
+            shard *x = &h->sh[i * (size_t)s->tp + (size_t)r];
+            MG_FORWARD(check_shard(s, h, p, rf, e, x));
+            if (r > 0 && p->spec->split == MG_SPLIT_REPLICATED)
+                MG_FORWARD(same_replica(p, &h->sh[i * (size_t)s->tp], x, rf, e));
+        }
+    }
+    return MG_OK;
+}
+
+static int ends(const char *s, const char *suf)
+{
+    size_t n = strlen(s), k = strlen(suf);
+    return n >= k && strcmp(s + n - k, suf) == 0;
+}
+
+/* A tied output-layer copy on the last stage must equal the embedding shard of its rank. */
+static mg_status tied_copy(ck_source *s, mg_impl *h, const rank_file *rf, const entry *e,
+                           size_t r)
+{
+    shard x;
+    MG_FORWARD(check_shard(s, h, &s->params[0], rf, e, &x));
+    const shard *emb = &h->sh[r];
+    size_t n = (size_t)(h->vp_s / s->tp * x.rowlen) * mg_tdtype_size(x.dtype);
+    MG_RETURN_IF(x.dtype != emb->dtype || memcmp(x.p, emb->p, n) != 0, MG_ERR_FORMAT,
+                 "%s: %s (tied output layer) differs from the word embeddings", rf->rel,
+                 e->name);
+    return ck_source_drop(s, "%s (%s): tied copy of the word embeddings", e->name, rf->rel);
+}
+
+static mg_status leftovers(ck_source *s, mg_impl *h)
+{
+    size_t extra = 0;
+    for (size_t f = 0; f < h->nfiles; f++) {
+        rank_file *rf = &h->files[f];
+        int last = (int64_t)f / s->tp == s->pp - 1;
+        for (size_t i = 0; i < rf->n; i++) {
+            entry *e = &rf->e[i];
+            if (e->used) continue;
+            if (ends(e->name, "._extra_state")) extra++;
+            else if (last && s->pp > 1 && s->m.tied_embeddings &&
+                     (strcmp(e->name, "output_layer.weight") == 0 ||
+                      strcmp(e->name, "word_embeddings_for_head.weight") == 0))
+                MG_FORWARD(tied_copy(s, h, rf, e, f % (size_t)s->tp));
+            else
+                return mg_error_set(MG_ERR_UNSUPPORTED, "not supported yet: tensor %s in %s "
+                                    "is not part of the %s schema", e->name, rf->rel,
+                                    mg_arch_name(s->m.arch));
+        }
+    }
+    if (extra) MG_FORWARD(ck_source_drop(s, "%zu _extra_state entries (all ranks): "
+                                         "TransformerEngine/linear metadata", extra));
+    return MG_OK;
+}
+
+static mg_status load_all(ck_source *s, mg_impl *h, const char *dir, const ck_opts *o)
+{
+    char iterdir[64];
+    int64_t iter = 0;
+    MG_FORWARD(read_tracker(dir, iterdir, sizeof iterdir, &iter));
+    snprintf(s->format, sizeof s->format, "megatron torch (%s)", iterdir);
+    h->names = mg_pk_graph_create();
+    if (!h->names) return MG_ERR_NOMEM;
+    MG_FORWARD(read_args(s, h, dir, iterdir, o));
+    MG_FORWARD(ck_source_params(s));
+    h->nfiles = (size_t)(s->tp * s->pp);
+    h->files = mg_calloc(h->nfiles, sizeof(rank_file));
+    if (!h->files) return MG_ERR_NOMEM;
+    for (int64_t p = 0; p < s->pp; p++)
+        for (int64_t r = 0; r < s->tp; r++) {
+            rank_file *rf = &h->files[p * s->tp + r];
+            char rel[512];
+            rank_rel(rel, sizeof rel, iterdir, s->pp, p, r);
+            snprintf(rf->rel, sizeof rf->rel, "%s/%s", dir, rel);
+            MG_FORWARD(open_rank(s, h, rf, dir, o, p == 0 && r == 0));
+        }
+    MG_FORWARD(bind_params(s, h));
+    s->m.dtype = h->sh[0].dtype; /* what the tensors hold, whatever args say */
+    s->args = mg_pk_get(mg_torch_root(h->files[0].f), "args");
+    return leftovers(s, h);
+}
+
+mg_status ck_mg_open(ck_source **out, const char *dir, const ck_opts *o)
+{
+    ck_source *s = mg_calloc(1, sizeof(*s));
+    mg_impl *h = mg_calloc(1, sizeof(*h));
+    if (!s || !h) {
+        free(s);
+        free(h);
+        return MG_ERR_NOMEM;
+    }
+    mg_model_init(&s->m);
+    s->impl = h;
+    s->locate = mg_locate;
+    s->close = mg_close;
+    s->release = mg_release;
+    mg_status st = load_all(s, h, dir, o);
+    if (st != MG_OK) {
+        ck_source_free(s);
+        return st;
+    }
+    *out = s;
+    return MG_OK;
+}

@@ -1,0 +1,147 @@
+/* mg_save.c — Megatron `torch`-format saver: one model_optim_rng.pt per (TP, PP) rank, each
+ * {'args': Namespace, 'checkpoint_version': 3.0, 'iteration': N, 'model': OrderedDict}, and
+ * the tracker file; the rank files are written in parallel, tensors streamed one at a time.
+ *
+ * Contract (ckpt.h; spec §1, §2.1-2.2): args come from the target model (mg_model_to_args);
+ * when the source is a Megatron checkpoint its other arguments are kept (tokenizer and
+ * vocab_size too, when the target leaves them unknown). `_extra_state` entries are None.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+#include "mg/torchfile.h"
+
+static int keep_source(const char *k)
+{
+    return !strcmp(k, "tokenizer_type") || !strcmp(k, "tokenizer_model") ||
+           !strcmp(k, "vocab_size");
+}
+
+/* Source args overridden by ours (attribute order: the source's, then our new ones). */
+static mg_status merged_args(mg_pk_graph *g, const mg_pk_obj *src, mg_pk_obj *ours,
+                             mg_pk_obj **out)
+{
+    if (!src || src->kind != MG_PK_NAMESPACE || !src->state) return *out = ours, MG_OK;
+    mg_pk_obj *ns = mg_pk_container(g, MG_PK_NAMESPACE);
+    if (!ns) return MG_ERR_NOMEM;
+    const mg_pk_obj *d = src->state;
+    for (size_t i = 0; i < d->n; i++) {
+        const mg_pk_obj *k = d->items[2 * i];
+        if (k->kind != MG_PK_STR) continue;
+        mg_pk_obj *mine = mg_pk_get(ours, k->str), *v = d->items[2 * i + 1];
+        if (mine && !(mine->kind == MG_PK_NONE && keep_source(k->str))) v = mine;
+        MG_FORWARD(mg_pk_set(g, ns, k->str, v));
+    }
+    const mg_pk_obj *od = ours->state;
+    for (size_t i = 0; i < od->n; i++) {
+        const mg_pk_obj *k = od->items[2 * i];
+        if (!mg_pk_get(ns, k->str)) MG_FORWARD(mg_pk_set(g, ns, k->str, od->items[2 * i + 1]));
+    }
+    *out = ns;
+    return MG_OK;
+}
+
+typedef struct {
+    const ck_plan *pl;
+    const ck_source *s;
+    const char *root;
+    mg_pk_obj *args;
+    ck_progress *prog;
+    int64_t iteration;
+} save_ctx;
+
+typedef struct {
+    const ck_file *f;
+    mg_pk_obj **pk; /* per planned tensor (NULL for None) */
+    size_t cur;     /* index of the tensor being written */
+    ck_reader rd;
+    ck_progress *prog;
+} fill_ctx;
+
+static mg_status fill(void *ctx, const mg_pk_tensor *t, uint64_t off, void *out, size_t len)
+{
+    fill_ctx *c = ctx;
+    if (!c->pk[c->cur] || c->pk[c->cur]->tensor != t) {
+        size_t i = c->cur, k = 0;
+        for (; k < c->f->n; k++, i = (i + 1) % c->f->n)
+            if (c->pk[i] && c->pk[i]->tensor == t) break;
+        MG_ASSERT(k < c->f->n);
+        c->cur = i;
+    }
+    const ck_tensor *ct = &c->f->t[c->cur];
+    MG_FORWARD(ck_reader_read(&c->rd, ct, off, out, len));
+    if (off + len == ck_tensor_bytes(ct)) ck_progress_add(c->prog, 1, off + len);
+    return MG_OK;
+}
+
+static mg_status build_root(mg_pk_graph *g, const save_ctx *x, const ck_file *f, mg_pk_obj **pk,
+                            mg_pk_obj **root)
+{
+    mg_pk_obj *r = mg_pk_container(g, MG_PK_DICT), *model = mg_pk_container(g, MG_PK_ODICT);
+    if (!r || !model) return MG_ERR_NOMEM;
+    MG_FORWARD(mg_pk_set(g, r, "args", x->args));
+    MG_FORWARD(mg_pk_set(g, r, "checkpoint_version", mg_pk_float(g, 3.0)));
+    MG_FORWARD(mg_pk_set(g, r, "iteration", mg_pk_int(g, x->iteration)));
+    for (size_t i = 0; i < f->n; i++) {
+        const ck_tensor *t = &f->t[i];
+        pk[i] = t->none ? NULL : mg_pk_tensor_new(g, t->dtype, t->ndim, t->shape, NULL);
+        mg_pk_obj *v = t->none ? mg_pk_none(g) : pk[i];
+        mg_pk_obj *k = mg_pk_str(g, t->name);
+        if (!v || !k) return MG_ERR_NOMEM;
+        MG_FORWARD(mg_pk_set_obj(g, model, k, v));
+    }
+    MG_FORWARD(mg_pk_set(g, r, "model", model));
+    *root = r;
+    return MG_OK;
+}
+
+static mg_status save_file(void *ctx, size_t i)
+{
+    const save_ctx *x = ctx;
+    const ck_file *f = &x->pl->files[i];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", x->root, f->path);
+    mg_pk_graph *g = mg_pk_graph_create();
+    fill_ctx fc = {.f = f, .prog = x->prog, .rd = {.s = x->s}};
+    fc.pk = mg_calloc(f->n ? f->n : 1, sizeof(*fc.pk));
+    mg_pk_obj *root = NULL;
+    mg_status st = g && fc.pk ? build_root(g, x, f, fc.pk, &root) : MG_ERR_NOMEM;
+    if (st == MG_OK) {
+        mg_torch_save_opts so = {.archive_name = "model_optim_rng", .fill = fill, .ctx = &fc};
+        st = mg_torch_save(path, root, &so);
+    }
+    ck_reader_free(&fc.rd);
+    free(fc.pk);
+    mg_pk_graph_free(g);
+    return st;
+}
+
+mg_status ck_write_megatron(const ck_plan *pl, const ck_source *s, const char *root,
+                            const ck_opts *o, ck_progress *prog)
+{
+    mg_pk_graph *g = mg_pk_graph_create();
+    if (!g) return MG_ERR_NOMEM;
+    save_ctx x = {pl, s, root, NULL, prog, o->iteration >= 0 ? o->iteration : 0};
+    mg_pk_obj *ours = NULL;
+    mg_status st = mg_model_to_args(&pl->m, g, &ours);
+    if (st == MG_OK && s->vocab_unknown) /* the rows kept are padded ones: V stays unknown */
+        st = mg_pk_set(g, ours, "vocab_size", mg_pk_none(g));
+    if (st == MG_OK) st = merged_args(g, s->args, ours, &x.args);
+    for (size_t i = 0; i < pl->nfiles && st == MG_OK; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", root, pl->files[i].path);
+        st = ck_mkdirs_for(path);
+    }
+    if (st == MG_OK) st = ck_parallel(pl->nfiles, o->workers, save_file, &x);
+    if (st == MG_OK) {
+        char path[4096], text[32];
+        snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", root);
+        if (o->iteration >= 0) snprintf(text, sizeof text, "%lld", (long long)o->iteration);
+        else snprintf(text, sizeof text, "release");
+        st = ck_write_small(path, text, strlen(text));
+    }
+    mg_pk_graph_free(g);
+    return st;
+}

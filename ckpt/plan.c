@@ -1,0 +1,264 @@
+/* plan.c — output plans: the target model, and for every Megatron output file its tensors
+ * as runs of canonical rows (per (TP, PP) rank by the split rules), plus materialising one
+ * planned tensor from a source. The HF plan is in plan_hf.c.
+ *
+ * Contract (ckpt.h; spec §2.5-2.9, §5.3-5.4): vocabulary rows past the true vocabulary are
+ * zero on Megatron output and absent on HF output; a tied output layer is written as a copy
+ * of the embedding shards on the last stage when PP > 1 and not at all on HF output.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+
+char *ck_dupstr(const char *s)
+{
+    char *d = mg_malloc(strlen(s) + 1);
+    if (d) strcpy(d, s);
+    return d;
+}
+
+ck_tensor *ck_add_tensor(ck_file *f, const char *name, mg_tdtype dt, int ndim, int64_t r,
+                             int64_t c)
+{
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 64;
+        ck_tensor *t = mg_realloc(f->t, cap * sizeof(*t));
+        if (!t) return NULL;
+        f->t = t;
+        f->cap = cap;
+    }
+    ck_tensor *t = &f->t[f->n];
+    memset(t, 0, sizeof(*t));
+    if (!(t->name = ck_dupstr(name))) return NULL;
+    f->n++;
+    t->dtype = dt;
+    t->ndim = ndim;
+    t->grows = r;
+    t->gcols = c;
+    t->shape[0] = r;
+    t->shape[1] = c;
+    return t;
+}
+
+mg_status ck_add_run(ck_tensor *t, int64_t out_row, int64_t nrows, size_t param,
+                         int64_t src_row, int64_t col0, int64_t ncols)
+{
+    if (nrows <= 0) return MG_OK;
+    if (t->nruns == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 4;
+        ck_run *r = mg_realloc(t->runs, cap * sizeof(*r));
+        if (!r) return MG_ERR_NOMEM;
+        t->runs = r;
+        t->cap = cap;
+    }
+    t->runs[t->nruns++] = (ck_run){out_row, nrows, param, src_row, col0, ncols};
+    return MG_OK;
+}
+
+uint64_t ck_tensor_bytes(const ck_tensor *t)
+{
+    return t->none ? 0 : (uint64_t)(t->grows * t->gcols) * mg_tdtype_size(t->dtype);
+}
+
+void ck_plan_free(ck_plan *p)
+{
+    for (size_t f = 0; f < p->nfiles; f++) {
+        for (size_t i = 0; i < p->files[f].n; i++) {
+            free(p->files[f].t[i].name);
+            free(p->files[f].t[i].runs);
+        }
+        free(p->files[f].t);
+        free(p->files[f].path);
+    }
+    free(p->files);
+    mg_model_free(&p->m);
+    memset(p, 0, sizeof(*p));
+}
+
+mg_status ck_plan_target(mg_model_desc *t, const ck_source *s, const ck_opts *o)
+{
+    MG_FORWARD(mg_model_copy(t, &s->m));
+    t->tp = o->tp;
+    t->pp = o->pp;
+    t->pp_first = o->pp_first;
+    t->pp_last = o->pp_last;
+    if (o->dtype != MG_TD_INVALID) t->dtype = o->dtype;
+    t->make_vocab_size_divisible_by = o->divisible_by > 0 ? o->divisible_by : 128;
+    t->padded_vocab_size = mg_model_padded_vocab(t, t->tp);
+    MG_FORWARD(mg_schema_check_tp(t, t->tp));
+    for (int64_t p = 0; p < t->pp; p++) {
+        int64_t off, cnt;
+        MG_FORWARD(mg_schema_pp_layers(t->num_layers, t->pp, t->pp_first, t->pp_last, p, &off,
+                                       &cnt));
+    }
+    return MG_OK;
+}
+
+/* Runs of parameter pi's shard for TP rank r of T. */
+static mg_status shard_runs(ck_tensor *t, const mg_param *p, size_t pi, int64_t r, int64_t T,
+                            int64_t vp)
+{
+    int64_t R = p->rows / T, C = p->cols / T, F = p->rows / 2, Fl = F / T;
+    switch (p->spec->split) {
+    case MG_SPLIT_REPLICATED: return ck_add_run(t, 0, p->rows, pi, 0, 0, p->cols);
+    case MG_SPLIT_COLUMN:
+    case MG_SPLIT_QKV: return ck_add_run(t, 0, R, pi, r * R, 0, p->cols);
+    case MG_SPLIT_SWIGLU:
+        MG_FORWARD(ck_add_run(t, 0, Fl, pi, r * Fl, 0, p->cols));
+        return ck_add_run(t, Fl, Fl, pi, F + r * Fl, 0, p->cols);
+    case MG_SPLIT_ROW: return ck_add_run(t, 0, p->rows, pi, 0, r * C, C);
+    case MG_SPLIT_VOCAB: {
+        int64_t Rv = vp / T, g0 = r * Rv, real = p->rows - g0;
+        real = real < 0 ? 0 : real > Rv ? Rv : real;
+        MG_FORWARD(ck_add_run(t, 0, real, pi, g0, 0, p->cols));
+        return ck_add_run(t, real, Rv - real, CK_ZERO, 0, 0, p->cols);
+    }
+    }
+    return MG_OK;
+}
+
+static mg_status plan_param(ck_file *f, const ck_plan *pl, const ck_source *s, size_t pi,
+                            const char *name)
+{
+    const mg_param *p = &s->params[pi];
+    int64_t shape[2];
+    int nd;
+    mg_schema_shard_shape(p, &pl->m, pl->m.tp, pl->m.padded_vocab_size, shape, &nd);
+    ck_tensor *t = ck_add_tensor(f, name, pl->m.dtype, nd, shape[0], shape[1]);
+    if (!t) return MG_ERR_NOMEM;
+    return shard_runs(t, p, pi, f->tp_rank, pl->m.tp, pl->m.padded_vocab_size);
+}
+
+static mg_status plan_stage_file(ck_plan *pl, ck_file *f, const ck_source *s, const ck_opts *o)
+{
+    int64_t off, cnt, stage = f->pp_rank;
+    int last = stage == pl->m.pp - 1;
+    mg_names names = o->te ? MG_NAMES_TE : MG_NAMES_LOCAL;
+    MG_FORWARD(mg_schema_pp_layers(pl->m.num_layers, pl->m.pp, pl->m.pp_first, pl->m.pp_last,
+                                   stage, &off, &cnt));
+    char name[512];
+    for (size_t i = 0; i < s->nparams; i++) {
+        const mg_param *p = &s->params[i];
+        mg_stage st = p->spec->stage;
+        if ((st == MG_STAGE_FIRST && stage != 0) || (st == MG_STAGE_LAST && !last) ||
+            (st == MG_STAGE_LAYER && (p->layer < off || p->layer >= off + cnt)))
+            continue;
+        mg_schema_mcore_name(p, names, p->layer - off, name, sizeof name);
+        MG_FORWARD(plan_param(f, pl, s, i, name));
+    }
+    if (last && pl->m.pp > 1 && pl->m.tied_embeddings) /* the embedding copy (§2.4.6) */
+        MG_FORWARD(plan_param(f, pl, s, 0, "output_layer.weight"));
+    for (size_t i = 0; mg_schema_extra_state(&pl->m, names, cnt, last, i, name, sizeof name); i++) {
+        ck_tensor *t = ck_add_tensor(f, name, pl->m.dtype, 0, 0, 0);
+        if (!t) return MG_ERR_NOMEM;
+        t->none = 1;
+    }
+    return MG_OK;
+}
+
+void ck_sum_plan(ck_plan *pl)
+{
+    for (size_t f = 0; f < pl->nfiles; f++) {
+        pl->files[f].bytes = 0;
+        for (size_t i = 0; i < pl->files[f].n; i++) {
+            pl->files[f].bytes += ck_tensor_bytes(&pl->files[f].t[i]);
+            pl->ntensors += !pl->files[f].t[i].none;
+        }
+        pl->bytes += pl->files[f].bytes;
+    }
+}
+
+mg_status ck_plan_megatron(ck_plan *pl, const ck_source *s, const ck_opts *o)
+{
+    memset(pl, 0, sizeof(*pl));
+    MG_FORWARD(ck_plan_target(&pl->m, s, o));
+    if (o->iteration >= 0) snprintf(pl->iterdir, sizeof pl->iterdir, "iter_%07lld", (long long)o->iteration);
+    else snprintf(pl->iterdir, sizeof pl->iterdir, "release");
+    pl->nfiles = (size_t)(pl->m.tp * pl->m.pp);
+    pl->files = mg_calloc(pl->nfiles, sizeof(ck_file));
+    if (!pl->files) return MG_ERR_NOMEM;
+    for (int64_t p = 0; p < pl->m.pp; p++)
+        for (int64_t r = 0; r < pl->m.tp; r++) {
+            ck_file *f = &pl->files[p * pl->m.tp + r];
+            char path[256];
+            if (pl->m.pp > 1) snprintf(path, sizeof path, "%s/mp_rank_%02lld_%03lld/model_optim_rng.pt",
+                                       pl->iterdir, (long long)r, (long long)p);
+            else snprintf(path, sizeof path, "%s/mp_rank_%02lld/model_optim_rng.pt", pl->iterdir,
+                          (long long)r);
+            if (!(f->path = ck_dupstr(path))) return MG_ERR_NOMEM;
+            f->tp_rank = r;
+            f->pp_rank = p;
+            MG_FORWARD(plan_stage_file(pl, f, s, o));
+        }
+    ck_sum_plan(pl);
+    return MG_OK;
+}
+
+/* ---- materialising ---- */
+
+static void transpose(uint8_t *dst, const uint8_t *src, int64_t rows, int64_t cols, size_t es)
+{
+    const int64_t B = 32;
+    for (int64_t i0 = 0; i0 < rows; i0 += B)
+        for (int64_t j0 = 0; j0 < cols; j0 += B)
+            for (int64_t i = i0; i < i0 + B && i < rows; i++)
+                for (int64_t j = j0; j < j0 + B && j < cols; j++)
+                    memcpy(dst + (size_t)(j * rows + i) * es, src + (size_t)(i * cols + j) * es, es);
+}
+
+/* Gathered rows [r0, r1) into dst (dst holds row r0 first). */
+static mg_status gather_rows(const ck_source *s, const ck_tensor *t, int64_t r0, int64_t r1,
+                             uint8_t *dst)
+{
+    size_t es = mg_tdtype_size(t->dtype);
+    for (size_t i = 0; i < t->nruns; i++) {
+        const ck_run *r = &t->runs[i];
+        int64_t a = r->out_row > r0 ? r->out_row : r0;
+        int64_t b = r->out_row + r->nrows < r1 ? r->out_row + r->nrows : r1;
+        if (a >= b) continue;
+        uint8_t *out = dst + (size_t)((a - r0) * t->gcols) * es;
+        if (r->param == CK_ZERO) memset(out, 0, (size_t)((b - a) * t->gcols) * es);
+        else MG_FORWARD(ck_read_rows(s, r->param, r->src_row + (a - r->out_row), b - a, r->col0,
+                                     r->ncols, out, t->dtype));
+    }
+    return MG_OK;
+}
+
+static mg_status gather(const ck_source *s, const ck_tensor *t, uint8_t *dst)
+{
+    return gather_rows(s, t, 0, t->grows, dst);
+}
+
+mg_status ck_tensor_fill_rows(const ck_source *s, const ck_tensor *t, int64_t r0, int64_t r1,
+                              void *buf)
+{
+    MG_ASSERT(!t->transpose && !t->none);
+    return gather_rows(s, t, r0, r1, buf);
+}
+
+void ck_tensor_release(const ck_source *s, const ck_tensor *t)
+{
+    if (!s->release) return;
+    for (size_t i = 0; i < t->nruns; i++)
+        if (t->runs[i].param != CK_ZERO && (i == 0 || t->runs[i].param != t->runs[i - 1].param))
+            s->release(s, t->runs[i].param);
+}
+
+mg_status ck_tensor_fill(const ck_source *s, const ck_tensor *t, void *buf, void **scratch,
+                         size_t *scratch_cap)
+{
+    if (t->none) return MG_OK;
+    if (!t->transpose) return gather(s, t, buf);
+    size_t n = (size_t)ck_tensor_bytes(t);
+    if (n > *scratch_cap) {
+        void *p = mg_realloc(*scratch, n);
+        if (!p) return MG_ERR_NOMEM;
+        *scratch = p;
+        *scratch_cap = n;
+    }
+    MG_FORWARD(gather(s, t, *scratch));
+    transpose(buf, *scratch, t->grows, t->gcols, mg_tdtype_size(t->dtype));
+    return MG_OK;
+}

@@ -1,0 +1,148 @@
+/* source.c — checkpoint sources: loader choice, the dropped-tensor list, and the block
+ * reader that gathers canonical rows from the mapped inputs and converts their dtype.
+ *
+ * Contract (ckpt.h): ck_read_rows reads strictly through s->locate, element runs that are
+ * contiguous are converted in place, strided ones (transposed layouts) are gathered into a
+ * small buffer first. Results are bit-identical to mg_dtype_convert of the same values.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt.h"
+#include "mg/dtype_convert.h"
+#include "mg/file.h"
+
+static int exists(const char *dir, const char *name)
+{
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+mg_status ck_source_open(ck_source **s, const char *dir, const ck_opts *o, int loader)
+{
+    *s = NULL;
+    MG_RETURN_IF(!mg_is_dir(dir), MG_ERR_NOTFOUND, "%s: no such directory", dir);
+    if (loader == CK_AUTO) {
+        if (exists(dir, "config.json")) loader = CK_HF;
+        else if (exists(dir, "latest_checkpointed_iteration.txt")) loader = CK_MEGATRON;
+        else
+            return mg_error_set(MG_ERR_FORMAT,
+                                "%s: neither config.json (Hugging Face) nor "
+                                "latest_checkpointed_iteration.txt (Megatron) found",
+                                dir);
+    }
+    return loader == CK_HF ? ck_hf_open(s, dir, o) : ck_mg_open(s, dir, o);
+}
+
+void ck_source_free(ck_source *s)
+{
+    if (!s) return;
+    if (s->close) s->close(s);
+    for (size_t i = 0; i < s->ndropped; i++) free(s->dropped[i]);
+    free(s->dropped);
+    free(s->params);
+    mg_model_free(&s->m);
+    free(s);
+}
+
+mg_status ck_source_drop(ck_source *s, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **d = mg_realloc(s->dropped, (s->ndropped + 1) * sizeof(*d));
+    if (!d) return MG_ERR_NOMEM;
+    s->dropped = d;
+    d[s->ndropped] = mg_malloc(strlen(buf) + 1);
+    if (!d[s->ndropped]) return MG_ERR_NOMEM;
+    strcpy(d[s->ndropped++], buf);
+    return MG_OK;
+}
+
+mg_status ck_source_params(ck_source *s)
+{
+    free(s->params);
+    s->params = NULL;
+    return mg_schema_params(&s->m, &s->params, &s->nparams);
+}
+
+#define RELEASE_MIN ((size_t)1 << 20)
+
+/* Contiguous input bytes read so far; released in >= 1 MiB spans so that one huge tensor
+ * does not keep all of its input resident. */
+typedef struct {
+    const uint8_t *a, *b;
+} span;
+
+static void span_add(span *sp, const ck_loc *loc, int64_t n)
+{
+    size_t es = mg_tdtype_size(loc->dtype);
+    if (loc->step != (int64_t)es) return;
+    const uint8_t *p = loc->p, *e = p + (size_t)n * es;
+    if (sp->b != p) {
+        if (sp->b - sp->a >= (ptrdiff_t)RELEASE_MIN) ck_release_pages(sp->a, (size_t)(sp->b - sp->a));
+        sp->a = p;
+    }
+    sp->b = e;
+    if (sp->b - sp->a >= (ptrdiff_t)(4 * RELEASE_MIN)) {
+        ck_release_pages(sp->a, (size_t)(sp->b - sp->a));
+        sp->a = sp->b;
+    }
+}
+
+static void span_end(span *sp)
+{
+    if (sp->b - sp->a >= (ptrdiff_t)RELEASE_MIN) ck_release_pages(sp->a, (size_t)(sp->b - sp->a));
+}
+
+static mg_status gather_run(const ck_loc *loc, int64_t n, uint8_t *out, mg_tdtype dt,
+                            uint8_t **tmp, size_t *tmp_cap)
+{
+    size_t es = mg_tdtype_size(loc->dtype);
+    if (loc->step == (int64_t)es) {
+        return mg_dtype_convert(out, dt, loc->p, loc->dtype, (size_t)n);
+    }
+    size_t need = (size_t)n * es;
+    if (need > *tmp_cap) {
+        uint8_t *t = mg_realloc(*tmp, need);
+        if (!t) return MG_ERR_NOMEM;
+        *tmp = t;
+        *tmp_cap = need;
+    }
+    const uint8_t *p = loc->p;
+    for (int64_t i = 0; i < n; i++, p += loc->step) memcpy(*tmp + (size_t)i * es, p, es);
+    return mg_dtype_convert(out, dt, *tmp, loc->dtype, (size_t)n);
+}
+
+mg_status ck_read_rows(const ck_source *s, size_t pi, int64_t row0, int64_t nrows,
+                       int64_t col0, int64_t ncols, void *dst, mg_tdtype dt)
+{
+    size_t des = mg_tdtype_size(dt);
+    uint8_t *tmp = NULL;
+    size_t tmp_cap = 0;
+    span sp = {NULL, NULL};
+    mg_status st = MG_OK;
+    for (int64_t i = 0; i < nrows && st == MG_OK; i++) {
+        uint8_t *out = (uint8_t *)dst + (size_t)(i * ncols) * des;
+        for (int64_t c = col0; c < col0 + ncols && st == MG_OK;) {
+            ck_loc loc;
+            s->locate(s, pi, row0 + i, c, &loc);
+            int64_t n = col0 + ncols - c < loc.avail ? col0 + ncols - c : loc.avail;
+            st = gather_run(&loc, n, out, dt, &tmp, &tmp_cap);
+            span_add(&sp, &loc, n);
+            out += (size_t)n * des;
+            c += n;
+        }
+    }
+    span_end(&sp);
+    free(tmp);
+    return st;
+}

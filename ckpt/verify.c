@@ -1,0 +1,110 @@
+/* verify.c — --verify: re-open the written checkpoint with its loader (which re-checks every
+ * file, name, shape, replicated copy) and compare every canonical parameter, element by
+ * element in the target dtype, with the source after the same conversion.
+ *
+ * Contract (ckpt.h): prints "verify: N parameters (M tensors, B bytes) identical" on stdout,
+ * or fails with MG_ERR_FORMAT naming the first differing parameter and element.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+
+static mg_status same_model(const mg_model_desc *a, const mg_model_desc *b, const char *dir)
+{
+    int ok = a->arch == b->arch && a->num_layers == b->num_layers &&
+             a->hidden_size == b->hidden_size && a->ffn_hidden_size == b->ffn_hidden_size &&
+             a->num_attention_heads == b->num_attention_heads &&
+             a->num_query_groups == b->num_query_groups && a->kv_channels == b->kv_channels &&
+             a->vocab_size == b->vocab_size && a->tied_embeddings == b->tied_embeddings;
+    MG_RETURN_IF(!ok, MG_ERR_FORMAT, "verify: %s: the written model description differs from "
+                 "the plan", dir);
+    return MG_OK;
+}
+
+static mg_status compare_param(const ck_source *a, const ck_source *b, size_t i, mg_tdtype dt,
+                               uint64_t *bytes)
+{
+    const mg_param *p = &a->params[i], *q = &b->params[i];
+    MG_RETURN_IF(p->spec != q->spec || p->layer != q->layer || p->rows != q->rows ||
+                     p->cols != q->cols, MG_ERR_FORMAT,
+                 "verify: parameter %zu (%s) differs in shape", i, p->spec->key);
+    ck_loc loc;
+    b->locate(b, i, 0, 0, &loc);
+    MG_RETURN_IF(loc.dtype != dt, MG_ERR_FORMAT, "verify: %s (layer %lld) was written as %s, "
+                 "expected %s", p->spec->key, (long long)p->layer, mg_tdtype_name(loc.dtype),
+                 mg_tdtype_name(dt));
+    size_t es = mg_tdtype_size(dt);
+    int64_t chunk = p->rows < 256 ? p->rows : 256;
+    size_t n = (size_t)(chunk * p->cols) * es;
+    uint8_t *x = mg_malloc(n ? n : 1), *y = mg_malloc(n ? n : 1);
+    mg_status st = x && y ? MG_OK : MG_ERR_NOMEM;
+    for (int64_t r = 0; r < p->rows && st == MG_OK; r += chunk) {
+        int64_t k = p->rows - r < chunk ? p->rows - r : chunk;
+        size_t len = (size_t)(k * p->cols) * es;
+        st = ck_read_rows(a, i, r, k, 0, p->cols, x, dt);
+        if (st == MG_OK) st = ck_read_rows(b, i, r, k, 0, p->cols, y, dt);
+        if (st == MG_OK && memcmp(x, y, len) != 0) {
+            size_t e = 0;
+            while (memcmp(x + e * es, y + e * es, es) == 0) e++;
+            st = mg_error_set(MG_ERR_FORMAT, "verify: %s (layer %lld) differs at row %lld, "
+                              "column %lld", p->spec->key, (long long)p->layer,
+                              (long long)(r + (int64_t)e / p->cols), (long long)((int64_t)e % p->cols));
+        }
+        *bytes += len;
+    }
+    free(x);
+    free(y);
+    if (a->release) a->release(a, i);
+    if (b->release) b->release(b, i);
+    return st;
+}
+
+/* Megatron output: the padding rows [V, Vp) of a vocabulary tensor must be zero. */
+static mg_status zero_padding(const ck_source *w, size_t i, const ck_plan *pl)
+{
+    const mg_param *p = &w->params[i];
+    int64_t pad = pl->m.padded_vocab_size - p->rows;
+    if (p->spec->split != MG_SPLIT_VOCAB || pad <= 0) return MG_OK;
+    size_t n = (size_t)(pad * p->cols) * mg_tdtype_size(pl->m.dtype);
+    uint8_t *x = mg_malloc(n);
+    if (!x) return MG_ERR_NOMEM;
+    mg_status st = ck_read_rows(w, i, p->rows, pad, 0, p->cols, x, pl->m.dtype);
+    for (size_t k = 0; st == MG_OK && k < n; k++)
+        if (x[k]) st = mg_error_set(MG_ERR_FORMAT, "verify: %s: padding row %lld is not zero",
+                                    p->spec->key, (long long)(p->rows + (int64_t)k / (int64_t)(n / (size_t)pad)));
+    free(x);
+    return st;
+}
+
+mg_status ck_verify(const ck_source *s, const ck_plan *pl, const char *dir, int loader,
+                    const ck_opts *o)
+{
+    ck_opts vo = *o;
+    vo.true_vocab = pl->m.vocab_size;
+    vo.drop_optim = 0;
+    ck_source *w = NULL;
+    mg_status st = ck_source_open(&w, dir, &vo, loader);
+    if (st != MG_OK) {
+        mg_error_prefix("verify: re-reading the output");
+        return st;
+    }
+    st = same_model(&pl->m, &w->m, dir);
+    if (st == MG_OK && w->nparams != s->nparams)
+        st = mg_error_set(MG_ERR_FORMAT, "verify: %zu parameters written, %zu expected",
+                          w->nparams, s->nparams);
+    if (st == MG_OK && w->m.dtype != pl->m.dtype)
+        st = mg_error_set(MG_ERR_FORMAT, "verify: written dtype %s, expected %s",
+                          mg_tdtype_name(w->m.dtype), mg_tdtype_name(pl->m.dtype));
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < s->nparams && st == MG_OK; i++)
+        st = compare_param(s, w, i, pl->m.dtype, &bytes);
+    for (size_t i = 0; i < s->nparams && st == MG_OK && loader == CK_MEGATRON; i++)
+        st = zero_padding(w, i, pl);
+    if (st == MG_OK)
+        printf("verify: %zu parameters (%zu tensors in %zu files, %llu bytes) identical to the "
+               "source\n", s->nparams, pl->ntensors, pl->nfiles, (unsigned long long)bytes);
+    ck_source_free(w);
+    return st;
+}
