@@ -1,0 +1,99 @@
+/* dry_run.c — the --dry-run report (dry_run.h). */
+#include "dry_run.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "flops.h"
+#include "memory_plan.h"
+
+#define LL(x) ((long long)(x))
+#define MIB (1024.0 * 1024.0)
+
+static void print_model(FILE *f, const mg_model_desc *m)
+{
+    fprintf(f, "model: %s-style, %lld layers, hidden %lld, ffn %lld, %lld heads "
+               "(%lld query groups, kv channels %lld), %s, %s, %s, %s embeddings, %s\n",
+            mg_arch_name(m->arch), LL(m->num_layers), LL(m->hidden_size),
+            LL(m->ffn_hidden_size), LL(m->num_attention_heads), LL(m->num_query_groups),
+            LL(m->kv_channels), m->rmsnorm ? "RMSNorm" : "LayerNorm",
+            m->swiglu ? "SwiGLU" : "GeLU", m->learned_positions ? "learned positions" : "RoPE",
+            m->tied_embeddings ? "tied" : "untied",
+            m->add_bias_linear ? "linear biases" : m->add_qkv_bias ? "QKV bias only" : "no biases");
+    fprintf(f, "vocabulary: %lld padded to %lld (multiple of %lld x TP %lld)\n",
+            LL(m->vocab_size), LL(m->padded_vocab_size), LL(m->make_vocab_size_divisible_by),
+            LL(m->tp));
+}
+
+static void print_batch(FILE *f, const mg_train_opts *o)
+{
+    int64_t nmb = o->global_batch_size / (o->micro_batch_size * o->data_parallel_size);
+    fprintf(f, "batch: sequence %lld, micro batch %lld, global batch %lld (%lld micro-batches "
+               "x DP %lld), %lld tokens per iteration, %lld iterations\n",
+            LL(o->model.seq_length), LL(o->micro_batch_size), LL(o->global_batch_size),
+            LL(nmb), LL(o->data_parallel_size), LL(o->global_batch_size * o->model.seq_length),
+            LL(o->train_iters));
+}
+
+static void print_params(FILE *f, const mg_model_desc *m)
+{
+    mg_param_counts c;
+    mg_param_count(m, &c);
+    fprintf(f, "parameters: %lld (word embeddings %lld, position embeddings %lld, %lld layers x "
+               "%lld, final norm %lld, output layer %lld)\n",
+            LL(c.total), LL(c.embedding), LL(c.position), LL(m->num_layers), LL(c.per_layer),
+            LL(c.final_norm), LL(c.output));
+}
+
+static void print_memory(FILE *f, const mg_train_opts *o)
+{
+    mg_mem_setup s = {0};
+    s.micro_batch_size = o->micro_batch_size;
+    s.data_parallel_size = o->data_parallel_size;
+    s.num_microbatches = o->global_batch_size / (o->micro_batch_size * o->data_parallel_size);
+    int mixed = o->bf16 || o->fp16;
+    mg_mem_plan p;
+    mg_memory_plan(&o->model, &s, mixed ? MG_PREC_MIXED : MG_PREC_FP32, &p);
+    fprintf(f, "parameters on the most loaded rank: %lld\n", LL(p.params));
+    fprintf(f, "memory per rank (%s): weights %.2f MiB, gradients %.2f MiB, optimizer %.2f MiB "
+               "(%s), activations %.2f MiB, total %.2f MiB\n",
+            mixed ? (o->bf16 ? "bf16 mixed precision" : "fp16 mixed precision") : "fp32",
+            p.weights / MIB, p.gradients / MIB, p.optimizer / MIB,
+            mixed ? "fp32 master weights, Adam m and v" : "Adam m and v", p.activations / MIB,
+            p.total / MIB);
+    double wo = mg_megatron_weight_optimizer_bytes(&o->model, &s) / MIB;
+    double act = mg_megatron_activation_bytes(&o->model, &s) / MIB;
+    fprintf(f, "Megatron (theoretical_memory_usage.py, mixed precision): Theoretical memory "
+               "footprints: weight and optimizer=%.2f MB, activation=%.2f MB, total=%.2f MB\n",
+            wo, act, wo + act);
+}
+
+static void print_flops(FILE *f, const mg_train_opts *o)
+{
+    double fl = mg_flops_per_batch(&o->model, o->global_batch_size);
+    double tokens = (double)(o->global_batch_size * o->model.seq_length);
+    fprintf(f, "FLOPs per iteration: %.0f (%.4e; %.4e per token; Megatron's "
+               "num_floating_point_operations, see --help)\n", fl, fl, fl / tokens);
+}
+
+mg_status mg_train_dry_run_report(const mg_train_opts *o, char **text)
+{
+    size_t len = 0;
+    *text = NULL;
+    FILE *f = open_memstream(text, &len);
+    if (!f) return mg_error_errno(errno, "open_memstream");
+    fprintf(f, "mg-train --dry-run: a plan for TP %lld x PP %lld x DP %lld; nothing is "
+               "allocated\n", LL(o->model.tp), LL(o->model.pp), LL(o->data_parallel_size));
+    print_model(f, &o->model);
+    print_batch(f, o);
+    print_params(f, &o->model);
+    print_memory(f, o);
+    print_flops(f, o);
+    if (fclose(f) != 0) {
+        free(*text);
+        *text = NULL;
+        return mg_error_set(MG_ERR_NOMEM, "out of memory writing the --dry-run report");
+    }
+    return MG_OK;
+}

@@ -1,0 +1,65 @@
+/* main.c — mg-train: Megatron-style GPT pretraining (issue 5). This build implements the
+ * command line and --dry-run (the plan: parameters, memory per rank, FLOPs per iteration);
+ * any other run answers "not supported yet: training" with exit status 2.
+ * Exit status: 0 done, 1 runtime failure, 2 usage error or unsupported feature.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dry_run.h"
+#include "help.h"
+#include "mg/cli.h"
+#include "options.h"
+
+static void die_parse(mg_status st)
+{
+    if (st == MG_ERR_ARG) mg_usage_error("%s", mg_last_error());
+    mg_die_status(st);
+}
+
+static int dry_run(mg_train_opts *o)
+{
+    char *text = NULL;
+    mg_status st = mg_train_resolve_vocab(o);
+    if (st == MG_OK) st = mg_train_dry_run_report(o, &text);
+    if (st != MG_OK) {
+        mg_train_opts_free(o);
+        die_parse(st);
+    }
+    fputs(text, stdout);
+    free(text);
+    mg_train_opts_free(o);
+    return MG_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    mg_cli_init("mg-train");
+    mg_train_opts o;
+    mg_status st = mg_train_parse(&o, argc, argv);
+    if (st != MG_OK) {
+        mg_train_opts_free(&o);
+        die_parse(st);
+    }
+    if (o.help) {
+        fputs(mg_train_help_text(), stdout);
+        mg_train_opts_free(&o);
+        return MG_EXIT_OK;
+    }
+    if (o.version) {
+        printf("mg-train (mgtools) %s\n", MG_VERSION);
+        mg_train_opts_free(&o);
+        return MG_EXIT_OK;
+    }
+    if (o.dry_run) return dry_run(&o);
+    int precision = o.bf16 || o.fp16;
+    const char *flag = o.bf16 ? "--bf16" : "--fp16";
+    mg_train_opts_free(&o);
+    if (precision) {
+        fprintf(stderr, "%s: not supported on CPU: %s\n", mg_cli_prog(), flag);
+        return MG_EXIT_USAGE;
+    }
+    fprintf(stderr, "%s: not supported yet: training (only --dry-run works in this build)\n",
+            mg_cli_prog());
+    return MG_EXIT_USAGE;
+}

@@ -1,0 +1,295 @@
+/* options.c — argv -> mg_train_opts: the flag table, defaults and value parsing
+ * (options.h). Validation and derived values are in options_validate.c. Megatron's parser
+ * has allow_abbrev=False, so only exact names (or "--name=value") are accepted. */
+#include "options.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg/cli.h"
+#include "options_internal.h"
+
+enum kind { K_ON, K_OFF, K_I64, K_F64, K_INT_F64, K_STR, K_LIST, K_CHOICE };
+
+typedef int (*choice_fn)(mg_train_opts *o, const char *v);
+
+struct flag {
+    const char *name;
+    enum kind kind;
+    size_t off;        /* field in mg_train_opts */
+    int64_t min;       /* K_I64 / K_INT_F64: smallest accepted value */
+    choice_fn choice;  /* K_CHOICE: returns 0, or -1 for an invalid choice */
+    const char *choices;
+};
+
+#define F(field) offsetof(mg_train_opts, field)
+
+static int ch_norm(mg_train_opts *o, const char *v)
+{
+    if (strcmp(v, "LayerNorm") && strcmp(v, "RMSNorm")) return -1;
+    o->model.rmsnorm = strcmp(v, "RMSNorm") == 0;
+    return 0;
+}
+
+static int ch_pos(mg_train_opts *o, const char *v)
+{
+    static const char *const ok[] = {"learned_absolute", "rope", "mrope", "relative", "none"};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(v, ok[i]) == 0) {
+            o->model.learned_positions = i == 0;
+            o->pos_type_ = ok[i];
+            return 0;
+        }
+    return -1;
+}
+
+static int ch_lr(mg_train_opts *o, const char *v) { return mg_lr_style_parse(v, &o->lr_decay_style); }
+static int ch_wsd(mg_train_opts *o, const char *v) { return mg_wsd_style_parse(v, &o->lr_wsd_decay_style); }
+static int ch_wd(mg_train_opts *o, const char *v) { return mg_wd_style_parse(v, &o->weight_decay_incr_style); }
+
+static const struct flag flags[] = {
+    /* model */
+    {"--num-layers", K_I64, F(model.num_layers), 1, NULL, NULL},
+    {"--hidden-size", K_I64, F(model.hidden_size), 1, NULL, NULL},
+    {"--ffn-hidden-size", K_I64, F(model.ffn_hidden_size), 1, NULL, NULL},
+    {"--num-attention-heads", K_I64, F(model.num_attention_heads), 1, NULL, NULL},
+    {"--kv-channels", K_I64, F(model.kv_channels), 1, NULL, NULL},
+    {"--group-query-attention", K_ON, F(group_query_attention), 0, NULL, NULL},
+    {"--num-query-groups", K_I64, F(model.num_query_groups), 1, NULL, NULL},
+    {"--seq-length", K_I64, F(model.seq_length), 1, NULL, NULL},
+    {"--max-position-embeddings", K_I64, F(model.max_position_embeddings), 1, NULL, NULL},
+    {"--normalization", K_CHOICE, 0, 0, ch_norm, "LayerNorm, RMSNorm"},
+    {"--norm-epsilon", K_F64, F(model.norm_epsilon), 0, NULL, NULL},
+    {"--swiglu", K_ON, F(model.swiglu), 0, NULL, NULL},
+    {"--position-embedding-type", K_CHOICE, 0, 0, ch_pos,
+     "learned_absolute, rope, mrope, relative, none"},
+    {"--rotary-base", K_INT_F64, F(model.rotary_base), 1, NULL, NULL},
+    {"--untie-embeddings-and-output-weights", K_OFF, F(model.tied_embeddings), 0, NULL, NULL},
+    {"--disable-bias-linear", K_OFF, F(model.add_bias_linear), 0, NULL, NULL},
+    {"--add-qkv-bias", K_ON, F(model.add_qkv_bias), 0, NULL, NULL},
+    {"--init-method-std", K_F64, F(init_method_std), 0, NULL, NULL},
+    {"--hidden-dropout", K_F64, F(hidden_dropout), 0, NULL, NULL},
+    {"--attention-dropout", K_F64, F(attention_dropout), 0, NULL, NULL},
+    {"--make-vocab-size-divisible-by", K_I64, F(model.make_vocab_size_divisible_by), 1, NULL, NULL},
+    {"--vocab-size", K_I64, F(tok.vocab_size), 1, NULL, NULL},
+    {"--tokenizer-type", K_STR, F(tok.type), 0, NULL, NULL},
+    {"--vocab-file", K_STR, F(tok.vocab_file), 0, NULL, NULL},
+    {"--merge-file", K_STR, F(tok.merge_file), 0, NULL, NULL},
+    {"--tokenizer-model", K_STR, F(tok.model), 0, NULL, NULL},
+    {"--tensor-model-parallel-size", K_I64, F(model.tp), 1, NULL, NULL},
+    {"--pipeline-model-parallel-size", K_I64, F(model.pp), 1, NULL, NULL},
+    /* training */
+    {"--micro-batch-size", K_I64, F(micro_batch_size), 1, NULL, NULL},
+    {"--global-batch-size", K_I64, F(global_batch_size), 1, NULL, NULL},
+    {"--train-iters", K_I64, F(train_iters), 1, NULL, NULL},
+    {"--train-samples", K_I64, F(train_samples), 1, NULL, NULL},
+    {"--lr", K_F64, F(lr), 0, NULL, NULL},
+    {"--min-lr", K_F64, F(min_lr), 0, NULL, NULL},
+    {"--lr-decay-style", K_CHOICE, 0, 0, ch_lr,
+     "constant, linear, cosine, inverse-square-root, WSD"},
+    {"--lr-wsd-decay-style", K_CHOICE, 0, 0, ch_wsd, "exponential, linear, cosine, minus_sqrt"},
+    {"--lr-decay-iters", K_I64, F(lr_decay_iters), 1, NULL, NULL},
+    {"--lr-decay-samples", K_I64, F(lr_decay_samples), 1, NULL, NULL},
+    {"--lr-wsd-decay-iters", K_I64, F(lr_wsd_decay_iters), 0, NULL, NULL},
+    {"--lr-wsd-decay-samples", K_I64, F(lr_wsd_decay_samples), 0, NULL, NULL},
+    {"--lr-warmup-iters", K_I64, F(lr_warmup_iters), 0, NULL, NULL},
+    {"--lr-warmup-samples", K_I64, F(lr_warmup_samples), 0, NULL, NULL},
+    {"--lr-warmup-fraction", K_F64, F(lr_warmup_fraction), 0, NULL, NULL},
+    {"--lr-warmup-init", K_F64, F(lr_warmup_init), 0, NULL, NULL},
+    {"--weight-decay", K_F64, F(weight_decay), 0, NULL, NULL},
+    {"--start-weight-decay", K_F64, F(start_weight_decay), 0, NULL, NULL},
+    {"--end-weight-decay", K_F64, F(end_weight_decay), 0, NULL, NULL},
+    {"--weight-decay-incr-style", K_CHOICE, 0, 0, ch_wd, "constant, linear, cosine"},
+    {"--adam-beta1", K_F64, F(adam_beta1), 0, NULL, NULL},
+    {"--adam-beta2", K_F64, F(adam_beta2), 0, NULL, NULL},
+    {"--adam-eps", K_F64, F(adam_eps), 0, NULL, NULL},
+    {"--clip-grad", K_F64, F(clip_grad), 0, NULL, NULL},
+    {"--seed", K_I64, F(seed), 0, NULL, NULL},
+    {"--bf16", K_ON, F(bf16), 0, NULL, NULL},
+    {"--fp16", K_ON, F(fp16), 0, NULL, NULL},
+    /* data */
+    {"--data-path", K_LIST, 0, 0, NULL, NULL},
+    {"--split", K_STR, F(split), 0, NULL, NULL},
+    {"--data-cache-path", K_STR, F(data_cache_path), 0, NULL, NULL},
+    {"--eod-mask-loss", K_ON, F(eod_mask_loss), 0, NULL, NULL},
+    {"--reset-position-ids", K_ON, F(reset_position_ids), 0, NULL, NULL},
+    {"--reset-attention-mask", K_ON, F(reset_attention_mask), 0, NULL, NULL},
+    {"--mock-data", K_ON, F(mock_data), 0, NULL, NULL},
+    {"--eval-interval", K_I64, F(eval_interval), 1, NULL, NULL},
+    {"--eval-iters", K_I64, F(eval_iters), 0, NULL, NULL},
+    /* checkpoints */
+    {"--save", K_STR, F(save), 0, NULL, NULL},
+    {"--load", K_STR, F(load), 0, NULL, NULL},
+    {"--save-interval", K_I64, F(save_interval), 1, NULL, NULL},
+    {"--no-load-optim", K_ON, F(no_load_optim), 0, NULL, NULL},
+    {"--no-load-rng", K_ON, F(no_load_rng), 0, NULL, NULL},
+    {"--finetune", K_ON, F(finetune), 0, NULL, NULL},
+    {"--exit-signal-handler", K_ON, F(exit_signal_handler), 0, NULL, NULL},
+    {"--exit-interval", K_I64, F(exit_interval), 1, NULL, NULL},
+    {"--exit-duration-in-mins", K_I64, F(exit_duration_in_mins), 1, NULL, NULL},
+    /* logging */
+    {"--log-interval", K_I64, F(log_interval), 1, NULL, NULL},
+    {"--log-file", K_STR, F(log_file), 0, NULL, NULL},
+    {"--log-throughput", K_ON, F(log_throughput), 0, NULL, NULL},
+    /* the tool */
+    {"--dry-run", K_ON, F(dry_run), 0, NULL, NULL},
+    {"--help", K_ON, F(help), 0, NULL, NULL},
+    {"-h", K_ON, F(help), 0, NULL, NULL},
+    {"--version", K_ON, F(version), 0, NULL, NULL},
+};
+#define N_FLAGS (sizeof flags / sizeof flags[0])
+
+static void set_defaults(mg_train_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    mg_model_init(&o->model);
+    o->model.arch = MG_ARCH_GPT2;
+    o->model.learned_positions = 1;
+    o->model.add_bias_linear = 1;
+    o->model.tied_embeddings = 1;
+    o->model.num_query_groups = 1; /* argparse default of --num-query-groups */
+    o->pos_type_ = "learned_absolute";
+    mg_tok_opts_init(&o->tok);
+    o->init_method_std = 0.02;
+    o->data_parallel_size = 1;
+    o->lr = NAN;
+    o->lr_warmup_fraction = -1;
+    o->lr_wsd_decay_iters = o->lr_wsd_decay_samples = -1;
+    o->lr_decay_style = MG_LR_LINEAR;
+    o->lr_wsd_decay_style = MG_WSD_EXPONENTIAL;
+    o->weight_decay = 0.01;
+    o->start_weight_decay = o->end_weight_decay = -1;
+    o->weight_decay_incr_style = MG_WD_CONSTANT;
+    o->adam_beta1 = 0.9;
+    o->adam_beta2 = 0.999;
+    o->adam_eps = 1e-8;
+    o->clip_grad = 1.0;
+    o->seed = 1234;
+    o->eval_iters = 100;
+    o->log_interval = 100;
+}
+
+static int is_flag_word(const char *w)
+{
+    if (w[0] != '-' || w[1] == 0) return 0;
+    if ((w[1] >= '0' && w[1] <= '9') || w[1] == '.') return 0; /* a negative number */
+    return 1;
+}
+
+static const struct flag *lookup(const char *w, size_t len)
+{
+    for (size_t i = 0; i < N_FLAGS; i++)
+        if (strlen(flags[i].name) == len && strncmp(flags[i].name, w, len) == 0) return &flags[i];
+    return NULL;
+}
+
+static mg_status parse_f64(const struct flag *f, const char *v, double *out)
+{
+    char *end = NULL;
+    double x = strtod(v, &end);
+    MG_RETURN_IF(!*v || *end, MG_ERR_ARG, "argument %s: invalid float value: '%s'", f->name, v);
+    *out = x;
+    return MG_OK;
+}
+
+static mg_status parse_i64(const struct flag *f, const char *v, int64_t *out)
+{
+    MG_RETURN_IF(mg_parse_i64(v, f->min, INT64_MAX, out) != 0, MG_ERR_ARG,
+                 "argument %s: invalid value '%s' (expected an integer >= %lld)", f->name, v,
+                 (long long)f->min);
+    return MG_OK;
+}
+
+static mg_status push_data_path(mg_train_opts *o, const char *v)
+{
+    const char **a = mg_realloc(o->data_path, (o->n_data_path + 1) * sizeof *a);
+    if (!a) return MG_ERR_NOMEM;
+    a[o->n_data_path++] = v;
+    o->data_path = a;
+    return MG_OK;
+}
+
+static mg_status set_value(mg_train_opts *o, const struct flag *f, const char *v)
+{
+    char *field = (char *)o + f->off;
+    int64_t i = 0;
+    switch (f->kind) {
+    case K_I64: return parse_i64(f, v, (int64_t *)(void *)field);
+    case K_F64: return parse_f64(f, v, (double *)(void *)field);
+    case K_INT_F64:
+        MG_FORWARD(parse_i64(f, v, &i));
+        *(double *)(void *)field = (double)i;
+        return MG_OK;
+    case K_STR: *(const char **)(void *)field = v; return MG_OK;
+    case K_LIST: return push_data_path(o, v);
+    case K_CHOICE:
+        MG_RETURN_IF(f->choice(o, v) != 0, MG_ERR_ARG,
+                     "argument %s: invalid choice: '%s' (choose from %s)", f->name, v,
+                     f->choices);
+        return MG_OK;
+    default: return MG_OK;
+    }
+}
+
+/* Consumes the flag at argv[*i] and its values. */
+static mg_status parse_one(mg_train_opts *o, int argc, char **argv, int *i)
+{
+    const char *w = argv[(*i)++];
+    const char *eq = strncmp(w, "--", 2) == 0 ? strchr(w, '=') : NULL;
+    const struct flag *f = lookup(w, eq ? (size_t)(eq - w) : strlen(w));
+    MG_RETURN_IF(!f, MG_ERR_ARG, "unrecognized arguments: %s", w);
+    if (f->kind == K_ON || f->kind == K_OFF) {
+        MG_RETURN_IF(eq, MG_ERR_ARG, "argument %s: ignored explicit argument '%s'", f->name,
+                     eq + 1);
+        *(int *)(void *)((char *)o + f->off) = f->kind == K_ON;
+        return MG_OK;
+    }
+    if (f->kind == K_LIST) o->n_data_path = 0; /* a repeated nargs='*' flag replaces */
+    if (eq) return set_value(o, f, eq + 1);
+    if (f->kind == K_LIST) {
+        while (*i < argc && !is_flag_word(argv[*i])) MG_FORWARD(set_value(o, f, argv[(*i)++]));
+        return MG_OK;
+    }
+    MG_RETURN_IF(*i >= argc || is_flag_word(argv[*i]), MG_ERR_ARG,
+                 "argument %s: expected one argument", f->name);
+    return set_value(o, f, argv[(*i)++]);
+}
+
+mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
+{
+    set_defaults(o);
+    for (int i = 1; i < argc;) {
+        MG_RETURN_IF(!is_flag_word(argv[i]), MG_ERR_ARG, "unrecognized arguments: %s", argv[i]);
+        MG_FORWARD(parse_one(o, argc, argv, &i));
+    }
+    if (o->help || o->version) return MG_OK;
+    return mg_train_validate(o);
+}
+
+mg_status mg_train_resolve_vocab(mg_train_opts *o)
+{
+    if (o->tok.type) {
+        mg_tokenizer *tk = NULL;
+        MG_FORWARD(mg_tokenizer_create(&tk, &o->tok));
+        o->model.vocab_size = mg_tokenizer_vocab_size(tk);
+        mg_tokenizer_free(tk);
+    } else {
+        MG_RETURN_IF(o->tok.vocab_size <= 0, MG_ERR_ARG,
+                     "the vocabulary size is unknown: give --vocab-size, or --tokenizer-type "
+                     "with its files");
+        o->model.vocab_size = o->tok.vocab_size;
+    }
+    o->model.padded_vocab_size = mg_model_padded_vocab(&o->model, o->model.tp);
+    return MG_OK;
+}
+
+void mg_train_opts_free(mg_train_opts *o)
+{
+    if (!o) return;
+    free(o->data_path);
+    mg_model_free(&o->model);
+    o->data_path = NULL;
+    o->n_data_path = 0;
+}

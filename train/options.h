@@ -1,0 +1,85 @@
+/* options.h — mg-train's command line: Megatron's flag names (pretrain_gpt.py /
+ * megatron/training/arguments.py, megatron-core 0.16.1), parsed and validated as
+ * validate_args() does, with its derived values.
+ *
+ * Contract:
+ *   - mg_train_parse() fills opts from argv (argv[0] skipped). Flags are exact (Megatron's
+ *     parser has allow_abbrev=False), "--flag value" or "--flag=value"; the last occurrence
+ *     wins; --data-path takes every following word up to the next flag. It never prints and
+ *     never exits: a bad flag or combination is MG_ERR_ARG, a recognised flag or value this
+ *     build does not implement is MG_ERR_UNSUPPORTED ("not supported yet: ..."), both with
+ *     the message in mg_last_error(). --help / --version stop validation (opts->help ...).
+ *   - Derived values (as validate_args / get_optimizer_param_scheduler): ffn_hidden_size 4h
+ *     (SwiGLU: int(4h*2/3/64)*64), kv_channels h/heads, num_query_groups = heads without
+ *     --group-query-attention, global batch size = micro batch size x DP by default and a
+ *     multiple of it, train_iters = train_samples / global batch size, the scheduler in
+ *     samples (warmup from --lr-warmup-fraction x decay samples), weight decay start/end for
+ *     the constant style, split "969, 30, 1" when --data-path comes without --split.
+ *   - The vocabulary: --tokenizer-type (+ its files) gives Megatron's tokenizer.vocab_size
+ *     (mg_tokenizer_vocab_size; read in mg_train_resolve_vocab); otherwise --vocab-size is
+ *     the vocabulary. padded_vocab_size = ceil(V / (make_vocab_size_divisible_by x TP)) x
+ *     that (Megatron's _vocab_size_with_padding).
+ *   - Strings in opts point into argv (owned by the caller); data_path is malloc'd and
+ *     released by mg_train_opts_free, with model.hf_config_json.
+ */
+#ifndef MG_TRAIN_OPTIONS_H
+#define MG_TRAIN_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lr_schedule.h"
+#include "mg/model.h"
+#include "mg/tokenizer.h"
+
+typedef struct {
+    /* model (flag list 1); model.seq_length, model.padded_vocab_size derived */
+    mg_model_desc model;
+    int group_query_attention;
+    double init_method_std;        /* --init-method-std, 0.02 */
+    double hidden_dropout, attention_dropout; /* only 0 is implemented */
+    mg_tok_opts tok;               /* --tokenizer-type and its files, --vocab-size */
+    /* training (list 3) */
+    int64_t micro_batch_size, global_batch_size, data_parallel_size;
+    int64_t train_iters, train_samples; /* 0 = not given; train_iters derived */
+    double lr, min_lr, lr_warmup_init, lr_warmup_fraction; /* fraction < 0: not given */
+    int64_t lr_warmup_iters, lr_warmup_samples, lr_decay_iters, lr_decay_samples;
+    int64_t lr_wsd_decay_iters, lr_wsd_decay_samples;      /* -1 = not given */
+    mg_lr_style lr_decay_style;
+    mg_wsd_style lr_wsd_decay_style;
+    double weight_decay, start_weight_decay, end_weight_decay; /* start/end < 0: not given */
+    mg_wd_style weight_decay_incr_style;
+    double adam_beta1, adam_beta2, adam_eps, clip_grad;
+    int64_t seed;
+    int bf16, fp16;
+    /* data (list 4) */
+    const char **data_path;
+    size_t n_data_path;
+    const char *split, *data_cache_path;
+    int eod_mask_loss, reset_position_ids, reset_attention_mask, mock_data;
+    int64_t eval_interval, eval_iters;  /* eval_interval 0 = no evaluation */
+    /* checkpoints (list 5) */
+    const char *save, *load;
+    int64_t save_interval, exit_interval, exit_duration_in_mins; /* 0 = not given */
+    int no_load_optim, no_load_rng, finetune, exit_signal_handler;
+    /* logging (list 6) */
+    int64_t log_interval;
+    const char *log_file;
+    int log_throughput;
+    /* planning (list 7) and the tool */
+    int dry_run, help, version;
+    mg_lr_sched sched;              /* derived, in samples */
+    const char *pos_type_;          /* --position-embedding-type as given (internal) */
+} mg_train_opts;
+
+/* Parses and validates argv (see the contract). Does not read any file: the vocabulary size
+ * comes from mg_train_resolve_vocab() afterwards. */
+mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv);
+
+/* Sets model.vocab_size (from the tokenizer when --tokenizer-type is given, else
+ * --vocab-size) and model.padded_vocab_size; MG_ERR_ARG when neither is given. */
+mg_status mg_train_resolve_vocab(mg_train_opts *o);
+
+void mg_train_opts_free(mg_train_opts *o);
+
+#endif
