@@ -4,7 +4,7 @@
 #   make asan       ASan+UBSan build (build-asan/) running the C tests
 #   make test-minimal  build-min/ with every optional dependency off, running the C unit tests
 #   make fuzz       libFuzzer targets, run longer (FUZZ_SECONDS per target)
-#   make bench      benchmarks against the peers (scripts/bench-preprocess.sh)
+#   make bench      benchmarks against the peers (scripts/bench-*.sh)
 #   make demo       the README's main job: preprocess a real corpus with a real tokenizer
 # Dependencies are detected with probe compiles; force one with HAVE_X=0/1.
 
@@ -152,6 +152,7 @@ fuzz:
 
 bench: all
 	scripts/bench-preprocess.sh
+	scripts/bench-tokenizers.sh
 
 demo: all
 	scripts/demo.sh

@@ -16,6 +16,7 @@ struct pp_encoder {
     int append_eod;
     int64_t eod;
     int skip_invalid;
+    mg_punkt_splitter *splitter; /* NULL: no sentence splitting */
 };
 
 mg_status pp_encoder_create(pp_encoder **out, const mg_tokenizer *tk, const char *const *keys,
@@ -46,14 +47,41 @@ void pp_encoder_free(pp_encoder *e)
     if (!e) return;
     mg_encoder_free(e->enc);
     mg_jsonl_free(e->json);
+    mg_punkt_splitter_free(e->splitter);
     free(e->vals);
     free(e);
+}
+
+void pp_encoder_set_splitter(pp_encoder *e, mg_punkt_splitter *s)
+{
+    mg_punkt_splitter_free(e->splitter);
+    e->splitter = s;
 }
 
 /* Statuses that stop the whole run instead of marking the line invalid. */
 static int is_fatal(mg_status st)
 {
     return st == MG_ERR_NOMEM || st == MG_ERR_IO || st == MG_ERR_NOSPACE;
+}
+
+/* Appends one sequence for the sentence s[0, len) if it has tokens. */
+static mg_status encode_sentence(pp_encoder *e, pp_batch *b, const char *s, size_t len)
+{
+    size_t from = b->ids.n;
+    MG_FORWARD(mg_encode(e->enc, s, len, &b->ids));
+    if (b->ids.n > from) MG_FORWARD(pp_batch_push_seq(b, b->ids.n - from));
+    return MG_OK;
+}
+
+/* Encodes the sentences Punkt finds in s[0, len) (Encoder.split, then Encoder.encode). */
+static mg_status encode_split(pp_encoder *e, pp_batch *b, const char *s, size_t len)
+{
+    const mg_punkt_span *sp;
+    size_t n;
+    MG_FORWARD(mg_punkt_split(e->splitter, s, len, MG_PUNKT_MEGATRON_CHUNK, &sp, &n));
+    for (size_t i = 0; i < n; i++)
+        MG_FORWARD(encode_sentence(e, b, s + sp[i].start, sp[i].end - sp[i].start));
+    return MG_OK;
 }
 
 /* Appends the document of value v: one sequence per sentence with tokens, eod at the end of
@@ -63,9 +91,9 @@ static mg_status encode_value(pp_encoder *e, pp_batch *b, const mg_jsonl_value *
 {
     size_t start = b->ids.n;
     for (*item = 0; *item < v->n_items; (*item)++) {
-        size_t from = b->ids.n;
-        MG_FORWARD(mg_encode(e->enc, v->items[*item].str, v->items[*item].len, &b->ids));
-        if (b->ids.n > from) MG_FORWARD(pp_batch_push_seq(b, b->ids.n - from));
+        const char *s = v->items[*item].str;
+        size_t len = v->items[*item].len;
+        MG_FORWARD(e->splitter ? encode_split(e, b, s, len) : encode_sentence(e, b, s, len));
     }
     if (!e->append_eod || b->ids.n == start) return MG_OK;
     MG_FORWARD(mg_ids_push(&b->ids, e->eod));

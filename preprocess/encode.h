@@ -9,11 +9,17 @@
  * tokens are dropped; if the document has tokens and append_eod, eod is appended to its last
  * sequence. No tokens at all = an empty document (no sequence). Results and invalid lines
  * are recorded in the batch (batch.h).
+ *
+ * With a sentence splitter (--split-sentences, pp_encoder_set_splitter) each string is
+ * first split into sentences as Megatron's Encoder.split does (NLTK Punkt on pieces of
+ * 1,000,000 code points, mg/punkt.h), and each sentence is one item as above; the items of
+ * a list value are split one by one (Megatron's split fails on a list).
  */
 #ifndef MG_PP_ENCODE_H
 #define MG_PP_ENCODE_H
 
 #include "batch.h"
+#include "mg/punkt.h"
 #include "mg/tokenizer.h"
 
 typedef struct pp_encoder pp_encoder;
@@ -22,6 +28,9 @@ typedef struct pp_encoder pp_encoder;
 mg_status pp_encoder_create(pp_encoder **e, const mg_tokenizer *tk, const char *const *keys,
                             size_t n_keys, int append_eod, int skip_invalid);
 void pp_encoder_free(pp_encoder *e); /* accepts NULL */
+
+/* Splits every value into sentences with s first; the encoder takes ownership of s. */
+void pp_encoder_set_splitter(pp_encoder *e, mg_punkt_splitter *s);
 
 /* Encodes every line of b. Invalid lines are recorded in b (skipped, or b->failed); the
  * return value is an error only when encoding could not go on (out of memory). */

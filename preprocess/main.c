@@ -3,6 +3,7 @@
  * 1 runtime failure (bad input, I/O), 2 usage error or unsupported feature. */
 #include <stdio.h>
 
+#include "inspect.h"
 #include "mg/cli.h"
 #include "preprocess.h"
 
@@ -19,7 +20,7 @@ int main(int argc, char **argv)
         printf("mg-preprocess (mgtools) %s\n", MG_VERSION);
         rc = MG_EXIT_OK;
     } else {
-        rc = o.merge ? pp_run_merge(&o) : pp_run_preprocess(&o);
+        rc = o.inspect ? pp_run_inspect(&o) : o.merge ? pp_run_merge(&o) : pp_run_preprocess(&o);
     }
     pp_opts_free(&o);
     return rc;

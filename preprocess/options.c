@@ -19,9 +19,10 @@ enum flag_class { CL_NORMAL, CL_IGNORED, CL_UNSUPPORTED };
 enum opt_id {
     O_INPUT, O_OUTPUT_PREFIX, O_JSON_KEYS, O_SPLIT_SENTENCES, O_KEEP_NEWLINES, O_LANG,
     O_APPEND_EOD, O_WORKERS, O_PARTITIONS, O_KEEP_SEQUENTIAL, O_LOG_INTERVAL,
-    O_TOKENIZER_TYPE, O_VOCAB_FILE, O_MERGE_FILE, O_TOKENIZER_MODEL, O_VOCAB_SIZE,
+    O_PUNKT_DIR, O_TOKENIZER_TYPE, O_VOCAB_FILE, O_MERGE_FILE, O_TOKENIZER_MODEL, O_VOCAB_SIZE,
     O_TIKTOKEN_PATTERN, O_TIKTOKEN_NUM_SPECIAL, O_SPECIAL_TOKENS, O_HF_NO_SPECIAL,
     O_NULL_EOD, O_SKIP_INVALID, O_QUIET, O_MERGE, O_MULTIMODAL, O_HELP, O_VERSION,
+    O_INSPECT, O_DECODE,
     /* accepted, no effect on preprocessing (training-only or fixed by preprocess_data.py) */
     O_PADDED_VOCAB, O_NO_PAD_VOCAB, O_DISABLE_PAD_VOCAB, O_VOCAB_EXTRA_IDS, O_NULL_PAD,
     O_HF_NO_USE_FAST, O_TRUST_REMOTE_CODE,
@@ -41,9 +42,10 @@ static const struct flag flags[O_COUNT] = {
     [O_INPUT] = {"--input", ARG_LIST, CL_NORMAL},
     [O_OUTPUT_PREFIX] = {"--output-prefix", ARG_ONE, CL_NORMAL},
     [O_JSON_KEYS] = {"--json-keys", ARG_LIST, CL_NORMAL},
-    [O_SPLIT_SENTENCES] = {"--split-sentences", ARG_NONE, CL_UNSUPPORTED},
+    [O_SPLIT_SENTENCES] = {"--split-sentences", ARG_NONE, CL_NORMAL},
     [O_KEEP_NEWLINES] = {"--keep-newlines", ARG_NONE, CL_NORMAL},
     [O_LANG] = {"--lang", ARG_ONE, CL_NORMAL},
+    [O_PUNKT_DIR] = {"--punkt-dir", ARG_ONE, CL_NORMAL},
     [O_APPEND_EOD] = {"--append-eod", ARG_NONE, CL_NORMAL},
     [O_WORKERS] = {"--workers", ARG_ONE, CL_NORMAL},
     [O_PARTITIONS] = {"--partitions", ARG_ONE, CL_NORMAL},
@@ -65,6 +67,8 @@ static const struct flag flags[O_COUNT] = {
     [O_MULTIMODAL] = {"--multimodal", ARG_NONE, CL_UNSUPPORTED},
     [O_HELP] = {"--help", ARG_NONE, CL_NORMAL},
     [O_VERSION] = {"--version", ARG_NONE, CL_NORMAL},
+    [O_INSPECT] = {"--inspect", ARG_ONE, CL_NORMAL},
+    [O_DECODE] = {"--decode", ARG_ONE, CL_NORMAL},
     [O_PADDED_VOCAB] = {"--padded-vocab-size", ARG_ONE, CL_IGNORED},
     [O_NO_PAD_VOCAB] = {"--no-pad-vocab-size", ARG_NONE, CL_IGNORED},
     [O_DISABLE_PAD_VOCAB] = {"--disable-pad-vocab-size", ARG_NONE, CL_IGNORED},
@@ -142,6 +146,7 @@ static void set_value(struct mg_preprocess_opts *o, int id, const char *v)
     case O_OUTPUT_PREFIX: o->output_prefix = v; break;
     case O_JSON_KEYS: push(&o->json_keys, &o->n_json_keys, v); break;
     case O_LANG: o->lang = v; break;
+    case O_PUNKT_DIR: o->punkt_dir = v; break;
     case O_WORKERS: o->workers = int_value(id, v, 1); break;
     case O_PARTITIONS: o->partitions = int_value(id, v, 1); break;
     case O_LOG_INTERVAL: o->log_interval = int_value(id, v, 1); break;
@@ -159,6 +164,8 @@ static void set_value(struct mg_preprocess_opts *o, int id, const char *v)
     case O_TIKTOKEN_NUM_SPECIAL: o->tok.tiktoken_num_special = int_value(id, v, 0); break;
     case O_SPECIAL_TOKENS: push(&o->special_tokens, &o->n_special_tokens, v); break;
     case O_NULL_EOD: o->tok.null_eod_id = int_value(id, v, 0); break;
+    case O_INSPECT: o->inspect = v; break;
+    case O_DECODE: o->decode_spec = v; break;
     case O_PADDED_VOCAB: case O_VOCAB_EXTRA_IDS: (void)int_value(id, v, 0); break;
     case O_NULL_PAD: (void)int_value(id, v, -1); break;
     default: break; /* values of refused flags are not looked at */
@@ -248,6 +255,24 @@ static void check_merge_mode(const struct parse_state *ps)
     }
 }
 
+/* --inspect PREFIX [--decode SPEC] [tokenizer flags] [--quiet] (inspect.c). */
+static void check_inspect_mode(const struct mg_preprocess_opts *o, const struct parse_state *ps)
+{
+    static const int allowed[] = {
+        O_INSPECT, O_DECODE, O_QUIET, O_TOKENIZER_TYPE, O_VOCAB_FILE, O_MERGE_FILE,
+        O_TOKENIZER_MODEL, O_VOCAB_SIZE, O_TIKTOKEN_PATTERN, O_TIKTOKEN_NUM_SPECIAL,
+        O_SPECIAL_TOKENS, O_HF_NO_SPECIAL, O_NULL_EOD};
+    if (!o->inspect) mg_usage_error("--decode needs --inspect PREFIX");
+    for (int id = 0; id < O_COUNT; id++) {
+        int ok = flags[id].cls == CL_IGNORED;
+        for (size_t k = 0; k < sizeof allowed / sizeof allowed[0]; k++) ok |= allowed[k] == id;
+        if (ps->seen[id] && !ok)
+            mg_usage_error("%s cannot be used with --inspect", flags[id].name);
+    }
+    if (o->decode_spec && !o->tok.type)
+        mg_usage_error("--decode needs --tokenizer-type (and that tokenizer's flags)");
+}
+
 static void check_required(const struct mg_preprocess_opts *o)
 {
     if (o->n_inputs == 0) mg_usage_error("the following arguments are required: --input");
@@ -317,6 +342,12 @@ void pp_parse_options(struct mg_preprocess_opts *o, int argc, char **argv)
         exit(MG_EXIT_USAGE);
     }
     if (o->merge) check_merge_mode(&ps);
+    if (o->inspect || o->decode_spec) {
+        check_inspect_mode(o, &ps);
+        o->tok.special_tokens = o->special_tokens;
+        o->tok.n_special_tokens = o->n_special_tokens;
+        return;
+    }
     check_required(o);
     finish_keys(o);
     if (!o->merge) expand_globs(o);

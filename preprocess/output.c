@@ -30,10 +30,11 @@ __attribute__((format(printf, 1, 2))) static char *str_printf(const char *fmt, .
     return s;
 }
 
-static mg_status make_names(pp_outputs *o, const char *prefix, const char *const *keys)
+static mg_status make_names(pp_outputs *o, const char *prefix, const char *const *keys,
+                            const char *level)
 {
     for (size_t k = 0; k < o->n_keys; k++) {
-        o->final_prefix[k] = str_printf("%s_%s_document", prefix, keys[k]);
+        o->final_prefix[k] = str_printf("%s_%s_%s", prefix, keys[k], level);
         if (!o->final_prefix[k]) return MG_ERR_NOMEM;
         for (size_t i = 0; o->parts > 1 && i < o->parts; i++) {
             char **p = &o->part_prefix[k * o->parts + i];
@@ -54,7 +55,7 @@ static mg_status alloc_arrays(pp_outputs *o)
 }
 
 mg_status pp_outputs_create(pp_outputs **out, const char *prefix, const char *const *keys,
-                            size_t n_keys, size_t partitions, mg_dtype dtype)
+                            size_t n_keys, const char *level, size_t partitions, mg_dtype dtype)
 {
     pp_outputs *o = mg_calloc(1, sizeof *o);
     *out = NULL;
@@ -63,7 +64,7 @@ mg_status pp_outputs_create(pp_outputs **out, const char *prefix, const char *co
     o->parts = partitions ? partitions : 1;
     o->dtype = dtype;
     mg_status st = alloc_arrays(o);
-    if (st == MG_OK) st = make_names(o, prefix, keys);
+    if (st == MG_OK) st = make_names(o, prefix, keys, level);
     for (size_t w = 0; st == MG_OK && w < n_keys * o->parts; w++) {
         const char *p = o->parts > 1 ? o->part_prefix[w] : o->final_prefix[w];
         st = mg_idx_writer_create(&o->writers[w], p, dtype);

@@ -1,8 +1,9 @@
-/* preprocess/output.h — the output datasets of a run: PREFIX_{key}_document.bin/.idx per key.
+/* preprocess/output.h — the output datasets of a run: PREFIX_{key}_{level}.bin/.idx per key,
+ * level "document", or "sentence" with --split-sentences (Megatron's names).
  *
  * With partitions P > 1 (Megatron's round-robin --partitions) each key has P writers: the
  * document of global input line n goes to partition n % P; pp_outputs_finish() finishes the
- * partitions under temporary prefixes "PREFIX_{key}_document.part{i}-{pid}", merges them in
+ * partitions under temporary prefixes "PREFIX_{key}_{level}.part{i}-{pid}", merges them in
  * order 0..P-1 with add_index (as preprocess_data.py does) into the final prefix and removes
  * them. Megatron keeps its partition files; we do not.
  *
@@ -21,7 +22,7 @@
 typedef struct pp_outputs pp_outputs;
 
 mg_status pp_outputs_create(pp_outputs **o, const char *prefix, const char *const *keys,
-                            size_t n_keys, size_t partitions, mg_dtype dtype);
+                            size_t n_keys, const char *level, size_t partitions, mg_dtype dtype);
 /* Adds the document of global input line `line` for key index k: n ids in n_lens sequences
  * of the given lengths (their sum is n), or an empty document when n_lens == 0 (Megatron
  * add_document(ids, lens) / ([], [])). */

@@ -20,9 +20,10 @@ struct mg_preprocess_opts {
     const char *output_prefix;   /* --output-prefix */
     const char **json_keys;      /* --json-keys K... (default: text; duplicates dropped) */
     size_t n_json_keys;
-    int split_sentences;         /* --split-sentences (refused: not supported yet) */
+    int split_sentences;         /* --split-sentences (NLTK Punkt, mg/punkt.h) */
     int keep_newlines;           /* --keep-newlines (only matters with --split-sentences) */
     const char *lang;            /* --lang (only matters with --split-sentences) */
+    const char *punkt_dir;       /* --punkt-dir DIR (model DIR/lang; NULL: NLTK's search) */
     int append_eod;              /* --append-eod */
     int64_t workers;             /* --workers (encoder threads; default: online CPUs) */
     int64_t partitions;          /* --partitions */
@@ -41,6 +42,8 @@ struct mg_preprocess_opts {
     int multimodal;              /* --multimodal (merge mode; refused: not supported yet) */
     int help;                    /* --help / -h */
     int version;                 /* --version */
+    const char *inspect;         /* --inspect PREFIX (inspection mode, inspect.h) */
+    const char *decode_spec;     /* --decode SPEC (with --inspect: documents to decode) */
     char **owned_;               /* (not a flag) strings allocated by the parser */
     size_t n_owned_;
 };

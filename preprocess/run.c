@@ -1,16 +1,22 @@
 /* run.c — the preprocess mode (tools/preprocess_data.py): builds the tokenizer, the input
  * stream, the outputs and one encoder per worker, runs the pipeline, and reports. On any
  * failure the outputs are freed without finish (no file is left) before the message is
- * printed; exit status 1 for bad input or I/O, 2 for usage errors. */
+ * printed; exit status 1 for bad input or I/O, 2 for usage errors.
+ *
+ * --split-sentences: the Punkt model is loaded once and shared (read-only) by one splitter
+ * per encoder; the datasets are PREFIX_{key}_sentence.bin/.idx. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mg/cli.h"
 #include "mg/file.h"
 #include "mg/idxds.h"
 #include "mg/instream.h"
 #include "mg/progress.h"
+#include "mg/punkt.h"
 #include "mg/tokenizer.h"
 #include "pipeline.h"
 #include "preprocess.h"
@@ -22,6 +28,7 @@ typedef struct {
     pp_encoder **encoders;
     size_t n_workers;
     mg_progress *progress;
+    mg_punkt *punkt;  /* --split-sentences */
 } run_ctx;
 
 static void run_free(run_ctx *r)
@@ -32,6 +39,7 @@ static void run_free(run_ctx *r)
     mg_instream_free(r->in);
     mg_progress_free(r->progress);
     mg_tokenizer_free(r->tk);
+    mg_punkt_free(r->punkt);
 }
 
 /* Frees everything (removing temporary outputs), then reports st and exits. */
@@ -49,10 +57,22 @@ static mg_status make_encoders(run_ctx *r, const struct mg_preprocess_opts *o)
     r->n_workers = (size_t)o->workers;
     r->encoders = mg_calloc(r->n_workers, sizeof *r->encoders);
     if (!r->encoders) return MG_ERR_NOMEM;
-    for (size_t w = 0; w < r->n_workers; w++)
+    for (size_t w = 0; w < r->n_workers; w++) {
         MG_FORWARD(pp_encoder_create(&r->encoders[w], r->tk, o->json_keys, o->n_json_keys,
                                      o->append_eod, o->skip_invalid));
+        if (!r->punkt) continue;
+        mg_punkt_splitter *s;
+        MG_FORWARD(mg_punkt_splitter_create(&s, r->punkt, o->keep_newlines));
+        pp_encoder_set_splitter(r->encoders[w], s);
+    }
     return MG_OK;
+}
+
+/* --split-sentences: loads the Punkt model. */
+static mg_status setup_sentences(run_ctx *r, const struct mg_preprocess_opts *o)
+{
+    if (!o->split_sentences) return MG_OK;
+    return mg_punkt_load_lang(&r->punkt, o->punkt_dir, o->lang);
 }
 
 /* The directory of --output-prefix must exist (checked before any work is done). */
@@ -74,6 +94,7 @@ static void setup(run_ctx *r, const struct mg_preprocess_opts *o)
 {
     check_output_dir(o->output_prefix);
     mg_status st = mg_tokenizer_create(&r->tk, &o->tok);
+    if (st == MG_OK) st = setup_sentences(r, o);
     if (st != MG_OK) fail(r, st);
     if (o->append_eod && mg_tokenizer_eod(r->tk) < 0)
         fail(r, mg_error_set(MG_ERR_ARG, "--append-eod: tokenizer %s has no end-of-document "
@@ -83,7 +104,9 @@ static void setup(run_ctx *r, const struct mg_preprocess_opts *o)
     /* --keep-sequential-samples keeps the input order: the merged partitions equal one. */
     size_t parts = o->keep_sequential_samples ? 1 : (size_t)o->partitions;
     mg_dtype dt = mg_dtype_for_vocab(mg_tokenizer_vocab_size(r->tk));
-    st = pp_outputs_create(&r->out, o->output_prefix, o->json_keys, o->n_json_keys, parts, dt);
+    const char *level = o->split_sentences ? "sentence" : "document";
+    st = pp_outputs_create(&r->out, o->output_prefix, o->json_keys, o->n_json_keys, level, parts,
+                           dt);
     if (st == MG_OK) st = make_encoders(r, o);
     if (st == MG_OK && !o->quiet)
         st = mg_progress_create(&r->progress, "docs", (uint64_t)o->log_interval, 1.0,
@@ -114,6 +137,9 @@ int pp_run_preprocess(const struct mg_preprocess_opts *o)
     if (!o->quiet)
         mg_note("%lld workers; tokenizer: %s", (long long)o->workers,
                 mg_tokenizer_describe(r.tk));
+    if (!o->quiet && r.punkt)
+        mg_note("sentence splitting: NLTK Punkt model %s%s", mg_punkt_dir(r.punkt),
+                o->keep_newlines ? " (--keep-newlines)" : "");
     pp_pipeline_cfg cfg = {r.in, r.encoders, r.n_workers, o->n_json_keys, r.out, r.progress};
     pp_pipeline_stats stats;
     mg_status st = pp_pipeline_run(&cfg, &stats);

@@ -34,8 +34,8 @@ install_system() {
 }
 
 venv_dir() {
-  local req="$here/tests/interop/requirements.txt"
-  local key; key=$( (cat "$req"; python3 --version) | sha256sum | cut -c1-16)
+  local req="$here/tests/interop/requirements.txt" nodeps="$here/tests/interop/requirements-nodeps.txt"
+  local key; key=$( (cat "$req" "$nodeps"; python3 --version) | sha256sum | cut -c1-16)
   echo "${XDG_CACHE_HOME:-$HOME/.cache}/mgtools/venv-$key"
 }
 
@@ -47,6 +47,7 @@ install_python() {
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --upgrade pip >&2
     "$venv/bin/pip" install -q -r "$here/tests/interop/requirements.txt" >&2
+    "$venv/bin/pip" install -q --no-deps -r "$here/tests/interop/requirements-nodeps.txt" >&2
     touch "$venv/.complete"
   fi
   echo "MG_VENV=$venv"

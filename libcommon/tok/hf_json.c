@@ -45,6 +45,7 @@ void mg_hf_desc_init(mg_hf_desc *d)
 {
     memset(d, 0, sizeof *d);
     d->legacy = d->add_prefix_space = -1;
+    d->cleanup_spaces = -1;
 }
 
 void mg_hf_desc_free(mg_hf_desc *d)
@@ -202,12 +203,36 @@ static mg_status check_bpe_options(mg_hf_desc *d, const json_t *model)
     return check_empty_string(d, model, "end_of_word_suffix");
 }
 
+/* WordPiece: vocab, unk_token, continuing_subword_prefix, max_input_chars_per_word. */
+static mg_status parse_wordpiece(mg_hf_desc *d, const json_t *model)
+{
+    const json_t *unk = json_object_get(model, "unk_token");
+    const json_t *pre = json_object_get(model, "continuing_subword_prefix");
+    const json_t *mx = json_object_get(model, "max_input_chars_per_word");
+    if ((unk && !json_is_string(unk)) || (pre && !json_is_string(pre)) ||
+        (mx && !(json_is_integer(mx) && json_integer_value(mx) >= 0)))
+        return malformed(d, "WordPiece model: unk_token and continuing_subword_prefix must be "
+                         "strings, max_input_chars_per_word a count");
+    d->wordpiece = 1;
+    d->unk_token = unk ? json_string_value(unk) : "[UNK]";
+    d->wp_prefix = pre ? json_string_value(pre) : "##";
+    d->wp_max_chars = mx ? json_integer_value(mx) : 100;
+    json_t *vocab = json_object_get(model, "vocab");
+    if (!vocab) return malformed(d, "missing model.vocab");
+    return parse_vocab(d, vocab);
+}
+
 static mg_status parse_model(mg_hf_desc *d, const json_t *root)
 {
     const json_t *model = json_object_get(root, "model");
     if (!json_is_object(model)) return malformed(d, "missing \"model\" object");
     const char *type = type_of(model);
     if (!type) return unsupported(d, "model without \"type\"");
+    if (strcmp(type, "Unigram") == 0) {
+        d->unigram = model; /* parsed by tok_hf_unigram.c */
+        return MG_OK;
+    }
+    if (strcmp(type, "WordPiece") == 0) return parse_wordpiece(d, model);
     if (strcmp(type, "BPE") != 0) return unsupported(d, "model type %.80s", type);
     MG_FORWARD(check_bpe_options(d, model));
     MG_FORWARD(get_bool(d, model, "ignore_merges", 0, "model", &d->ignore_merges));
@@ -274,6 +299,64 @@ static mg_status parse_replace(mg_hf_desc *d, const json_t *n)
                                      json_string_length(content));
 }
 
+/* Precompiled (Unigram models, as the first step): kept for tok_hf_unigram.c. */
+static mg_status parse_precompiled(mg_hf_desc *d, const json_t *n)
+{
+    const char *s = json_string_value(json_object_get(n, "precompiled_charsmap"));
+    if (!s) return malformed(d, "Precompiled normalizer without a precompiled_charsmap string");
+    if (!d->unigram) return unsupported(d, "normalizer Precompiled with a non-Unigram model");
+    if (d->norm.n > 0 || d->precompiled)
+        return unsupported(d, "normalizer Precompiled after another normalizer");
+    d->precompiled = s;
+    return MG_OK;
+}
+
+/* Nmt (tokenizers' SentencePiece nmt filter): control characters removed, some spaces
+ * and U+2581 / U+FEFF / U+FFFD become ' ' — per character, so two regex Replace steps. */
+static mg_status parse_nmt(mg_hf_desc *d)
+{
+    static const char drop[] = "[\\x{1}-\\x{8}\\x{B}\\x{E}-\\x{1F}\\x{7F}\\x{8F}\\x{9F}]";
+    static const char space[] = "[\\t\\n\\f\\r\\x{1680}\\x{200B}-\\x{200F}\\x{2028}\\x{2029}"
+                                "\\x{2581}\\x{FEFF}\\x{FFFD}]";
+    MG_FORWARD(mg_normalizer_add_replace(&d->norm, drop, sizeof drop - 1, 1, "", 0));
+    return mg_normalizer_add_replace(&d->norm, space, sizeof space - 1, 1, " ", 1);
+}
+
+/* Strip(strip_left, strip_right): normalize.c's Strip step. */
+#define WHITE_SPACE MG_HF_WHITE_SPACE_RE
+static mg_status parse_strip(mg_hf_desc *d, const json_t *n)
+{
+    int left, right;
+    MG_FORWARD(get_bool(d, n, "strip_left", 1, "Strip", &left));
+    MG_FORWARD(get_bool(d, n, "strip_right", 1, "Strip", &right));
+    return mg_normalizer_add_strip(&d->norm, left, right);
+}
+
+/* NFD, NFKC, NFKD, Lowercase, StripAccents (utf8proc steps without arguments), else 0. */
+static mg_norm_step unicode_step(const char *type)
+{
+    static const char *const names[] = {"NFD", "NFKC", "NFKD", "Lowercase", "StripAccents"};
+    static const mg_norm_step steps[] = {MG_NORM_NFD, MG_NORM_NFKC, MG_NORM_NFKD,
+                                         MG_NORM_LOWERCASE, MG_NORM_STRIP_ACCENTS};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(type, names[i]) == 0) return steps[i];
+    return (mg_norm_step)0;
+}
+
+/* BertNormalizer: strip_accents null follows lowercase (as HF does). */
+static mg_status parse_bert_normalizer(mg_hf_desc *d, const json_t *n)
+{
+    int clean, chinese, strip, lower;
+    MG_FORWARD(get_bool(d, n, "clean_text", 1, "BertNormalizer", &clean));
+    MG_FORWARD(get_bool(d, n, "handle_chinese_chars", 1, "BertNormalizer", &chinese));
+    MG_FORWARD(get_bool(d, n, "lowercase", 1, "BertNormalizer", &lower));
+    MG_FORWARD(get_bool(d, n, "strip_accents", lower, "BertNormalizer", &strip));
+    return mg_normalizer_add_bert(&d->norm, (clean ? MG_NORM_BERT_CLEAN : 0) |
+                                            (chinese ? MG_NORM_BERT_CHINESE : 0) |
+                                            (strip ? MG_NORM_BERT_STRIP_ACCENTS : 0) |
+                                            (lower ? MG_NORM_BERT_LOWERCASE : 0));
+}
+
 static mg_status parse_normalizer(mg_hf_desc *d, const json_t *n, int depth)
 {
     if (!n || json_is_null(n)) return MG_OK;
@@ -291,6 +374,11 @@ static mg_status parse_normalizer(mg_hf_desc *d, const json_t *n, int depth)
     if (strcmp(type, "NFC") == 0) st = mg_normalizer_add(&d->norm, MG_NORM_NFC);
     else if (strcmp(type, "Prepend") == 0) st = parse_prepend(d, n);
     else if (strcmp(type, "Replace") == 0) st = parse_replace(d, n);
+    else if (strcmp(type, "Precompiled") == 0) st = parse_precompiled(d, n);
+    else if (strcmp(type, "Strip") == 0) st = parse_strip(d, n);
+    else if (strcmp(type, "Nmt") == 0) st = parse_nmt(d);
+    else if (strcmp(type, "BertNormalizer") == 0) st = parse_bert_normalizer(d, n);
+    else if (unicode_step(type) != 0) st = mg_normalizer_add(&d->norm, unicode_step(type));
     else return unsupported(d, "normalizer %.80s", type);
     if (st != MG_OK && st != MG_ERR_FORMAT) mg_error_prefix("%s", d->file);
     return st;
@@ -385,6 +473,33 @@ static mg_status parse_metaspace(mg_hf_desc *d, const json_t *p)
     return push_stage(d, &st);
 }
 
+/* BertPreTokenizer, Punctuation, Whitespace (\w+|[^\w\s]+ as HF's regex), Digits. */
+static mg_status parse_word_pretok(mg_hf_desc *d, const json_t *p, const char *type)
+{
+    mg_hf_pre_stage st = {.kind = MG_HF_PRE_SPLIT, .is_regex = 1};
+    if (strcmp(type, "BertPreTokenizer") == 0) {
+        st.kind = MG_HF_PRE_BERT;
+    } else if (strcmp(type, "Punctuation") == 0) {
+        const char *b = json_string_value(json_object_get(p, "behavior"));
+        st.kind = MG_HF_PRE_PUNCTUATION;
+        MG_FORWARD(parse_behavior(d, b ? b : "Isolated", &st.behavior));
+    } else if (strcmp(type, "Whitespace") == 0) {
+        st.pattern = "\\w+|[^\\w\\s]+";
+        st.behavior = MG_SPLIT_REMOVED;
+        st.invert = 1;
+    } else if (strcmp(type, "Digits") == 0) {
+        int individual;
+        MG_FORWARD(get_bool(d, p, "individual_digits", 0, "Digits", &individual));
+        st.pattern = "\\p{N}"; /* Rust char::is_numeric: Nd, Nl, No */
+        st.behavior = individual ? MG_SPLIT_ISOLATED : MG_SPLIT_CONTIGUOUS;
+    } else {
+        return unsupported(d, "pre_tokenizer %.80s", type);
+    }
+    if (st.kind != MG_HF_PRE_SPLIT && !d->wordpiece)
+        return unsupported(d, "pre_tokenizer %.80s with a non-WordPiece model", type);
+    return push_stage(d, &st);
+}
+
 static mg_status parse_pretok(mg_hf_desc *d, const json_t *p, int depth)
 {
     const char *type = type_of(p);
@@ -400,7 +515,12 @@ static mg_status parse_pretok(mg_hf_desc *d, const json_t *p, int depth)
     if (strcmp(type, "Split") == 0) return parse_split(d, p);
     if (strcmp(type, "ByteLevel") == 0) return parse_byte_level(d, p);
     if (strcmp(type, "Metaspace") == 0) return parse_metaspace(d, p);
-    return unsupported(d, "pre_tokenizer %.80s", type);
+    if (strcmp(type, "WhitespaceSplit") == 0) { /* split(char::is_whitespace, Removed) */
+        mg_hf_pre_stage st = {.kind = MG_HF_PRE_SPLIT, .pattern = WHITE_SPACE, .is_regex = 1,
+                              .behavior = MG_SPLIT_REMOVED};
+        return push_stage(d, &st);
+    }
+    return parse_word_pretok(d, p, type);
 }
 
 static mg_status parse_pre_tokenizer(mg_hf_desc *d, const json_t *root)
@@ -505,6 +625,8 @@ mg_status mg_hf_desc_parse(mg_hf_desc *d, const char *buf, size_t len, const cha
     MG_FORWARD(parse_added(d, root));
     MG_FORWARD(parse_normalizer(d, json_object_get(root, "normalizer"), 0));
     MG_FORWARD(parse_pre_tokenizer(d, root));
+    const json_t *dec = json_object_get(root, "decoder");
+    d->decoder = json_is_object(dec) ? dec : NULL;
     return parse_post(d, json_object_get(root, "post_processor"), 0);
 }
 
@@ -579,6 +701,8 @@ static mg_status config_class(mg_hf_desc *d, const json_t *root)
     const json_t *l = json_object_get(root, "legacy"), *a = json_object_get(root, "add_prefix_space");
     if (json_is_boolean(l)) d->legacy = json_is_true(l);
     if (json_is_boolean(a)) d->add_prefix_space = json_is_true(a);
+    const json_t *c = json_object_get(root, "clean_up_tokenization_spaces");
+    if (json_is_boolean(c)) d->cleanup_spaces = json_is_true(c);
     return MG_OK;
 }
 

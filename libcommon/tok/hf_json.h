@@ -22,6 +22,19 @@
  *     the file and what is wrong.
  *   - tokenizer_config.json contributes eos_token (Megatron's eod), sep_token, and the
  *     named special tokens transformers registers as added tokens when missing.
+ *   - Added for WordPiece (tok_hf_wordpiece.c builds those): model WordPiece (vocab,
+ *     unk_token, continuing_subword_prefix, max_input_chars_per_word); normalizers NFD,
+ *     NFKC, NFKD, Lowercase, StripAccents, BertNormalizer (utf8proc; strip_accents null =
+ *     lowercase); pre-tokenizers BertPreTokenizer and Punctuation (WordPiece models only),
+ *     Whitespace (Split \w+|[^\w\s]+ Removed, inverted, as HF) and Digits (Split \p{N},
+ *     Isolated if individual_digits, else Contiguous); tokenizer_config.json
+ *     clean_up_tokenization_spaces.
+ *   - Added for Unigram (tok_hf_unigram.c builds those, parsing the model object itself):
+ *     model Unigram (d->unigram = the model object); normalizer Precompiled (Unigram
+ *     models only, first step: d->precompiled), Strip (normalize.c's step), Nmt (two
+ *     regex Replace steps: the control characters it drops, the characters it maps to
+ *     ' '); pre-tokenizer WhitespaceSplit (Split on MG_HF_WHITE_SPACE_RE, Removed);
+ *     d->decoder = the "decoder" object.
  */
 #ifndef MG_TOK_HF_JSON_H
 #define MG_TOK_HF_JSON_H
@@ -39,7 +52,13 @@ typedef struct {
     size_t len;
 } mg_hf_str;
 
-typedef enum { MG_HF_PRE_SPLIT = 1, MG_HF_PRE_BYTE_LEVEL, MG_HF_PRE_METASPACE } mg_hf_pre_kind;
+typedef enum {
+    MG_HF_PRE_SPLIT = 1,
+    MG_HF_PRE_BYTE_LEVEL,
+    MG_HF_PRE_METASPACE,
+    MG_HF_PRE_BERT,        /* BertPreTokenizer (WordPiece models only) */
+    MG_HF_PRE_PUNCTUATION, /* Punctuation(behavior) (WordPiece models only) */
+} mg_hf_pre_kind;
 
 typedef enum { MG_HF_PREPEND_ALWAYS = 0, MG_HF_PREPEND_FIRST, MG_HF_PREPEND_NEVER } mg_hf_prepend;
 
@@ -54,6 +73,11 @@ typedef struct {
     mg_hf_prepend prepend_scheme;    /* Metaspace */
     int split;                       /* Metaspace */
 } mg_hf_pre_stage;
+
+/* Runs of Rust's char::is_whitespace (Unicode White_Space) as an Oniguruma regex. */
+#define MG_HF_WHITE_SPACE_RE                                                                 \
+    "[\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}"   \
+    "\\x{3000}]+"
 
 #define MG_HF_MAX_PRE 16
 #define MG_HF_MAX_POST 16
@@ -83,6 +107,19 @@ typedef struct {
     const char *cfg_unk_token;         /* tokenizer_config.json unk_token, NULL if unset */
     char tokenizer_class[64];          /* tokenizer_config.json tokenizer_class, "" if unset */
     int legacy, add_prefix_space;      /* tokenizer_config.json: 0/1, -1 if unset */
+    /* Unigram (tok_hf_unigram.c): the model object (json_t) when model.type is "Unigram",
+     * else NULL; the base64 charsmap of a Precompiled normalizer (Unigram only, first
+     * step), else NULL; the "decoder" object (json_t), else NULL. */
+    const void *unigram;
+    const char *precompiled;
+    const void *decoder;
+    /* WordPiece (tok_hf_wordpiece.c): model.type is "WordPiece"; continuing_subword_prefix
+     * (default "##"), max_input_chars_per_word (default 100); unk_token above (default
+     * "[UNK]"). tokenizer_config.json clean_up_tokenization_spaces: 0/1, -1 if unset. */
+    int wordpiece;
+    const char *wp_prefix;
+    int64_t wp_max_chars;
+    int cleanup_spaces;
     mg_normalizer norm;
     mg_hf_pre_stage pre[MG_HF_MAX_PRE];
     size_t n_pre;
@@ -120,6 +157,11 @@ mg_status mg_hf_desc_own_text(mg_hf_desc *d, char *text);
 /* tok_hf.c: builds the tokenizer (fills tk: vtable, vocab_size, eod, describe). `kind`
  * names the tokenizer in the description line. Does not take ownership of d: the caller
  * frees it afterwards (the tokenizer keeps no pointer into it). */
+/* tok_hf.c: builds whichever model d holds (Unigram, WordPiece, or BPE after transformers'
+ * class rebuild, mg_hf_apply_class) with the HuggingFaceTokenizer semantics. d is modified
+ * (class rebuild) but stays the caller's to free. */
+mg_status mg_hf_build_model(mg_tokenizer *tk, mg_hf_desc *d, const mg_tok_opts *o);
+
 mg_status mg_hf_build(mg_tokenizer *tk, const mg_hf_desc *d, const char *kind,
                       const mg_tok_opts *o);
 

@@ -1,20 +1,41 @@
-/* normalize.c — HF normalizers (NFC over utf8proc, Prepend, Replace); see normalize.h.
+/* normalize.c — HF normalizers (NFC/NFD/NFKC/NFKD/Lowercase/StripAccents over utf8proc,
+ * BertNormalizer, Strip, Prepend, Replace); see normalize.h.
  * A regex Replace finds its matches with an mg_pretok splitter of one REMOVED+invert
  * stage (the pieces are exactly the matches, found by Oniguruma as HF does). */
 #include "tok/normalize.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "mg/unicode.h"
+#include "tok/bert_basic.h"
 
 #if MG_HAVE_UTF8PROC
 #include <utf8proc.h>
 #endif
 
+const char *mg_norm_step_name(mg_norm_step step)
+{
+    static const char *const names[] = {"?",   "NFC",       "Prepend",      "Replace",
+                                        "NFD", "NFKC",      "NFKD",         "Lowercase",
+                                        "StripAccents",     "Strip",        "BertNormalizer"};
+    return (size_t)step < sizeof names / sizeof names[0] ? names[step] : "?";
+}
+
+static int needs_utf8proc(mg_norm_step step)
+{
+    return step != MG_NORM_PREPEND && step != MG_NORM_REPLACE && step != MG_NORM_STRIP;
+}
+
 mg_status mg_normalizer_add(mg_normalizer *nz, mg_norm_step step)
 {
 #if !MG_HAVE_UTF8PROC
-    if (step == MG_NORM_NFC)
-        return mg_error_set(MG_ERR_UNSUPPORTED, "NFC normalizer: not built with utf8proc");
+    if (needs_utf8proc(step))
+        return mg_error_set(MG_ERR_UNSUPPORTED, "normalizer %s: not built with utf8proc",
+                            mg_norm_step_name(step));
+#else
+    (void)needs_utf8proc;
 #endif
     MG_RETURN_IF(nz->n == MG_NORM_MAX_STEPS, MG_ERR_LIMIT, "more than %d normalizers",
                  MG_NORM_MAX_STEPS);
@@ -84,13 +105,39 @@ mg_status mg_normalizer_add_replace(mg_normalizer *nz, const char *pattern, size
     return st;
 }
 
+mg_status mg_normalizer_add_strip(mg_normalizer *nz, int left, int right)
+{
+    MG_FORWARD(mg_normalizer_add(nz, MG_NORM_STRIP));
+    nz->args[nz->n - 1].left = left;
+    nz->args[nz->n - 1].right = right;
+    return MG_OK;
+}
+
+mg_status mg_normalizer_add_bert(mg_normalizer *nz, unsigned flags)
+{
+    MG_FORWARD(mg_normalizer_add(nz, MG_NORM_BERT));
+    nz->args[nz->n - 1].bert = flags;
+    return MG_OK;
+}
+
+/* Steps whose arguments are scalars only. */
+static mg_status copy_plain(mg_normalizer *dst, mg_norm_step step, const mg_norm_arg *a)
+{
+    MG_FORWARD(mg_normalizer_add(dst, step));
+    dst->args[dst->n - 1].left = a->left;
+    dst->args[dst->n - 1].right = a->right;
+    dst->args[dst->n - 1].bert = a->bert;
+    return MG_OK;
+}
+
 mg_status mg_normalizer_copy(mg_normalizer *dst, const mg_normalizer *src)
 {
     memset(dst, 0, sizeof *dst);
     for (size_t i = 0; i < src->n; i++) {
         const mg_norm_arg *a = &src->args[i];
         mg_status st = MG_OK;
-        if (src->steps[i] == MG_NORM_NFC) st = mg_normalizer_add(dst, MG_NORM_NFC);
+        if (src->steps[i] != MG_NORM_PREPEND && src->steps[i] != MG_NORM_REPLACE)
+            st = copy_plain(dst, src->steps[i], a);
         else if (src->steps[i] == MG_NORM_PREPEND)
             st = mg_normalizer_add_prepend(dst, a->str, a->len);
         else if (a->regex)
@@ -137,9 +184,15 @@ static mg_status reserve(char **p, size_t *cap, size_t n)
 
 /* The buffer a step writes to: the one its input is not in (outputs start at buffer
  * starts), grown to n bytes. */
+static int inside(const char *in, const char *p, size_t cap)
+{
+    uintptr_t a = (uintptr_t)in, b = (uintptr_t)p;
+    return p && a >= b && a <= b + cap;
+}
+
 static mg_status out_buf(mg_norm_buf *buf, const char *in, size_t n, char **dst)
 {
-    if (buf->p && in == buf->p) {
+    if (inside(in, buf->p, buf->cap)) {
         MG_FORWARD(reserve(&buf->q, &buf->qcap, n));
         *dst = buf->q;
     } else {
@@ -213,15 +266,53 @@ static mg_status replace(const mg_norm_arg *a, mg_norm_buf *buf, const char *tex
     return substitute(a, buf, text, len, buf->spans.v, buf->spans.n, out, out_len);
 }
 
+static int is_ascii(const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] >= 0x80) return 0;
+    return 1;
+}
+
+/* Strip: a view of the text without White_Space at the chosen ends. */
+static void strip(const mg_norm_arg *a, const char **out, size_t *out_len)
+{
+    const uint8_t *s = (const uint8_t *)*out;
+    size_t b = 0, e = *out_len;
+    while (a->left && b < e) {
+        uint32_t cp;
+        size_t k = mg_utf8_decode(s + b, e - b, &cp);
+        if (!mg_uc_is_ws(cp)) break;
+        b += k;
+    }
+    while (a->right && e > b) {
+        size_t k = e - 1;
+        while (k > b && (s[k] & 0xC0) == 0x80) k--;
+        uint32_t cp;
+        mg_utf8_decode(s + k, e - k, &cp);
+        if (!mg_uc_is_ws(cp)) break;
+        e = k;
+    }
+    *out += b;
+    *out_len = e - b;
+}
+
 #if MG_HAVE_UTF8PROC
-static mg_status nfc(mg_norm_buf *buf, const char *text, size_t len, const char **out,
-                     size_t *out_len)
+static const char *form_name(int options)
+{
+    if (options & UTF8PROC_COMPAT) return options & UTF8PROC_COMPOSE ? "NFKC" : "NFKD";
+    return options & UTF8PROC_COMPOSE ? "NFC" : "NFD";
+}
+
+/* utf8proc_map with options (a normalization form) into the other buffer. */
+static mg_status umap(mg_norm_buf *buf, int options, const char *text, size_t len,
+                      const char **out, size_t *out_len)
 {
     utf8proc_uint8_t *res = NULL;
     utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)len,
-                                      &res, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+                                      &res, (utf8proc_option_t)(UTF8PROC_STABLE | options));
     if (n < 0)
-        return mg_error_set(MG_ERR_FORMAT, "NFC normalization failed: %s",
+        return mg_error_set(MG_ERR_FORMAT, "%s normalization failed: %s", form_name(options),
                             utf8proc_errmsg(n));
     char *d;
     mg_status st = out_buf(buf, text, (size_t)n + 1, &d);
@@ -233,10 +324,141 @@ static mg_status nfc(mg_norm_buf *buf, const char *text, size_t len, const char 
     free(res);
     return st;
 }
+
+static mg_status nfc(mg_norm_buf *buf, const char *text, size_t len, const char **out,
+                     size_t *out_len)
+{
+    return umap(buf, UTF8PROC_COMPOSE, text, len, out, out_len);
+}
+
+/* One character lower-cased as Rust's char::to_lowercase; returns the bytes written. */
+static size_t lower_char(uint32_t cp, uint8_t *o)
+{
+    if (cp == 0x130) { /* the only unconditional multi-character lowercase mapping */
+        memcpy(o, "i\xcc\x87", 3);
+        return 3;
+    }
+    return mg_utf8_encode((uint32_t)utf8proc_tolower((utf8proc_int32_t)cp), o);
+}
+
+/* Lower-casing at most doubles the length (2-byte U+0130 -> 3 bytes; 2 -> 3 bytes). */
+static mg_status lowercase(mg_norm_buf *buf, const char *text, size_t len, const char **out,
+                           size_t *out_len)
+{
+    char *d;
+    size_t o = 0;
+    MG_FORWARD(out_buf(buf, text, 2 * len + 1, &d));
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x80) {
+            d[o++] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        i += mg_utf8_decode((const uint8_t *)text + i, len - i, &cp);
+        o += lower_char(cp, (uint8_t *)d + o);
+    }
+    *out = d;
+    *out_len = o;
+    return MG_OK;
+}
+
+/* Drops the characters `drop` selects, copying the rest into the other buffer. */
+static mg_status filter(mg_norm_buf *buf, int (*drop)(uint32_t), const char *text, size_t len,
+                        const char **out, size_t *out_len)
+{
+    char *d;
+    size_t o = 0;
+    MG_FORWARD(out_buf(buf, text, len + 1, &d));
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t k = mg_utf8_decode((const uint8_t *)text + i, len - i, &cp);
+        if (!drop(cp)) {
+            memcpy(d + o, text + i, k);
+            o += k;
+        }
+        i += k;
+    }
+    *out = d;
+    *out_len = o;
+    return MG_OK;
+}
+
+static int is_mark(uint32_t cp)
+{
+    utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
+    return c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_MC || c == UTF8PROC_CATEGORY_ME;
+}
+
+static mg_status bert_clean(mg_norm_buf *buf, const char **t, size_t *n)
+{
+    char *d;
+    MG_FORWARD(out_buf(buf, *t, *n + 1, &d));
+    *n = mg_bert_clean(*t, *n, d);
+    *t = d;
+    return MG_OK;
+}
+
+static mg_status bert_chinese(mg_norm_buf *buf, const char **t, size_t *n)
+{
+    size_t k = mg_bert_count_chinese(*t, *n);
+    char *d;
+    if (k == 0) return MG_OK;
+    MG_FORWARD(out_buf(buf, *t, *n + 2 * k + 1, &d));
+    *n = mg_bert_pad_chinese(*t, *n, d);
+    *t = d;
+    return MG_OK;
+}
+
+static int drop_mn(uint32_t cp) { return mg_bert_is_mark_nonspacing(cp); }
+
+/* BertNormalizer: clean, pad Chinese characters, NFD + drop Mn, lowercase. */
+static mg_status bert(const mg_norm_arg *a, mg_norm_buf *buf, const char **t, size_t *n)
+{
+    if (a->bert & MG_NORM_BERT_CLEAN) MG_FORWARD(bert_clean(buf, t, n));
+    if (a->bert & MG_NORM_BERT_CHINESE) MG_FORWARD(bert_chinese(buf, t, n));
+    if ((a->bert & MG_NORM_BERT_STRIP_ACCENTS) && !is_ascii(*t, *n)) {
+        MG_FORWARD(umap(buf, UTF8PROC_DECOMPOSE, *t, *n, t, n));
+        MG_FORWARD(filter(buf, drop_mn, *t, *n, t, n));
+    }
+    if (a->bert & MG_NORM_BERT_LOWERCASE) MG_FORWARD(lowercase(buf, *t, *n, t, n));
+    return MG_OK;
+}
+
+/* The utf8proc steps. */
+static mg_status apply_unicode(mg_norm_step step, const mg_norm_arg *a, mg_norm_buf *buf,
+                               const char *text, size_t len, const char **out,
+                               size_t *out_len)
+{
+    switch (step) {
+    case MG_NORM_NFC:
+        return nfc(buf, text, len, out, out_len);
+    case MG_NORM_NFD:
+        return is_ascii(text, len) ? MG_OK : umap(buf, UTF8PROC_DECOMPOSE, text, len, out, out_len);
+    case MG_NORM_NFKC:
+        return is_ascii(text, len) ? MG_OK
+                                   : umap(buf, UTF8PROC_COMPOSE | UTF8PROC_COMPAT, text, len,
+                                          out, out_len);
+    case MG_NORM_NFKD:
+        return is_ascii(text, len) ? MG_OK
+                                   : umap(buf, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, text, len,
+                                          out, out_len);
+    case MG_NORM_LOWERCASE:
+        return lowercase(buf, text, len, out, out_len);
+    case MG_NORM_STRIP_ACCENTS:
+        return is_ascii(text, len) ? MG_OK : filter(buf, is_mark, text, len, out, out_len);
+    case MG_NORM_BERT:
+        return bert(a, buf, out, out_len);
+    default:
+        break;
+    }
+    return mg_error_set(MG_ERR_UNSUPPORTED, "unknown normalizer step %d", (int)step);
+}
 #endif
 
-static mg_status apply(mg_norm_step step, const mg_norm_arg *a, mg_norm_buf *buf, const char *text, size_t len,
-                       const char **out, size_t *out_len)
+static mg_status apply(mg_norm_step step, const mg_norm_arg *a, mg_norm_buf *buf,
+                       const char *text, size_t len, const char **out, size_t *out_len)
 {
     *out = text;
     *out_len = len;
@@ -245,16 +467,23 @@ static mg_status apply(mg_norm_step step, const mg_norm_arg *a, mg_norm_buf *buf
         return prepend(a, buf, text, len, out, out_len);
     case MG_NORM_REPLACE:
         return replace(a, buf, text, len, out, out_len);
+    case MG_NORM_STRIP:
+        strip(a, out, out_len);
+        return MG_OK;
     case MG_NORM_NFC:
         if (nfc_trivial(text, len)) return MG_OK;
-#if MG_HAVE_UTF8PROC
-        return nfc(buf, text, len, out, out_len);
-#else
-        (void)buf;
-        return mg_error_set(MG_ERR_UNSUPPORTED, "NFC normalizer: not built with utf8proc");
-#endif
+        break;
+    default:
+        break;
     }
-    return mg_error_set(MG_ERR_UNSUPPORTED, "unknown normalizer step %d", (int)step);
+#if MG_HAVE_UTF8PROC
+    return apply_unicode(step, a, buf, text, len, out, out_len);
+#else
+    (void)buf;
+    (void)is_ascii;
+    return mg_error_set(MG_ERR_UNSUPPORTED, "normalizer %s: not built with utf8proc",
+                        mg_norm_step_name(step));
+#endif
 }
 
 mg_status mg_normalize(const mg_normalizer *nz, mg_norm_buf *buf, const char *text, size_t len,

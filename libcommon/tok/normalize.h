@@ -7,6 +7,18 @@
  *     text); Replace (every non-overlapping match, leftmost first, of a literal String or
  *     of an Oniguruma Regex, as HF compiles both, becomes the content). Other HF
  *     normalizers are refused by the tokenizer.json loader.
+ *   - Added (utf8proc steps; without utf8proc creating one is MG_ERR_UNSUPPORTED
+ *     "... not built with utf8proc"): NFD, NFKC, NFKD (utf8proc_map; Debian's utf8proc
+ *     2.8.0 implements Unicode 15.0, HF tokenizers' unicode-normalization crate 16.0,
+ *     Python 3.11's unicodedata 14.0: text with characters assigned after 15.0 may
+ *     normalize differently); Lowercase (HF NormalizedString::lowercase = Rust
+ *     char::to_lowercase per character: utf8proc_tolower, plus the one unconditional
+ *     multi-character mapping U+0130 -> "i\u0307"; no final-sigma rule); StripAccents
+ *     (drops every general-category M* character, without decomposing first);
+ *     BertNormalizer(clean_text, handle_chinese_chars, strip_accents, lowercase) in HF's
+ *     order (clean, pad Chinese, NFD + drop Mn, lowercase; see bert_basic.h).
+ *     Strip(left, right) (removes White_Space at the ends) needs no utf8proc.
+ *     Fast paths: pure-ASCII text is invariant under NFD/NFKC/NFKD and StripAccents.
  *   - A normalizer owns copies of its strings and compiled regexes: mg_normalizer_free()
  *     releases them (a normalizer of NFC steps only owns nothing); mg_normalizer_copy()
  *     makes an independent copy.
@@ -24,7 +36,18 @@
 #include "mg/error.h"
 #include "mg/pretok.h"
 
-typedef enum { MG_NORM_NFC = 1, MG_NORM_PREPEND, MG_NORM_REPLACE } mg_norm_step;
+typedef enum {
+    MG_NORM_NFC = 1,
+    MG_NORM_PREPEND,
+    MG_NORM_REPLACE,
+    MG_NORM_NFD,
+    MG_NORM_NFKC,
+    MG_NORM_NFKD,
+    MG_NORM_LOWERCASE,
+    MG_NORM_STRIP_ACCENTS,
+    MG_NORM_STRIP,
+    MG_NORM_BERT,
+} mg_norm_step;
 
 #define MG_NORM_MAX_STEPS 8
 
@@ -36,7 +59,15 @@ typedef struct {
     size_t clen;
     char *regex;            /* Replace: the regex text, or NULL */
     mg_pretok *re; /* Replace: the regex as a splitter yielding the matches */
+    int left, right;   /* Strip: which ends */
+    unsigned bert;     /* BertNormalizer: MG_NORM_BERT_* flags */
 } mg_norm_arg;
+
+/* BertNormalizer options (mg_norm_arg.bert). */
+#define MG_NORM_BERT_CLEAN 1u
+#define MG_NORM_BERT_CHINESE 2u
+#define MG_NORM_BERT_STRIP_ACCENTS 4u
+#define MG_NORM_BERT_LOWERCASE 8u
 
 typedef struct {
     mg_norm_step steps[MG_NORM_MAX_STEPS];
@@ -63,6 +94,13 @@ mg_status mg_normalizer_add_prepend(mg_normalizer *nz, const char *str, size_t l
  * without Oniguruma. */
 mg_status mg_normalizer_add_replace(mg_normalizer *nz, const char *pattern, size_t plen,
                                     int is_regex, const char *content, size_t clen);
+/* Appends Strip(left, right). */
+mg_status mg_normalizer_add_strip(mg_normalizer *nz, int left, int right);
+/* Appends BertNormalizer with the MG_NORM_BERT_* flags (needs utf8proc). */
+mg_status mg_normalizer_add_bert(mg_normalizer *nz, unsigned flags);
+/* The HF name of a step ("NFC", "BertNormalizer", ...). */
+const char *mg_norm_step_name(mg_norm_step step);
+
 /* Deep copy of src into *dst (dst is overwritten, not freed). */
 mg_status mg_normalizer_copy(mg_normalizer *dst, const mg_normalizer *src);
 void mg_normalizer_free(mg_normalizer *nz); /* frees what it owns; leaves it empty */

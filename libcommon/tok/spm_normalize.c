@@ -199,3 +199,34 @@ mg_status mg_spm_normalize(const mg_spm_normalizer *nz, const uint8_t *in, size_
     if (nz->ws_suffix && nz->add_dummy_prefix) MG_FORWARD(add_ws(nz, out));
     return MG_OK;
 }
+
+/* ---- HF tokenizers' Precompiled normalizer (tok_hf_unigram.c) ---- */
+
+mg_status mg_spm_charsmap_init(mg_spm_normalizer *nz, const uint8_t *blob, size_t n)
+{
+    memset(nz, 0, sizeof *nz);
+    mg_status st = decode_charsmap(nz, (mg_spm_str){blob, n});
+    if (st != MG_OK) mg_spm_normalizer_free(nz);
+    return st;
+}
+
+size_t mg_spm_charsmap_first(const mg_spm_normalizer *nz, const uint8_t *s, size_t n,
+                             const char **repl, size_t *rlen)
+{
+    if (nz->n_units == 0) return 0;
+    size_t pos = unit_offset(nz->units[0]);
+    for (size_t i = 0; i < n; i++) {
+        pos ^= s[i];
+        if (pos >= nz->n_units) return 0;
+        uint32_t u = nz->units[pos];
+        if (unit_label(u) != s[i]) return 0;
+        pos ^= unit_offset(u);
+        if (!unit_has_leaf(u)) continue;
+        if (pos >= nz->n_units) return 0;
+        uint32_t value = unit_value(nz->units[pos]);
+        *repl = value < nz->strs_len ? nz->strs + value : "";
+        *rlen = strlen(*repl);
+        return i + 1;
+    }
+    return 0;
+}

@@ -129,6 +129,14 @@ void mg_spm_normalizer_free(mg_spm_normalizer *nz);
 mg_status mg_spm_normalize(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
                            mg_spm_buf *out);
 
+/* A bare precompiled_charsmap (HF's Precompiled normalizer), no options; free with
+ * mg_spm_normalizer_free. */
+mg_status mg_spm_charsmap_init(mg_spm_normalizer *nz, const uint8_t *blob, size_t n);
+/* spm_precompiled's transform: the rule of the first (shortest) key that is a prefix of
+ * s[0, n); its replacement in *repl / *rlen; returns the key length, 0 if none. */
+size_t mg_spm_charsmap_first(const mg_spm_normalizer *nz, const uint8_t *s, size_t n,
+                             const char **repl, size_t *rlen);
+
 /* Per-encoder scratch memory of the model encoders. */
 typedef struct {
     void *nodes;      /* unigram: best path per end position */
@@ -142,10 +150,28 @@ typedef struct {
     size_t revs_n, revs_cap;
     uint32_t *stack;  /* bpe: resegmentation stack */
     size_t stack_cap;
+    const void *root_trie; /* unigram: the trie whose root children root[] holds, or NULL */
+    int32_t root[256];
 } mg_spm_scratch;
 
 void mg_spm_scratch_free(mg_spm_scratch *s);
 
+/* The Unigram Viterbi (spm_unigram.c), shared with the HF Unigram model (tok_hf_unigram.c):
+ * the pieces of `trie` (value = id) are the candidates. Exactly one of spm / score is set:
+ * spm = sentencepiece's pieces (types, float scores; max_score for USER_DEFINED; float
+ * sums), score = an f64 score per id (HF tokenizers, f64 sums). unk_id -1: none (an unk
+ * needed is an error). Appends (offset, length, id) of the best path to out. */
+typedef struct {
+    const mg_spm_trie *trie;
+    const mg_spm_piece *spm;
+    float max_score;
+    const double *score;
+    double unk_score;
+    int32_t unk_id;
+} mg_unigram_lattice;
+
+mg_status mg_unigram_viterbi(const mg_unigram_lattice *L, mg_spm_scratch *s, const uint8_t *t,
+                             size_t n, mg_spm_refs *out);
 /* unigram::Model::EncodeOptimized over the normalized text; appends to out. */
 mg_status mg_spm_unigram_encode(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
                                 size_t n, mg_spm_refs *out);

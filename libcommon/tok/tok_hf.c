@@ -27,6 +27,7 @@
  * Encoding allocates nothing per piece: spans, normalization and prefix-space buffers live
  * in the per-thread state and only grow.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,15 +36,31 @@
 #include "tok/added_tokens.h"
 #include "tok/bpe.h"
 #include "tok/byte_level.h"
+#include "tok/decode_util.h"
 #include "tok/hf_json.h"
+#include "tok/tok_hf_wordpiece.h"
 #include "tok/normalize.h"
+#include "tok/tok_hf_unigram.h"
 #include "tok/tok_internal.h"
 
 #define MAX_NOCUT 16
 #define SPM_SPACE "\xe2\x96\x81" /* U+2581 */
 
+/* Decoding: a token string that is not a BPE token's byte-level form (added tokens, and
+ * vocabulary strings that are not byte-level). */
+typedef struct {
+    int64_t id;
+    size_t off, len; /* in hf_impl.extra_buf */
+    int prio;        /* 0 added (wins, as HF looks the added vocabulary up first), 1 vocab */
+} dec_entry;
+
 typedef struct {
     mg_bpe *bpe;
+    mg_hf_decoder *dec;    /* NULL: dec_err says why decoding is not supported */
+    char dec_err[256];
+    dec_entry *extra;      /* sorted by id, one entry per id */
+    size_t n_extra;
+    char *extra_buf;
     mg_added_tokens *raw_added;  /* normalized:false, matched in the raw text */
     mg_added_tokens *norm_added; /* normalized:true, matched in normalized text */
     mg_normalizer norm;    /* owned copy */
@@ -321,7 +338,55 @@ static void hf_free(void *impl)
     mg_pretok_free(h->pre);
     mg_pretok_free(h->pre_prefix);
     mg_normalizer_free(&h->norm);
+    mg_hf_decoder_free(h->dec);
+    free(h->extra);
+    free(h->extra_buf);
     free(h);
+}
+
+/* ---- decoding (tokenizers 0.23 Tokenizer::decode, special tokens kept) ---- */
+
+static const dec_entry *find_extra(const hf_impl *h, int64_t id)
+{
+    size_t lo = 0, hi = h->n_extra;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h->extra[mid].id == id) return &h->extra[mid];
+        if (h->extra[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+/* Pushes the token string of id (added vocabulary first, then the model; an id that is
+ * neither is dropped, as HF's filter_map does). */
+static mg_status push_token(const hf_impl *h, int64_t id, mg_tok_strs *toks, mg_text *scratch)
+{
+    const dec_entry *e = find_extra(h, id);
+    if (e) return mg_tok_strs_push(toks, h->extra_buf + e->off, e->len);
+    size_t len;
+    const uint8_t *bytes = mg_bpe_token_bytes(h->bpe, (int32_t)id, &len);
+    if (!bytes) return MG_OK;
+    if (h->chars) return mg_tok_strs_push(toks, (const char *)bytes, len);
+    scratch->n = 0; /* room for the byte-level form: at most 2 bytes per byte */
+    MG_FORWARD(mg_text_append(scratch, (const char *)bytes, len));
+    MG_FORWARD(mg_text_append(scratch, (const char *)bytes, len));
+    size_t m = mg_byte_level_encode(bytes, len, scratch->p);
+    return mg_tok_strs_push(toks, scratch->p, m);
+}
+
+static mg_status hf_decode(const mg_tokenizer *tk, const int64_t *ids, size_t n, mg_text *out)
+{
+    const hf_impl *h = tk->impl;
+    MG_RETURN_IF(!h->dec, MG_ERR_UNSUPPORTED, "%s", h->dec_err);
+    mg_tok_strs toks = {0};
+    mg_text scratch = {0};
+    mg_status st = MG_OK;
+    for (size_t i = 0; st == MG_OK && i < n; i++) st = push_token(h, ids[i], &toks, &scratch);
+    if (st == MG_OK) st = mg_hf_decoder_run(h->dec, &toks, out);
+    mg_tok_strs_free(&toks);
+    mg_text_free(&scratch);
+    return st;
 }
 
 static const struct mg_tok_vtbl hf_vtbl = {
@@ -329,6 +394,7 @@ static const struct mg_tok_vtbl hf_vtbl = {
     .encoder_free = hf_encoder_free,
     .encode = hf_encode,
     .free = hf_free,
+    .decode = hf_decode,
 };
 
 /* ---- building: vocabulary and merges ---- */
@@ -608,6 +674,65 @@ static mg_status build_pretok(const mg_hf_desc *d, hf_impl *h)
     return st == MG_OK ? MG_OK : pretok_error(d, st);
 }
 
+/* ---- building: decoding ---- */
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const dec_entry *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return x->prio - y->prio;
+}
+
+static void add_extra(hf_impl *h, size_t *used, int64_t id, const char *s, size_t len, int prio)
+{
+    memcpy(h->extra_buf + *used, s, len);
+    h->extra[h->n_extra++] = (dec_entry){.id = id, .off = *used, .len = len, .prio = prio};
+    *used += len;
+}
+
+/* The id -> string table of added tokens and non-byte-level vocabulary strings. */
+static mg_status build_extra(builder *b)
+{
+    hf_impl *h = b->h;
+    const mg_hf_desc *d = b->d;
+    size_t bytes = 1, n = b->n_added + b->n_invalid, used = 0;
+    for (size_t i = 0; i < b->n_added; i++) bytes += b->added[i].len;
+    for (size_t i = 0; i < b->n_invalid; i++) bytes += d->vocab[b->invalid[i]].len;
+    h->extra = mg_calloc(n ? n : 1, sizeof *h->extra);
+    h->extra_buf = mg_malloc(bytes);
+    if (!h->extra || !h->extra_buf) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < b->n_added; i++)
+        add_extra(h, &used, b->added[i].id, b->added[i].content, b->added[i].len, 0);
+    for (size_t i = 0; i < b->n_invalid; i++) {
+        const mg_hf_str *v = &d->vocab[b->invalid[i]];
+        add_extra(h, &used, d->vocab_id[b->invalid[i]], v->s, v->len, 1);
+    }
+    qsort(h->extra, h->n_extra, sizeof *h->extra, cmp_entry);
+    size_t k = 0;
+    for (size_t i = 0; i < h->n_extra; i++)
+        if (k == 0 || h->extra[k - 1].id != h->extra[i].id) h->extra[k++] = h->extra[i];
+    h->n_extra = k;
+    return MG_OK;
+}
+
+/* The decoder: tokenizer.json's "decoder" (the first JSON the description owns), or
+ * ByteLevel for GPT2BPETokenizer (transformers' GPT2Tokenizer). A decoder we cannot run
+ * does not stop encoding: decoding then reports it. */
+static mg_status build_decoder(builder *b, const char *kind)
+{
+    hf_impl *h = b->h;
+    const mg_hf_desc *d = b->d;
+    MG_FORWARD(build_extra(b));
+    mg_status st;
+    if (strcmp(kind, "GPT2BPETokenizer") == 0 || d->n_json == 0)
+        st = mg_hf_decoder_create_byte_level(&h->dec);
+    else
+        st = mg_hf_decoder_create(&h->dec, json_object_get(d->json[0], "decoder"), d->file);
+    if (st == MG_ERR_NOMEM) return st;
+    if (st != MG_OK) snprintf(h->dec_err, sizeof h->dec_err, "%s", mg_last_error());
+    return MG_OK;
+}
+
 /* ---- building: the whole ---- */
 
 static int64_t token_id(const builder *b, const char *s)
@@ -711,6 +836,7 @@ mg_status mg_hf_build(mg_tokenizer *tk, const mg_hf_desc *d, const char *kind,
     b.h = mg_calloc(1, sizeof *b.h);
     if (!b.h) return MG_ERR_NOMEM;
     mg_status st = build(&b, tk, o);
+    if (st == MG_OK) st = build_decoder(&b, kind);
     if (st == MG_OK) {
         tk->vt = &hf_vtbl;
         tk->impl = b.h;
@@ -755,8 +881,15 @@ mg_status mg_tok_hf_create(mg_tokenizer *tk, const mg_tok_opts *o)
     mg_hf_desc_init(&d);
     mg_status st = mg_hf_desc_load(&d, path);
     if (st == MG_OK) st = load_config(&d, o->model);
-    if (st == MG_OK) st = mg_hf_apply_class(&d);
-    if (st == MG_OK) st = mg_hf_build(tk, &d, "HuggingFaceTokenizer", o);
+    if (st == MG_OK) st = mg_hf_build_model(tk, &d, o);
     mg_hf_desc_free(&d);
     return st;
+}
+
+mg_status mg_hf_build_model(mg_tokenizer *tk, mg_hf_desc *d, const mg_tok_opts *o)
+{
+    if (d->unigram) return mg_hf_unigram_build(tk, d, o);        /* tok_hf_unigram.c */
+    if (d->wordpiece) return mg_hf_wordpiece_create(tk, d, o);   /* tok_hf_wordpiece.c */
+    MG_FORWARD(mg_hf_apply_class(d));
+    return mg_hf_build(tk, d, "HuggingFaceTokenizer", o);
 }

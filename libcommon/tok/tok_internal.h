@@ -38,5 +38,6 @@ mg_status mg_tok_hf_create(mg_tokenizer *tk, const mg_tok_opts *o);       /* tok
 mg_status mg_tok_tiktoken_create(mg_tokenizer *tk, const mg_tok_opts *o); /* tok_tiktoken.c */
 mg_status mg_tok_null_create(mg_tokenizer *tk, const mg_tok_opts *o);     /* tok_null.c */
 mg_status mg_tok_spm_create(mg_tokenizer *tk, const mg_tok_opts *o);      /* tok_spm.c */
+mg_status mg_tok_bert_create(mg_tokenizer *tk, const mg_tok_opts *o);     /* tok_bert.c */
 
 #endif

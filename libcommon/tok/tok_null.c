@@ -160,11 +160,24 @@ static mg_status null_encode(const mg_tokenizer *tk, void *state, const char *te
 
 static void null_free(void *impl) { (void)impl; }
 
+/* Megatron's detokenize: ' '.join(str(x) for x in ids). */
+static mg_status null_decode(const mg_tokenizer *tk, const int64_t *ids, size_t n, mg_text *out)
+{
+    (void)tk;
+    for (size_t i = 0; i < n; i++) {
+        char num[32];
+        int k = snprintf(num, sizeof num, "%s%lld", i ? " " : "", (long long)ids[i]);
+        MG_FORWARD(mg_text_append(out, num, (size_t)k));
+    }
+    return MG_OK;
+}
+
 static const struct mg_tok_vtbl null_vtbl = {
     .encoder_create = NULL,
     .encoder_free = NULL,
     .encode = null_encode,
     .free = null_free,
+    .decode = null_decode,
 };
 
 mg_status mg_tok_null_create(mg_tokenizer *tk, const mg_tok_opts *o)

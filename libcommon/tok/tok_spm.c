@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "mg/file.h"
+#include "tok/decode_util.h"
 #include "tok/spm_proto.h"
 
 typedef struct {
@@ -158,6 +159,80 @@ static mg_status spm_encode(const mg_tokenizer *tk, void *state, const char *tex
     return populate(im, s->norm.v, &s->refs, out);
 }
 
+/* ---- decoding: SentencePieceProcessor::Decode(ids) (sentencepiece 0.2.x) ---- */
+
+#define SPACE_SYMBOL "\xe2\x96\x81"    /* U+2581 */
+#define UNK_SURFACE " \xe2\x81\x87 "   /* the default TrainerSpec.unk_surface " ⁇ " */
+
+/* The byte of a BYTE piece "<0xXX>" (PieceToByte), -1 if malformed. */
+static int piece_byte(const mg_spm_str *p)
+{
+    unsigned v = 0;
+    if (p->n != 6 || memcmp(p->p, "<0x", 3) != 0 || p->p[5] != '>') return -1;
+    for (int i = 3; i < 5; i++) {
+        int c = p->p[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        v = v * 16 + (unsigned)d;
+    }
+    return (int)v;
+}
+
+/* ProcessBytePieces: the bytes of pieces ids[from, to), one U+FFFD per invalid byte. */
+static mg_status decode_bytes(const spm_impl *im, const int64_t *ids, size_t from, size_t to,
+                              mg_text *out)
+{
+    if (from >= to) return MG_OK;
+    mg_text bytes = {0};
+    mg_status st = MG_OK;
+    for (size_t i = from; st == MG_OK && i < to; i++) {
+        int b = piece_byte(&im->md.proto.pieces[ids[i]].piece);
+        char c = (char)b;
+        st = b < 0 ? mg_error_set(MG_ERR_FORMAT, "sentencepiece: byte piece %lld is not "
+                                  "<0xXX>", (long long)ids[i])
+                   : mg_text_append(&bytes, &c, 1);
+    }
+    if (st == MG_OK) st = mg_decode_utf8_per_byte(out, (const uint8_t *)bytes.p, bytes.n);
+    mg_text_free(&bytes);
+    return st;
+}
+
+/* DecodeSentencePiece: the surface of a non-byte piece; *bos_ws = it consumed a leading
+ * U+2581 that counts as the dummy prefix. */
+static mg_status piece_surface(const spm_impl *im, int64_t id, int is_bos_ws, int *bos_ws,
+                               mg_text *out)
+{
+    const mg_spm_proto *pr = &im->md.proto;
+    const mg_spm_piece *pc = &pr->pieces[id];
+    *bos_ws = 0;
+    if (pc->type == SPM_CONTROL) return MG_OK;
+    if (pc->type == SPM_UNKNOWN) return mg_text_append(out, UNK_SURFACE, 5);
+    const char *p = (const char *)pc->piece.p;
+    size_t n = pc->piece.n;
+    if (is_bos_ws && (pr->add_dummy_prefix || pr->remove_extra_ws) && n >= 3 &&
+        memcmp(p, SPACE_SYMBOL, 3) == 0) {
+        p += 3;
+        n -= 3;
+        *bos_ws = !pr->remove_extra_ws;
+    }
+    return mg_decode_replace_all(out, p, n, SPACE_SYMBOL, 3, " ", 1);
+}
+
+static mg_status spm_decode(const mg_tokenizer *tk, const int64_t *ids, size_t n, mg_text *out)
+{
+    const spm_impl *im = tk->impl;
+    size_t base = out->n, byte_start = 0;
+    int is_bos_ws = 1, bos_ws_seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (im->md.proto.pieces[ids[i]].type == SPM_BYTE) continue;
+        MG_FORWARD(decode_bytes(im, ids, byte_start, i, out));
+        if (bos_ws_seen || out->n > base) is_bos_ws = 0;
+        byte_start = i + 1;
+        MG_FORWARD(piece_surface(im, ids[i], is_bos_ws, &bos_ws_seen, out));
+    }
+    return decode_bytes(im, ids, byte_start, n, out);
+}
+
 static void spm_free(void *impl)
 {
     spm_impl *im = impl;
@@ -173,6 +248,7 @@ static const struct mg_tok_vtbl spm_vtbl = {
     .encoder_free = spm_encoder_free,
     .encode = spm_encode,
     .free = spm_free,
+    .decode = spm_decode,
 };
 
 /* ---- loading ---- */

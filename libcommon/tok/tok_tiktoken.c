@@ -29,6 +29,7 @@
 #include "mg/pretok.h"
 #include "tok/added_tokens.h"
 #include "tok/bpe.h"
+#include "tok/decode_util.h"
 #include "tok/tiktoken_vocab.h"
 
 #define MEGATRON_DEFAULT_VOCAB 131072
@@ -37,6 +38,10 @@ typedef struct {
     mg_bpe *bpe;
     mg_pretok *pretok;
     mg_added_tokens *specials;
+    /* decoding: the special tokens' strings (special_str[i] is id special_id[i]) */
+    char **special_str;
+    int64_t *special_id;
+    size_t n_special;
 } tt_impl;
 
 typedef struct {
@@ -161,7 +166,41 @@ static void tt_free(void *impl)
     mg_bpe_free(im->bpe);
     mg_pretok_free(im->pretok);
     mg_added_tokens_free(im->specials);
+    for (size_t i = 0; i < im->n_special; i++) free(im->special_str[i]);
+    free(im->special_str);
+    free(im->special_id);
     free(im);
+}
+
+/* ---- decoding: tiktoken's decode(ids) = decode_bytes(ids).decode("utf-8", "replace") ---- */
+
+static const char *special_of(const tt_impl *im, int64_t id)
+{
+    if (id >= 0 && (size_t)id < im->n_special && im->special_id[id] == id)
+        return im->special_str[id]; /* Megatron layout: ids 0 .. num_special-1 */
+    for (size_t i = 0; i < im->n_special; i++)
+        if (im->special_id[i] == id) return im->special_str[i];
+    return NULL;
+}
+
+static mg_status tt_decode(const mg_tokenizer *tk, const int64_t *ids, size_t n, mg_text *out)
+{
+    const tt_impl *im = tk->impl;
+    mg_text bytes = {0};
+    mg_status st = MG_OK;
+    for (size_t i = 0; st == MG_OK && i < n; i++) {
+        size_t len = 0;
+        const char *sp = special_of(im, ids[i]);
+        const uint8_t *b = (const uint8_t *)sp;
+        if (sp) len = strlen(sp);
+        else b = mg_bpe_token_bytes(im->bpe, (int32_t)ids[i], &len);
+        if (!b) st = mg_error_set(MG_ERR_ARG, "token id %lld at position %zu has no bytes in "
+                                  "the vocabulary", (long long)ids[i], i);
+        else st = mg_text_append(&bytes, (const char *)b, len);
+    }
+    if (st == MG_OK) st = mg_decode_utf8_lossy(out, (const uint8_t *)bytes.p, bytes.n);
+    mg_text_free(&bytes);
+    return st;
 }
 
 static const struct mg_tok_vtbl tt_vtbl = {
@@ -169,6 +208,7 @@ static const struct mg_tok_vtbl tt_vtbl = {
     .encoder_free = tt_encoder_free,
     .encode = tt_encode,
     .free = tt_free,
+    .decode = tt_decode,
 };
 
 /* ---- loading the ranks ---- */
@@ -246,6 +286,15 @@ static mg_status set_specials(tt_impl *im, const char *const *strs, const int64_
     }
     mg_status st = mg_added_tokens_create(&im->specials, t, n);
     free(t);
+    im->special_str = mg_calloc(n ? n : 1, sizeof *im->special_str);
+    im->special_id = mg_calloc(n ? n : 1, sizeof *im->special_id);
+    if (st == MG_OK && (!im->special_str || !im->special_id)) st = MG_ERR_NOMEM;
+    for (size_t i = 0; st == MG_OK && i < n; i++) {
+        im->special_str[i] = strdup(strs[i]);
+        im->special_id[i] = ids[i];
+        im->n_special = i + 1;
+        if (!im->special_str[i]) st = MG_ERR_NOMEM;
+    }
     return st;
 }
 

@@ -41,6 +41,8 @@ static const struct {
     {"SentencePieceTokenizer", mg_tok_spm_create},
     {"GPTSentencePieceTokenizer", mg_tok_spm_create},
     {"Llama2Tokenizer", mg_tok_spm_create},
+    {"BertWordPieceLowerCase", mg_tok_bert_create},
+    {"BertWordPieceCase", mg_tok_bert_create},
 };
 
 mg_status mg_tokenizer_create(mg_tokenizer **out, const mg_tok_opts *o)

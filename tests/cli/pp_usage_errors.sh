@@ -16,7 +16,7 @@ pp --input in.jsonl --output-prefix out "${null[@]}" --json-keys
 pp --input in.jsonl --output-prefix out "${null[@]}" --output-prefix
 pp --input in.jsonl --output-prefix out "${null[@]}" stray
 pp --input in.jsonl --output-prefix out --tok NullTokenizer
-pp --input in.jsonl --output-prefix out --tokenizer-type BertWordPieceCase --vocab-file in.jsonl
+pp --input in.jsonl --output-prefix out --tokenizer-type MultimodalTokenizer --vocab-file in.jsonl
 pp --input in.jsonl --output-prefix out "${null[@]}" --find-optimal-num-workers
 pp --merge --input . --output-prefix out "${null[@]}"
 pp --merge --input a --input b --output-prefix out

@@ -1,8 +1,9 @@
 /* fuzz_tokenizer_json.c — libFuzzer target: arbitrary bytes as a tokenizer.json.
  *
  * The input goes through the loader (mg_hf_desc_parse); when it is accepted, the tokenizer
- * is built (mg_hf_build) and encodes a fixed sample with and without the post-processor's
- * tokens. Any outcome is fine except a crash, a sanitizer report or a leak.
+ * is built (mg_hf_build_model: Unigram, WordPiece or BPE) and encodes a fixed sample with
+ * and without the post-processor's tokens (the description is parsed anew for each, since
+ * building may rewrite it). Any outcome is fine except a crash, a sanitizer report or a leak.
  * Seeds: tests/fuzz/corpus/tokenizer_json/ (small valid byte-level BPE files).
  */
 #include <stddef.h>
@@ -25,20 +26,24 @@ static void encode_sample(const mg_tokenizer *tk)
     mg_encoder_free(e);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void build_and_encode(const uint8_t *data, size_t size, int no_special)
 {
     mg_hf_desc d;
     mg_hf_desc_init(&d);
     if (mg_hf_desc_parse(&d, (const char *)data, size, "fuzz.json") == MG_OK) {
-        for (int no_special = 0; no_special < 2; no_special++) {
-            mg_tok_opts o;
-            mg_tok_opts_init(&o);
-            o.hf_no_include_special = no_special;
-            mg_tokenizer *tk = mg_calloc(1, sizeof *tk);
-            if (tk && mg_hf_build(tk, &d, "fuzz", &o) == MG_OK) encode_sample(tk);
-            mg_tokenizer_free(tk);
-        }
+        mg_tok_opts o;
+        mg_tok_opts_init(&o);
+        o.hf_no_include_special = no_special;
+        mg_tokenizer *tk = mg_calloc(1, sizeof *tk);
+        if (tk && mg_hf_build_model(tk, &d, &o) == MG_OK) encode_sample(tk);
+        mg_tokenizer_free(tk);
     }
     mg_hf_desc_free(&d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    build_and_encode(data, size, 0);
+    build_and_encode(data, size, 1);
     return 0;
 }

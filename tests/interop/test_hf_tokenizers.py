@@ -198,17 +198,17 @@ def test_gpt2_bpe_tokenizer_ids(include_special, vocab_dir, gpt2_dir, corpus, co
 
 
 def test_unsupported_feature_refused(vocab_dir, test_tool, tmp_path):
-    """A pipeline part mgtools lacks (here a Lowercase normalizer) is refused by name, with
+    """A pipeline part mgtools lacks (here a ByteLevel normalizer) is refused by name, with
     the file; SentencePiece-style files themselves load (test_hf_spm_bpe.py)."""
     import subprocess
 
     j = json.loads((vocab_dir / "hf" / "llama2" / "tokenizer.json").read_text(encoding="utf-8"))
-    j["normalizer"] = {"type": "Lowercase"}
+    j["normalizer"] = {"type": "ByteLevel"}
     (tmp_path / "tokenizer.json").write_text(json.dumps(j), encoding="utf-8")
     p = subprocess.run([str(test_tool("tokenize")), "--tokenizer-type", "HuggingFaceTokenizer",
                         "--tokenizer-model", str(tmp_path)], input=b'{"text": "x"}\n',
                        capture_output=True)
     assert p.returncode == 1
     err = p.stderr.decode()
-    assert "not supported yet: normalizer Lowercase" in err
+    assert "not supported yet: normalizer ByteLevel" in err
     assert str(tmp_path / "tokenizer.json") in err

@@ -433,9 +433,9 @@ MG_TEST(tokenizer_facade_dispatch)
     mg_tokenizer *tk = (mg_tokenizer *)&o;
     MG_CHECK_ERR(t, mg_tokenizer_create(&tk, &o), MG_ERR_ARG, "--tokenizer-type is required");
     MG_CHECK(t, tk == NULL);
-    o.type = "BertWordPieceCase";
+    o.type = "MultimodalTokenizer";
     MG_CHECK_ERR(t, mg_tokenizer_create(&tk, &o), MG_ERR_UNSUPPORTED,
-                 "not supported yet: --tokenizer-type BertWordPieceCase");
+                 "not supported yet: --tokenizer-type MultimodalTokenizer");
     mg_tokenizer_free(NULL);
     mg_encoder_free(NULL);
     mg_ids ids = {0};

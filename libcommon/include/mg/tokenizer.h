@@ -9,6 +9,11 @@
  *       SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer
  *                             --tokenizer-model FILE.model
  *       NullTokenizer         --vocab-size V
+ *       BertWordPieceLowerCase, BertWordPieceCase
+ *                             --vocab-file vocab.txt (HEAD: transformers' BertTokenizer on
+ *                             it: [CLS] ... [SEP] per text, eod = [SEP]; Case adds 100
+ *                             <extra_id_i>; needs utf8proc)
+ *     HuggingFaceTokenizer also takes WordPiece tokenizer.json files (BERT-style).
  *     Anything else is MG_ERR_UNSUPPORTED "not supported yet: --tokenizer-type X".
  *   - Semantics follow Megatron's current tokenizer system (megatron/core/tokenizers, HEAD
  *     of ../shared/specs/megatron-data.md §3): ids == what Megatron writes into .bin.

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Benchmark: mg-preprocess per tokenizer type (Llama-2, Llama-3, Qwen3, a Unigram model as
+# .model and as tokenizer.json) against HF tokenizers (1 thread) and sentencepiece, one core
+# each, in the same run; MB/s and ratios printed (target >= 5x per core).
+#   scripts/bench-tokenizers.sh [CORPUS.jsonl] [--mb N] [--only NAME]
+# Without a corpus the one of scripts/bench-preprocess.sh is used (built on first use by
+# scripts/make-bench-corpus.py under ~/.cache/mgtools/bench); its first 20 MB by default.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=$("$root/scripts/setup.sh" --python | sed -n 's/^MG_VENV=//p')
+corpus=
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then corpus=$1; shift; fi
+if [ -z "$corpus" ]; then
+  dir=${XDG_CACHE_HOME:-$HOME/.cache}/mgtools/bench
+  mkdir -p "$dir"
+  corpus=$dir/corpus-120MB.jsonl
+  [ -s "$corpus" ] || "$venv/bin/python" "$root/scripts/make-bench-corpus.py" --size 120 --out "$corpus"
+fi
+export TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1 OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1
+exec "$venv/bin/python" "$root/scripts/bench_tokenizers.py" --corpus "$corpus" \
+  --bin "$root/bin" --vocab "${MG_VOCAB_DIR:-$root/../shared/vocab}" "$@"

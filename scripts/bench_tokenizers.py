@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Times mg-preprocess per tokenizer type against the reference libraries, one core each.
+
+For each tokenizer: mg-preprocess end to end (JSONL -> .bin/.idx, --workers 1), HF
+`tokenizers` (1 thread: the backend tokenizer transformers' AutoTokenizer builds, as
+Megatron's HuggingFaceTokenizer uses it) and `sentencepiece` where it applies, all on the
+same documents in the same run. MB/s and the mg/reference ratios are printed (see
+bench_preprocess.py for the accounting: the peers get decoded strings and are timed
+encoding only, so the ratios are conservative for mg-preprocess).
+
+Times are CPU seconds (user + system) of the mg-preprocess process and of the Python
+process while it encodes: on a shared, oversubscribed machine wall-clock times measure the
+neighbours; CPU time is what "per core" means. Wall-clock seconds are printed too.
+
+    bench_tokenizers.py --corpus C.jsonl --bin BIN --vocab VOCAB [--mb 20] [--only NAME]
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_preprocess import load_texts  # noqa: E402  (shared helpers)
+
+
+def cpu_mg(binary, corpus, args):
+    """(CPU seconds, wall seconds) of mg-preprocess --workers 1 on corpus."""
+    import resource
+    import subprocess
+    import time
+
+    def children():
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [binary, "--input", corpus, "--output-prefix", os.path.join(d, "out"),
+               "--workers", "1", "--quiet", "--append-eod"] + args
+        c0, t0 = children(), time.perf_counter()
+        subprocess.run(cmd, check=True)
+        return children() - c0, time.perf_counter() - t0
+
+
+def cpu_peer(encode, texts):
+    """(CPU seconds, wall seconds) of encode over texts, one at a time."""
+    import time
+
+    c0, t0 = time.process_time(), time.perf_counter()
+    for t in texts:
+        encode(t)
+    return time.process_time() - c0, time.perf_counter() - t0
+
+
+def head_corpus(corpus, mb_limit, out):
+    """The first documents of corpus holding >= mb_limit MB of text, written to out."""
+    mb = 0.0
+    with open(corpus, encoding="utf-8") as f, open(out, "w", encoding="utf-8") as o:
+        for line in f:
+            o.write(line)
+            mb += len(json.loads(line)["text"].encode("utf-8", "surrogatepass")) / 1e6
+            if mb >= mb_limit:
+                break
+    return out
+
+
+def hf_backend(path):
+    from transformers import AutoTokenizer
+    backend = AutoTokenizer.from_pretrained(path).backend_tokenizer
+    return lambda t: backend.encode(t).ids
+
+
+def spm_encode(model):
+    import sentencepiece
+    sp = sentencepiece.SentencePieceProcessor(model_file=model)
+    return lambda t: sp.encode_as_ids(t)
+
+
+def unigram_json(model, workdir):
+    """tokenizer.json of a sentencepiece Unigram .model, by transformers' SpmConverter."""
+    from transformers.convert_slow_tokenizer import SpmConverter
+
+    class Slow:
+        vocab_file = model
+        add_prefix_space = True
+
+    d = os.path.join(workdir, "unigram-" + os.path.basename(model).replace(".model", ""))
+    os.makedirs(d, exist_ok=True)
+    SpmConverter(Slow()).converted().save(os.path.join(d, "tokenizer.json"))
+    with open(os.path.join(d, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"eos_token": "</s>", "unk_token": "<unk>"}, f)  # eod for --append-eod
+    return d
+
+
+def cases(vocab, workdir):
+    """(name, mg-preprocess flags, [(peer name, encode factory)])"""
+    hf = lambda name: os.path.join(vocab, "hf", name)  # noqa: E731
+    spm = os.path.join(vocab, "sentencepiece", "test_ja_model.model")
+    out = []
+    for name, label in (("llama2", "Llama-2 (tokenizer.json, SPM-BPE)"),
+                        ("llama3", "Llama-3 (tokenizer.json, byte BPE)"),
+                        ("qwen3", "Qwen3 (tokenizer.json, byte BPE)")):
+        out.append((label, ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model",
+                            hf(name)], [("HF tokenizers", lambda n=name: hf_backend(hf(n)))]))
+    out.append(("Unigram test_ja_model.model (SentencePiece)",
+                ["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", spm],
+                [("sentencepiece", lambda: spm_encode(spm))]))
+    uj = unigram_json(spm, workdir)
+    out.append(("Unigram test_ja_model (tokenizer.json)",
+                ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", uj],
+                [("HF tokenizers", lambda: hf_backend(uj))]))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--vocab", required=True)
+    ap.add_argument("--mb", type=float, default=20.0, help="MB of text taken from the corpus")
+    ap.add_argument("--only", help="run only the tokenizers whose name contains this")
+    a = ap.parse_args()
+    mg = os.path.join(a.bin, "mg-preprocess")
+    with tempfile.TemporaryDirectory() as work:
+        corpus = head_corpus(a.corpus, a.mb, os.path.join(work, "corpus.jsonl"))
+        texts = load_texts(corpus)
+        mb = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) / 1e6
+        print(f"corpus: first {len(texts)} documents of {a.corpus}, {mb:.1f} MB of text; "
+              f"{os.cpu_count()} cores; one core per contender")
+        one = os.path.join(work, "one.jsonl")
+        with open(one, "w", encoding="utf-8") as f:
+            f.write('{"text": "x"}\n')
+        print("CPU seconds; mg-preprocess: the whole process, 'load' = the same on a one-line "
+              "corpus (tokenizer loading), 'steady' = MB / (cpu - load)")
+        print(f"{'tokenizer':46s} {'contender':19s} {'cpu s':>7s} {'wall s':>7s} {'MB/s':>6s} "
+              f"{'mg/peer':>7s} {'steady':>7s}")
+        for name, flags, peers in cases(a.vocab, work):
+            if a.only and a.only not in name:
+                continue
+            s, w = cpu_mg(mg, corpus, flags)
+            load, _ = cpu_mg(mg, one, flags)
+            print(f"{name:46s} {'mg-preprocess -w 1':19s} {s:7.2f} {w:7.2f} {mb / s:6.2f} "
+                  f"{'':7s} {mb / (s - load):7.2f}  (load {load:.2f} s)", flush=True)
+            for peer, factory in peers:
+                p, pw = cpu_peer(factory(), texts)
+                print(f"{'':46s} {peer:19s} {p:7.2f} {pw:7.2f} {mb / p:6.2f} {p / s:6.1f}x "
+                      f"{p / (s - load):6.1f}x", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
