@@ -190,7 +190,8 @@ def test_unigram_ids_vs_transformers(name, include_special, models, corpus, corp
 
 def run_decode(test_tool, d, id_lists):
     inp = "".join(" ".join(str(i) for i in ids) + "\n" for ids in id_lists)
-    p = subprocess.run([str(test_tool("tok_decode")), "HuggingFaceTokenizer", str(d)],
+    p = subprocess.run([str(test_tool("decode_ids")), "--tokenizer-type", "HuggingFaceTokenizer",
+                        "--tokenizer-model", str(d)],
                        input=inp.encode(), capture_output=True)
     assert p.returncode == 0, p.stderr.decode(errors="replace")
     return [json.loads(line) for line in p.stdout.decode().splitlines()]
