@@ -1,0 +1,292 @@
+/* forward.c — model.h: the activation arena and the forward pass (embedding, attention
+ * block, MLP block, final norm, output layer, masked cross-entropy).
+ *
+ * Contract (model.h): pre-norm blocks as Megatron-Core's GPT layer:
+ *   x_mid = x + proj(attn(rope(qkv(norm1(x)))));  x' = x_mid + fc2(act(fc1(norm2(x_mid))))
+ * with LayerNorm or RMSNorm, GeLU (erf/tanh) or SwiGLU, learned positions added to the
+ * token embeddings or RoPE on q and k, grouped-query causal attention scaled by 1/sqrt(D).
+ * The arena is planned once (plan()) and used both to size and to carve the buffers.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+#define ALIGN_FLOATS 16
+
+static const char *const layer_keys[P_NLAYER] = {
+    "input_norm.weight", "input_norm.bias", "qkv.weight", "qkv.bias", "proj.weight",
+    "proj.bias", "post_norm.weight", "post_norm.bias", "fc1.weight", "fc1.bias",
+    "fc2.weight", "fc2.bias"};
+static const char *const global_keys[P_NGLOBAL] = {
+    "word_embeddings.weight", "position_embeddings.weight", "final_norm.weight",
+    "final_norm.bias", "output_layer.weight"};
+
+/* Carves n floats from the arena (base NULL: only counts). */
+static float *take(float *base, int64_t *off, int64_t n)
+{
+    float *p = base ? base + *off : NULL;
+    *off += (n + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS;
+    return p;
+}
+
+static void set_dims(mg_gpt_acts *a, const mg_gpt *g, int64_t B, int64_t T)
+{
+    const mg_model_desc *m = &g->m;
+    a->B = B;
+    a->T = T;
+    a->N = B * T;
+    a->H = m->hidden_size;
+    a->Hq = m->num_attention_heads;
+    a->Hkv = m->num_query_groups;
+    a->D = m->kv_channels;
+    a->QKV = (a->Hq + 2 * a->Hkv) * a->D;
+    a->F = m->ffn_hidden_size;
+    a->F1 = m->swiglu ? 2 * a->F : a->F;
+    a->Vp = m->padded_vocab_size;
+    a->L = g->lay.layers;
+    mgk_attn_dims ad = {B, T, a->Hq, a->Hkv, a->D, (float)(1.0 / sqrt((double)a->D))};
+    a->ad = ad;
+}
+
+static void plan_layer(mg_gpt_acts *a, const mg_kctx *k, mg_layer_acts *la, float *base,
+                       int64_t *off)
+{
+    int64_t N = a->N;
+    la->ln1 = take(base, off, N * a->H);
+    la->ln1_mean = take(base, off, N);
+    la->ln1_rstd = take(base, off, N);
+    la->q = take(base, off, N * a->Hq * a->D);
+    la->k = take(base, off, N * a->Hkv * a->D);
+    la->v = take(base, off, N * a->Hkv * a->D);
+    la->att = take(base, off, mgk_attn_saved_numel(k, &a->ad));
+    la->ao = take(base, off, N * a->Hq * a->D);
+    la->xmid = take(base, off, N * a->H);
+    la->ln2 = take(base, off, N * a->H);
+    la->ln2_mean = take(base, off, N);
+    la->ln2_rstd = take(base, off, N);
+    la->fc1 = take(base, off, N * a->F1);
+    la->act = take(base, off, N * a->F);
+}
+
+static void plan_work(mg_gpt_acts *a, float *base, int64_t *off)
+{
+    int64_t N = a->N, QD = a->Hq * a->D, KD = a->Hkv * a->D;
+    a->lnf = take(base, off, N * a->H);
+    a->lnf_mean = take(base, off, N);
+    a->lnf_rstd = take(base, off, N);
+    a->logits = take(base, off, N * a->Vp);
+    a->lse = take(base, off, N);
+    a->loss = take(base, off, N);
+    a->dx = take(base, off, N * a->H);
+    a->dln = take(base, off, N * a->H);
+    a->dfc1 = take(base, off, N * a->F1);
+    a->dact = take(base, off, N * a->F);
+    a->dao = take(base, off, N * QD);
+    a->dq = take(base, off, N * QD);
+    a->dk = take(base, off, N * KD);
+    a->dv = take(base, off, N * KD);
+    a->dq0 = take(base, off, N * QD);
+    a->dk0 = take(base, off, N * KD);
+    a->qkv = take(base, off, N * a->QKV);
+}
+
+/* Lays out the arena on base (NULL: sizes only); returns its length in floats. */
+static int64_t plan(mg_gpt_acts *a, const mg_kctx *k, float *base)
+{
+    int64_t off = 0;
+    for (int64_t l = 0; l <= a->L; l++) {
+        float *x = take(base, &off, a->N * a->H);
+        if (base) a->x[l] = x;
+        if (l == a->L) break;
+        mg_layer_acts tmp;
+        plan_layer(a, k, base ? &a->la[l] : &tmp, base, &off);
+    }
+    plan_work(a, base, &off);
+    return off;
+}
+
+int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T)
+{
+    mg_gpt_acts a;
+    memset(&a, 0, sizeof a);
+    set_dims(&a, g, B, T);
+    return plan(&a, k, NULL) * (int64_t)sizeof(float) + a.N * (int64_t)sizeof(int32_t);
+}
+
+static void find_offsets(mg_gpt_acts *a, const mg_gpt *g)
+{
+    for (int s = 0; s < P_NGLOBAL; s++) a->poff[s] = -1;
+    for (int64_t i = 0; i < a->L * P_NLAYER; i++) a->loff[i] = -1;
+    for (size_t i = 0; i < g->nt; i++) {
+        const mg_gpt_tensor *t = &g->t[i];
+        if (t->param.layer < 0) {
+            for (int s = 0; s < P_NGLOBAL; s++)
+                if (strcmp(t->param.spec->key, global_keys[s]) == 0) a->poff[s] = t->offset;
+            continue;
+        }
+        int64_t l = t->param.layer - g->lay.layer_first;
+        for (int s = 0; s < P_NLAYER; s++)
+            if (strcmp(t->param.spec->key, layer_keys[s]) == 0)
+                a->loff[l * P_NLAYER + s] = t->offset;
+    }
+}
+
+static mg_status alloc_acts(mg_gpt_acts *a, const mg_gpt *g, mg_kctx *k)
+{
+    a->la = mg_calloc((size_t)(a->L ? a->L : 1), sizeof(*a->la));
+    a->x = mg_calloc((size_t)(a->L + 1), sizeof(*a->x));
+    a->loff = mg_calloc((size_t)(a->L ? a->L : 1) * P_NLAYER, sizeof(*a->loff));
+    a->pos_default = mg_calloc((size_t)a->N, sizeof(int32_t));
+    if (!a->la || !a->x || !a->loff || !a->pos_default) return MG_ERR_NOMEM;
+    a->arena_numel = plan(a, k, NULL);
+    a->arena = mg_calloc((size_t)a->arena_numel, sizeof(float));
+    if (!a->arena) return MG_ERR_NOMEM;
+    plan(a, k, a->arena);
+    for (int64_t i = 0; i < a->N; i++) a->pos_default[i] = (int32_t)(i % a->T);
+    find_offsets(a, g);
+    return mgk_ctx_reserve(k, mgk_attn_scratch_numel(k, &a->ad));
+}
+
+mg_status mg_gpt_acts_create(mg_gpt_acts **out, const mg_gpt *g, mg_kctx *k, int64_t B,
+                             int64_t T)
+{
+    *out = NULL;
+    MG_RETURN_IF(g->lay.tp != 1 || !g->lay.first_stage || !g->lay.last_stage, MG_ERR_UNSUPPORTED,
+                 "not supported yet: forward/backward with tensor or pipeline parallelism");
+    MG_RETURN_IF(B < 1 || T < 1 || T > g->m.seq_length, MG_ERR_ARG,
+                 "model: micro-batch %lld x %lld tokens (sequence length %lld)", (long long)B,
+                 (long long)T, (long long)g->m.seq_length);
+    mg_gpt_acts *a = mg_calloc(1, sizeof(*a));
+    if (!a) return MG_ERR_NOMEM;
+    set_dims(a, g, B, T);
+    a->owner = g;
+    mg_status st = alloc_acts(a, g, k);
+    if (st != MG_OK) {
+        mg_gpt_acts_free(a);
+        return st;
+    }
+    *out = a;
+    return MG_OK;
+}
+
+void mg_gpt_acts_free(mg_gpt_acts *a)
+{
+    if (!a) return;
+    free(a->arena);
+    free(a->la);
+    free(a->x);
+    free(a->loff);
+    free(a->pos_default);
+    free(a);
+}
+
+int64_t mg_gpt_acts_bytes(const mg_gpt_acts *a)
+{
+    return a->arena_numel * (int64_t)sizeof(float) + a->N * (int64_t)sizeof(int32_t);
+}
+
+const float *mg_gpt_logits(const mg_gpt_acts *a)
+{
+    return a->logits;
+}
+
+/* ---- the pass ---- */
+
+static void norm_fwd(const mg_gpt *g, const mg_kctx *k, float *out, float *mean, float *rstd,
+                     const float *x, const float *w, const float *b, int64_t N, int64_t C)
+{
+    float eps = (float)g->m.norm_epsilon;
+    if (g->m.rmsnorm) mgk_rmsnorm_fwd(k, out, rstd, x, w, N, C, eps);
+    else mgk_layernorm_fwd(k, out, mean, rstd, x, w, b, N, C, eps);
+}
+
+static void embed_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
+{
+    const float *wte = mg_gp(g->params, a, P_WTE), *wpe = mg_gp(g->params, a, P_WPE);
+    mgk_embedding_fwd(k, a->x[0], a->batch.ids, wte, a->N, a->H, 0, a->Vp, 0);
+    if (g->m.learned_positions)
+        mgk_embedding_fwd(k, a->x[0], a->pos, wpe, a->N, a->H, 0,
+                          g->m.max_position_embeddings, 1);
+}
+
+static void attn_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+{
+    mg_layer_acts *s = &a->la[l];
+    float *P = g->params;
+    int64_t N = a->N;
+    norm_fwd(g, k, s->ln1, s->ln1_mean, s->ln1_rstd, a->x[l], mg_lp(P, a, l, P_IN_W),
+             mg_lp(P, a, l, P_IN_B), N, a->H);
+    mgk_linear_fwd(k, a->qkv, s->ln1, mg_lp(P, a, l, P_QKV_W), mg_lp(P, a, l, P_QKV_B), N,
+                   a->H, a->QKV);
+    mgk_qkv_split(k, s->q, s->k, s->v, a->qkv, N, a->Hq, a->Hkv, a->D);
+    if (!g->m.learned_positions) {
+        float base = (float)g->m.rotary_base;
+        mgk_rope_fwd(k, s->q, s->q, a->pos, a->B, a->T, a->Hq, a->D, a->D, base);
+        mgk_rope_fwd(k, s->k, s->k, a->pos, a->B, a->T, a->Hkv, a->D, a->D, base);
+    }
+    mgk_attn_fwd(k, &a->ad, s->ao, s->att, s->q, s->k, s->v, a->batch.seg);
+    mgk_linear_fwd(k, s->xmid, s->ao, mg_lp(P, a, l, P_PROJ_W), mg_lp(P, a, l, P_PROJ_B), N,
+                   a->Hq * a->D, a->H);
+    mgk_add(k, s->xmid, s->xmid, a->x[l], N * a->H);
+}
+
+static void mlp_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+{
+    mg_layer_acts *s = &a->la[l];
+    float *P = g->params, *out = a->x[l + 1];
+    int64_t N = a->N;
+    norm_fwd(g, k, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, mg_lp(P, a, l, P_POST_W),
+             mg_lp(P, a, l, P_POST_B), N, a->H);
+    mgk_linear_fwd(k, s->fc1, s->ln2, mg_lp(P, a, l, P_FC1_W), mg_lp(P, a, l, P_FC1_B), N,
+                   a->H, a->F1);
+    if (g->m.swiglu) mgk_swiglu_fwd(k, s->act, s->fc1, N, a->F);
+    else mgk_gelu_fwd(k, s->act, s->fc1, N * a->F, g->opt.gelu);
+    mgk_linear_fwd(k, out, s->act, mg_lp(P, a, l, P_FC2_W), mg_lp(P, a, l, P_FC2_B), N, a->F,
+                   a->H);
+    mgk_add(k, out, out, s->xmid, N * a->H);
+}
+
+static const float *output_weight(const mg_gpt *g, const mg_gpt_acts *a)
+{
+    return g->m.tied_embeddings ? mg_gp(g->params, a, P_WTE) : mg_gp(g->params, a, P_OUT);
+}
+
+static mg_status check_batch(const mg_gpt *g, const mg_gpt_batch *b, int64_t N)
+{
+    for (int64_t i = 0; i < N; i++) {
+        MG_RETURN_IF(b->ids[i] < 0 || b->ids[i] >= g->m.vocab_size || b->targets[i] < 0 ||
+                         b->targets[i] >= g->m.vocab_size,
+                     MG_ERR_ARG, "model: token %lld: id %d / target %d outside the vocabulary "
+                     "of %lld", (long long)i, b->ids[i], b->targets[i],
+                     (long long)g->m.vocab_size);
+        MG_RETURN_IF(b->pos && (b->pos[i] < 0 || b->pos[i] >= g->m.max_position_embeddings),
+                     MG_ERR_ARG, "model: token %lld: position %d outside [0, %lld)",
+                     (long long)i, b->pos[i], (long long)g->m.max_position_embeddings);
+    }
+    return MG_OK;
+}
+
+mg_status mg_gpt_forward(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
+                         const mg_gpt_batch *b, double *loss)
+{
+    MG_ASSERT(a->owner == g);
+    MG_FORWARD(check_batch(g, b, a->N));
+    a->batch = *b;
+    a->pos = b->pos ? b->pos : a->pos_default;
+    embed_fwd(g, a, k);
+    for (int64_t l = 0; l < a->L; l++) {
+        attn_block_fwd(g, a, k, l);
+        mlp_block_fwd(g, a, k, l);
+    }
+    norm_fwd(g, k, a->lnf, a->lnf_mean, a->lnf_rstd, a->x[a->L], mg_gp(g->params, a, P_LNF_W),
+             mg_gp(g->params, a, P_LNF_B), a->N, a->H);
+    mgk_linear_fwd(k, a->logits, a->lnf, output_weight(g, a), NULL, a->N, a->H, a->Vp);
+    mgk_xent_fwd(k, a->loss, a->lse, a->logits, b->targets, a->N, a->Vp, g->m.vocab_size);
+    a->denom = b->loss_mask ? mgk_sum(k, b->loss_mask, NULL, a->N) : (double)a->N;
+    double total = mgk_sum(k, a->loss, b->loss_mask, a->N);
+    *loss = a->denom > 0 ? total / a->denom : 0.0;
+    a->have_forward = 1;
+    return MG_OK;
+}

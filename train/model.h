@@ -1,0 +1,150 @@
+/* model.h — mg-train's GPT model: parameters, gradients, initialisation, forward and
+ * backward, and Hugging Face safetensors load/save.
+ *
+ * Contract:
+ *   - A model (mg_gpt) is built from a model description (mg/model.h) and a layout: the
+ *     tensor-parallel size and rank and the pipeline stage's global layer range. It holds
+ *     this rank's shards of the parameters of mg/schema.h (Megatron module order) in ONE
+ *     contiguous fp32 buffer (params) and the gradients in a second buffer of the same
+ *     layout (grads). Each tensor is a named view (mg_gpt_tensor): its Megatron-Core name
+ *     (TransformerEngine spec, layer numbers local to the stage), shard shape, offset in the
+ *     buffers (multiples of 16 floats) and whether weight decay applies (2-D weights; not
+ *     biases and norms, as Megatron). Vocabulary tensors hold the padded vocabulary
+ *     (m->padded_vocab_size rows, split over TP ranks); the padding rows are zero.
+ *   - Initialisation (model_init.c) is Megatron's: weights ~ N(0, init_std), the output
+ *     projections (linear_proj, linear_fc2) ~ N(0, init_std / sqrt(2 * num_layers)), biases
+ *     0, norm weights 1, padded vocabulary rows 0. Each value is a pure function of (seed,
+ *     the parameter's canonical name with its GLOBAL layer, the element's index in the
+ *     canonical unsplit tensor) through a counter-based generator (Philox4x32-10 +
+ *     Box-Muller), so that every TP/PP layout holds slices of the same model.
+ *   - Forward/backward (forward.c, backward.c) run only on the full layout (TP = 1, one
+ *     stage holding all layers) for now; other layouts answer MG_ERR_UNSUPPORTED. Model
+ *     code calls kernels only through kernels.h with the caller's context. Activations
+ *     saved for backward live in one arena (mg_gpt_acts) sized up front for (B, T).
+ *   - The loss is the mean token cross-entropy over the real vocabulary (padding columns
+ *     masked): sum(loss_i * mask_i) / sum(mask_i) with an optional loss mask, or the plain
+ *     mean over B*T tokens without one (Megatron's masked mean). Backward ADDS
+ *     grad_scale * dloss/dparam into grads (micro-batch accumulation); zero them with
+ *     mg_gpt_zero_grads.
+ *   - GeLU: transformers' GPT-2 uses the tanh form (gelu_new); Megatron uses the tanh form
+ *     through its default bias-gelu fusion when linear layers have biases and the erf form
+ *     otherwise. mg_gpt_default_gelu() gives the latter rule (mg-train's default).
+ *   - Safetensors I/O (model_io.c) uses Hugging Face names and transforms (mg/schema.h):
+ *     GPT-2 Conv1D transposes and the fused c_attn, Llama's separate q/k/v and gate/up.
+ *     HF vocabulary tensors hold the true vocabulary (V rows). Load accepts F32, BF16 and
+ *     F16 tensors, names with or without the "transformer." / "model." prefix (base-model
+ *     files such as the original gpt2 checkpoint), and works for any layout; save needs the
+ *     full layout.
+ *   - Library code: never prints or exits; errors are mg_status with mg_error_set().
+ */
+#ifndef MG_TRAIN_MODEL_H
+#define MG_TRAIN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+#include "mg/error.h"
+#include "mg/model.h"
+#include "mg/schema.h"
+
+typedef struct {
+    int64_t tp, tp_rank;          /* tensor-parallel size and this rank */
+    int64_t layer_first, layers;  /* the stage's global layer range [first, first + layers) */
+    int first_stage, last_stage;  /* holds the embeddings / the final norm and output */
+} mg_gpt_layout;
+
+typedef struct {
+    mgk_gelu_kind gelu;
+    double init_std;              /* --init-method-std */
+    uint64_t seed;                /* --seed */
+} mg_gpt_opts;
+
+typedef enum { MG_INIT_NORMAL, MG_INIT_SCALED, MG_INIT_ZERO, MG_INIT_ONE } mg_gpt_init_kind;
+
+typedef struct {
+    char name[160];               /* Megatron-Core name (TE spec, local layer) */
+    mg_param param;               /* schema entry: spec, global layer, canonical shape */
+    int ndim;
+    int64_t shape[2];             /* this rank's shard (cols = 1 for vectors) */
+    int64_t offset, numel;        /* in floats, in params and grads */
+    int64_t row0;                 /* first canonical row (vocab / column / qkv shards) */
+    int decay;                    /* weight decay applies (2-D weights) */
+    mg_gpt_init_kind init;
+} mg_gpt_tensor;
+
+typedef struct mg_gpt {
+    mg_model_desc m;              /* copy (owned) */
+    mg_gpt_layout lay;
+    mg_gpt_opts opt;
+    mg_gpt_tensor *t;
+    size_t nt;
+    int64_t numel;                /* buffer length in floats (with alignment padding) */
+    int64_t nparams;              /* sum of tensor sizes */
+    float *params, *grads;
+} mg_gpt;
+
+/* The full single-process layout (TP = 1, all layers). */
+mg_gpt_layout mg_gpt_layout_full(const mg_model_desc *m);
+/* Megatron's default activation for m (tanh with linear biases, erf without). */
+mgk_gelu_kind mg_gpt_default_gelu(const mg_model_desc *m);
+
+/* Builds the views and allocates zeroed params and grads. m needs vocab_size and
+ * padded_vocab_size. */
+mg_status mg_gpt_create(mg_gpt **g, const mg_model_desc *m, const mg_gpt_layout *lay,
+                        const mg_gpt_opts *opt);
+void mg_gpt_free(mg_gpt *g); /* accepts NULL */
+/* The view with Megatron-Core name `name`, NULL if absent. */
+const mg_gpt_tensor *mg_gpt_find(const mg_gpt *g, const char *name);
+void mg_gpt_zero_grads(mg_gpt *g);
+
+/* model_init.c: Megatron's initialisation of every tensor (see the contract). */
+void mg_gpt_init_params(mg_gpt *g);
+/* The canonical (unsplit) element of a shard element: row and column in the canonical
+ * tensor; *pad = 1 for a padded vocabulary row (no canonical element). */
+void mg_gpt_canonical_index(const mg_gpt *g, const mg_gpt_tensor *t, int64_t r, int64_t c,
+                            int64_t *R, int64_t *C, int *pad);
+/* Philox4x32-10 normal N(0, 1) for (seed, stream, counter): exposed for the tests. */
+double mg_gpt_normal(uint64_t seed, uint64_t stream, uint64_t counter);
+
+/* ---- activations and the passes (forward.c, backward.c) ---- */
+
+typedef struct mg_gpt_acts mg_gpt_acts; /* opaque arena for one micro-batch shape */
+
+/* Sizes the arena for micro-batches of B sequences of T tokens (T <= seq_length) and
+ * reserves the kernel scratch the backward needs in k. The arena belongs to g: passing it
+ * with another model is a bug (MG_ASSERT). */
+mg_status mg_gpt_acts_create(mg_gpt_acts **a, const mg_gpt *g, mg_kctx *k, int64_t B,
+                             int64_t T);
+void mg_gpt_acts_free(mg_gpt_acts *a); /* accepts NULL */
+/* Bytes of the arena (saved activations + backward work buffers). */
+int64_t mg_gpt_acts_bytes(const mg_gpt_acts *a);
+/* Arena bytes for (B, T) without allocating. */
+int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T);
+
+typedef struct {
+    const int32_t *ids;       /* (B, T) token ids < vocab_size */
+    const int32_t *targets;   /* (B, T) next tokens < vocab_size */
+    const float *loss_mask;   /* (B, T) or NULL (all ones) */
+    const int32_t *pos;       /* (B, T) position ids or NULL (0 .. T-1) */
+    const int32_t *seg;       /* (B, T) document segments (--reset-attention-mask) or NULL */
+} mg_gpt_batch;
+
+/* Runs the forward pass; *loss receives the mean masked cross-entropy (double). The batch
+ * pointers must stay valid until mg_gpt_backward. */
+mg_status mg_gpt_forward(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
+                         const mg_gpt_batch *b, double *loss);
+/* Logits (B, T, padded vocab) of the last forward; overwritten by mg_gpt_backward. */
+const float *mg_gpt_logits(const mg_gpt_acts *a);
+/* Adds grad_scale * d(loss)/d(params) into g->grads. Needs the forward just before. */
+mg_status mg_gpt_backward(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale);
+
+/* ---- Hugging Face safetensors (model_io.c) ---- */
+
+/* Loads every tensor of this rank from an HF-named file (missing tensor, shape or dtype
+ * mismatch: MG_ERR_FORMAT naming the file and tensor). */
+mg_status mg_gpt_load_hf(mg_gpt *g, const char *path);
+/* Writes buf (g->params or g->grads) with HF names (full layout only). */
+mg_status mg_gpt_save_hf(const mg_gpt *g, const float *buf, const char *path);
+
+#endif

@@ -1,0 +1,89 @@
+/* step.c — step.h: gradient accumulation, global norm + clipping, AdamW.
+ *
+ * Contract (step.h). The per-tensor sums of squares are added in tensor order in double,
+ * so the norm does not depend on the thread count.
+ */
+#include "step.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "model_internal.h"
+
+mg_status mg_gpt_optim_create(mg_gpt_optim **out, const mg_gpt *g)
+{
+    *out = NULL;
+    mg_gpt_optim *o = mg_calloc(1, sizeof(*o));
+    if (!o) return MG_ERR_NOMEM;
+    o->numel = g->numel;
+    o->m = mg_calloc((size_t)(g->numel ? g->numel : 1), sizeof(float));
+    o->v = mg_calloc((size_t)(g->numel ? g->numel : 1), sizeof(float));
+    if (!o->m || !o->v) {
+        mg_gpt_optim_free(o);
+        return MG_ERR_NOMEM;
+    }
+    *out = o;
+    return MG_OK;
+}
+
+void mg_gpt_optim_free(mg_gpt_optim *o)
+{
+    if (!o) return;
+    free(o->m);
+    free(o->v);
+    free(o);
+}
+
+void mg_step_hp_at(const mg_train_opts *opts, int64_t iteration, mg_step_hp *hp)
+{
+    double samples = (double)(iteration - 1) * (double)opts->global_batch_size;
+    hp->lr = mg_lr_at(&opts->sched, samples);
+    hp->weight_decay = mg_wd_at(&opts->sched, samples);
+    hp->beta1 = opts->adam_beta1;
+    hp->beta2 = opts->adam_beta2;
+    hp->eps = opts->adam_eps;
+    hp->clip_grad = opts->clip_grad;
+}
+
+double mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k)
+{
+    double s = 0;
+    for (size_t i = 0; i < g->nt; i++) s += mgk_sumsq(k, g->grads + g->t[i].offset, g->t[i].numel);
+    return sqrt(s);
+}
+
+static void adamw_all(mg_gpt *g, mg_gpt_optim *o, const mg_kctx *k, const mg_step_hp *hp,
+                      double scale)
+{
+    mgk_adamw_hp a = {hp->lr, hp->beta1, hp->beta2, hp->eps, hp->weight_decay, o->step, scale};
+    for (size_t i = 0; i < g->nt; i++) {
+        const mg_gpt_tensor *t = &g->t[i];
+        mgk_adamw(k, g->params + t->offset, o->m + t->offset, o->v + t->offset,
+                  g->grads + t->offset, t->numel, &a, t->decay);
+    }
+}
+
+mg_status mg_gpt_train_step(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a, const mg_kctx *k,
+                            const mg_gpt_batch *micro, int64_t nmicro, const mg_step_hp *hp,
+                            mg_step_result *res)
+{
+    MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
+    MG_RETURN_IF(o->numel != g->numel, MG_ERR_ARG, "train step: optimizer of another model");
+    double sum = 0, tokens = 0;
+    mg_gpt_zero_grads(g);
+    for (int64_t i = 0; i < nmicro; i++) {
+        double loss;
+        MG_FORWARD(mg_gpt_forward(g, a, k, &micro[i], &loss));
+        sum += loss * a->denom;
+        tokens += a->denom;
+        MG_FORWARD(mg_gpt_backward(g, a, k, 1.0 / (double)nmicro));
+    }
+    res->loss = tokens > 0 ? sum / tokens : 0.0;
+    res->grad_norm = mg_gpt_grad_norm(g, k);
+    res->skipped = !isfinite(res->grad_norm);
+    if (res->skipped) return MG_OK;
+    double coeff = hp->clip_grad > 0 ? hp->clip_grad / (res->grad_norm + 1.0e-6) : 1.0;
+    o->step++;
+    adamw_all(g, o, k, hp, coeff < 1.0 ? coeff : 1.0);
+    return MG_OK;
+}

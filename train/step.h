@@ -1,0 +1,57 @@
+/* step.h — one training iteration of mg-train's model: gradient accumulation over
+ * micro-batches, the global gradient norm with clipping, and AdamW (Megatron's semantics).
+ *
+ * Contract:
+ *   - mg_gpt_train_step(): zeroes the gradients, runs forward + backward on each of the
+ *     nmicro micro-batches with gradient scale 1/nmicro (Megatron divides each
+ *     micro-batch's masked-mean loss by the number of micro-batches), computes the global
+ *     L2 norm of the gradients (double sums of squares, thread-count independent), clips
+ *     them by clip_coeff = clip_grad / (norm + 1e-6) when that is < 1 (clip_grad 0: no
+ *     clipping), and applies one AdamW step (torch.optim.AdamW semantics, decoupled weight
+ *     decay on 2-D weights only: not on biases and norms, as Megatron).
+ *   - The reported loss is Megatron's "lm loss": the sum of masked token losses over all
+ *     micro-batches divided by the number of unmasked tokens.
+ *   - A NaN/Inf gradient norm skips the update (res->skipped = 1), as Megatron counts
+ *     skipped iterations; the step counter does not advance then.
+ *   - mg_step_hp_at(): lr and weight decay of iteration `iteration` (1-based) from the
+ *     parsed options' scheduler, evaluated at (iteration - 1) * global batch size samples
+ *     (Megatron's scheduler steps after the optimizer).
+ *   - The optimizer state (m, v) has the model's buffer layout.
+ */
+#ifndef MG_TRAIN_STEP_H
+#define MG_TRAIN_STEP_H
+
+#include <stdint.h>
+
+#include "model.h"
+#include "options.h"
+
+typedef struct {
+    float *m, *v;      /* Adam moments, g->numel floats each */
+    int64_t numel;
+    int64_t step;      /* optimizer steps taken */
+} mg_gpt_optim;
+
+typedef struct {
+    double lr, weight_decay, beta1, beta2, eps, clip_grad;
+} mg_step_hp;
+
+typedef struct {
+    double loss;       /* Megatron's lm loss of the iteration */
+    double grad_norm;  /* before clipping */
+    int skipped;
+} mg_step_result;
+
+mg_status mg_gpt_optim_create(mg_gpt_optim **o, const mg_gpt *g);
+void mg_gpt_optim_free(mg_gpt_optim *o); /* accepts NULL */
+
+void mg_step_hp_at(const mg_train_opts *opts, int64_t iteration, mg_step_hp *hp);
+
+/* Global L2 norm of g->grads (sqrt of the sum of per-tensor sums of squares). */
+double mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k);
+
+mg_status mg_gpt_train_step(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a, const mg_kctx *k,
+                            const mg_gpt_batch *micro, int64_t nmicro, const mg_step_hp *hp,
+                            mg_step_result *res);
+
+#endif
