@@ -231,19 +231,27 @@ static mg_status run_byte_level(const dec_step *st, const mg_tok_strs *in, mg_to
     return s;
 }
 
-static mg_status run_replace(const dec_step *st, const mg_tok_strs *in, mg_tok_strs *out)
+/* Each token with every `from` replaced by `to` (in the last token: by `to_last`). */
+static mg_status replace_tokens(const mg_tok_strs *in, mg_tok_strs *out, const char *from,
+                                const char *to, const char *to_last)
 {
     mg_text t = {0};
     mg_status s = MG_OK;
     for (size_t i = 0; s == MG_OK && i < in->n; i++) {
         size_t len;
         const char *p = mg_tok_strs_get(in, i, &len);
+        const char *rep = i + 1 == in->n ? to_last : to;
         t.n = 0;
-        s = mg_decode_replace_all(&t, p, len, st->a, strlen(st->a), st->b, strlen(st->b));
+        s = mg_decode_replace_all(&t, p, len, from, strlen(from), rep, strlen(rep));
         if (s == MG_OK) s = mg_tok_strs_push(out, t.n ? t.p : "", t.n);
     }
     mg_text_free(&t);
     return s;
+}
+
+static mg_status run_replace(const dec_step *st, const mg_tok_strs *in, mg_tok_strs *out)
+{
+    return replace_tokens(in, out, st->a, st->b, st->b);
 }
 
 static int hex_digit(char c)
@@ -373,20 +381,10 @@ static mg_status run_wordpiece(const dec_step *st, const mg_tok_strs *in, mg_tok
     return s;
 }
 
+/* BPEDecoder: the suffix becomes ' ', except in the last token (removed). */
 static mg_status run_bpe(const dec_step *st, const mg_tok_strs *in, mg_tok_strs *out)
 {
-    mg_text t = {0};
-    mg_status s = MG_OK;
-    for (size_t i = 0; s == MG_OK && i < in->n; i++) {
-        size_t len;
-        const char *p = mg_tok_strs_get(in, i, &len);
-        const char *rep = i + 1 == in->n ? "" : " ";
-        t.n = 0;
-        s = mg_decode_replace_all(&t, p, len, st->a, strlen(st->a), rep, strlen(rep));
-        if (s == MG_OK) s = mg_tok_strs_push(out, t.n ? t.p : "", t.n);
-    }
-    mg_text_free(&t);
-    return s;
+    return replace_tokens(in, out, st->a, " ", "");
 }
 
 static step_fn step_function(dec_kind k)

@@ -82,6 +82,12 @@ mg_status mg_hf_desc_own_text(mg_hf_desc *d, char *text)
     return MG_OK;
 }
 
+mg_status mg_hf_desc_read(mg_hf_desc *d, const char *path, char **buf, size_t *len)
+{
+    MG_FORWARD(mg_read_file(path, buf, len));
+    return mg_hf_desc_own_text(d, *buf);
+}
+
 static void set_file(mg_hf_desc *d, const char *name)
 {
     snprintf(d->file, sizeof d->file, "%s", name ? name : "tokenizer.json");

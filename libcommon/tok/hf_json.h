@@ -153,6 +153,8 @@ mg_status mg_hf_apply_class(mg_hf_desc *d);
 /* Takes ownership of a json_t root / a malloc'd buffer (freed with the description). */
 mg_status mg_hf_desc_own_json(mg_hf_desc *d, void *json);
 mg_status mg_hf_desc_own_text(mg_hf_desc *d, char *text);
+/* Reads a whole file into a buffer the description owns (mg_read_file: NUL-terminated). */
+mg_status mg_hf_desc_read(mg_hf_desc *d, const char *path, char **buf, size_t *len);
 
 /* tok_hf.c: builds the tokenizer (fills tk: vtable, vocab_size, eod, describe). `kind`
  * names the tokenizer in the description line. Does not take ownership of d: the caller

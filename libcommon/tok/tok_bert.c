@@ -26,9 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
-#include "mg/file.h"
 #include "mg/unicode.h"
 #include "tok/hf_json.h"
 #include "tok/normalize.h"
@@ -75,20 +72,10 @@ static mg_status load_vocab(mg_hf_desc *d, const char *path)
 {
     char *buf;
     size_t len;
-    MG_FORWARD(mg_read_file(path, &buf, &len));
-    MG_FORWARD(mg_hf_desc_own_text(d, buf));
+    MG_FORWARD(mg_hf_desc_read(d, path, &buf, &len));
     size_t ok = mg_utf8_validate((const uint8_t *)buf, len);
     MG_RETURN_IF(ok != len, MG_ERR_FORMAT, "%s: invalid UTF-8 at byte %zu", path, ok);
     return split_lines(d, buf, len);
-}
-
-static int64_t vocab_id(const mg_hf_desc *d, const char *s)
-{
-    int64_t id = -1;
-    for (size_t i = 0; i < d->n_vocab; i++)
-        if (d->vocab[i].len == strlen(s) && memcmp(d->vocab[i].s, s, d->vocab[i].len) == 0)
-            id = d->vocab_id[i];
-    return id;
 }
 
 /* [UNK] [SEP] [PAD] [CLS] [MASK] (transformers' special-token order), then for Case the
@@ -116,20 +103,11 @@ static mg_status add_specials(mg_hf_desc *d, int extras)
     return MG_OK;
 }
 
-static mg_status wordpiece_decoder(mg_hf_desc *d)
-{
-    json_t *dec = json_pack("{s:s, s:s, s:b}", "type", "WordPiece", "prefix", "##", "cleanup", 1);
-    if (!dec) return mg_error_set(MG_ERR_NOMEM, "out of memory");
-    MG_FORWARD(mg_hf_desc_own_json(d, dec));
-    d->decoder = dec;
-    return MG_OK;
-}
-
 static mg_status describe_bert(mg_hf_desc *d, const mg_tok_opts *o, int lower)
 {
     snprintf(d->file, sizeof d->file, "%s", o->vocab_file);
     MG_FORWARD(load_vocab(d, o->vocab_file));
-    int64_t cls = vocab_id(d, "[CLS]"), sep = vocab_id(d, "[SEP]");
+    int64_t cls = mg_hf_desc_vocab_id(d, "[CLS]"), sep = mg_hf_desc_vocab_id(d, "[SEP]");
     MG_RETURN_IF(cls < 0 || sep < 0, MG_ERR_UNSUPPORTED,
                  "not supported yet: a BERT vocabulary without [CLS] and [SEP] in %s",
                  o->vocab_file);
@@ -149,7 +127,7 @@ static mg_status describe_bert(mg_hf_desc *d, const mg_tok_opts *o, int lower)
     if (lower) flags |= MG_NORM_BERT_STRIP_ACCENTS | MG_NORM_BERT_LOWERCASE;
     MG_FORWARD(mg_normalizer_add_bert(&d->norm, flags));
     MG_FORWARD(add_specials(d, !lower));
-    return wordpiece_decoder(d);
+    return mg_hf_wordpiece_decoder(d);
 }
 
 mg_status mg_tok_bert_create(mg_tokenizer *tk, const mg_tok_opts *o)

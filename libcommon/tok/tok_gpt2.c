@@ -77,8 +77,7 @@ static mg_status load_merges(mg_hf_desc *d, const char *path)
 {
     char *buf;
     size_t len;
-    MG_FORWARD(mg_read_file(path, &buf, &len));
-    MG_FORWARD(mg_hf_desc_own_text(d, buf));
+    MG_FORWARD(mg_hf_desc_read(d, path, &buf, &len));
     size_t n = count_lines(buf, len);
     d->merge_l = mg_calloc(n ? n : 1, sizeof *d->merge_l);
     d->merge_r = mg_calloc(n ? n : 1, sizeof *d->merge_r);

@@ -37,6 +37,7 @@
 #include "tok/bpe.h"
 #include "tok/byte_level.h"
 #include "tok/decode_util.h"
+#include "tok/hf_frame.h"
 #include "tok/hf_json.h"
 #include "tok/tok_hf_wordpiece.h"
 #include "tok/normalize.h"
@@ -55,19 +56,16 @@ typedef struct {
 } dec_entry;
 
 typedef struct {
+    mg_hf_frame frame;     /* first: added tokens, normalizer, post-processor ids */
     mg_bpe *bpe;
     mg_hf_decoder *dec;    /* NULL: dec_err says why decoding is not supported */
     char dec_err[256];
     dec_entry *extra;      /* sorted by id, one entry per id */
     size_t n_extra;
     char *extra_buf;
-    mg_added_tokens *raw_added;  /* normalized:false, matched in the raw text */
-    mg_added_tokens *norm_added; /* normalized:true, matched in normalized text */
-    mg_normalizer norm;    /* owned copy */
     int chars;             /* char-initial model (mg_bpe_encode_chars) */
     int has_meta;          /* a final Metaspace stage (chars only) */
     mg_hf_pre_stage meta;
-    size_t meta_len;       /* bytes of meta.replacement */
     /* chars: pieces are cut before each U+2581 run (then encoded one by one, cached) where
      * no token can span the cut: cut_ok, and the character before the run is a token and
      * not one of the n_nocut characters that some token has right before a U+2581. */
@@ -78,18 +76,13 @@ typedef struct {
     mg_pretok *pre;        /* Split stages (+ the ByteLevel regex unless prefix_space) */
     mg_pretok *pre_prefix; /* ByteLevel regex run on each space-prefixed piece, or NULL */
     int prefix_space;      /* ByteLevel add_prefix_space */
-    int include_special;   /* add the post-processor's tokens */
-    int64_t prefix[MG_HF_MAX_POST], suffix[MG_HF_MAX_POST];
-    size_t n_prefix, n_suffix;
 } hf_impl;
 
 typedef struct {
+    mg_hf_frame_state fs; /* first (hf_frame.h) */
     mg_bpe_cache *cache;
-    mg_pretok_scratch *scratch;
     mg_spans spans, spans2;
-    mg_norm_buf norm;
-    char *pbuf; /* " " + piece */
-    size_t pcap;
+    mg_text pbuf; /* " " + piece, or the Metaspace output of a piece */
 } hf_state;
 
 /* ---- encoding ---- */
@@ -99,25 +92,13 @@ static mg_status bpe_piece(const hf_impl *h, hf_state *s, const char *p, size_t 
     return mg_bpe_encode_piece(h->bpe, s->cache, (const uint8_t *)p, n, out);
 }
 
-static mg_status reserve_pbuf(hf_state *s, size_t n)
-{
-    if (s->pcap >= n) return MG_OK;
-    size_t cap = s->pcap ? s->pcap : 256;
-    while (cap < n) cap *= 2;
-    char *b = mg_realloc(s->pbuf, cap);
-    if (!b) return MG_ERR_NOMEM;
-    s->pbuf = b;
-    s->pcap = cap;
-    return MG_OK;
-}
-
 /* " " + piece into the state's buffer. */
 static mg_status with_space(hf_state *s, const char *p, size_t n, const char **q)
 {
-    MG_FORWARD(reserve_pbuf(s, n + 1));
-    s->pbuf[0] = ' ';
-    memcpy(s->pbuf + 1, p, n);
-    *q = s->pbuf;
+    s->pbuf.n = 0;
+    MG_FORWARD(mg_text_append(&s->pbuf, " ", 1));
+    MG_FORWARD(mg_text_append(&s->pbuf, p, n));
+    *q = s->pbuf.p;
     return MG_OK;
 }
 
@@ -131,7 +112,7 @@ static mg_status prefixed_piece(const hf_impl *h, hf_state *s, const char *p, si
     }
     if (!h->pre_prefix) return bpe_piece(h, s, p, n, out);
     s->spans2.n = 0;
-    MG_FORWARD(mg_pretok_split(h->pre_prefix, s->scratch, p, n, &s->spans2));
+    MG_FORWARD(mg_pretok_split(h->pre_prefix, s->fs.scratch, p, n, &s->spans2));
     for (size_t i = 0; i < s->spans2.n; i++)
         MG_FORWARD(bpe_piece(h, s, p + s->spans2.v[i].off, s->spans2.v[i].len, out));
     return MG_OK;
@@ -159,8 +140,11 @@ static int can_cut(const hf_impl *h, const char *p, size_t i)
 
 /* Encodes a piece, cut before U+2581 runs where that cannot change the result: no token
  * spans a cut, so no merge crosses it and each part merges as it would in the whole. */
-static mg_status chars_piece(const hf_impl *h, hf_state *s, const char *p, size_t n, mg_ids *out)
+static mg_status chars_piece(const void *model, void *state, const char *p, size_t n,
+                             mg_ids *out)
 {
+    const hf_impl *h = model;
+    hf_state *s = state;
     if (!h->cut_ok) return chars_encode(h, s, p, n, out);
     size_t start = 0;
     const char *q = p + 1, *end = p + n;
@@ -175,76 +159,36 @@ static mg_status chars_piece(const hf_impl *h, hf_state *s, const char *p, size_
     return chars_encode(h, s, p + start, n - start, out);
 }
 
-/* Metaspace of one piece into s->pbuf: ' ' -> replacement, then the prepended one. */
-static mg_status metaspace_text(const hf_impl *h, hf_state *s, const char *p, size_t n,
-                                int first, size_t *m)
-{
-    const char *r = h->meta.replacement;
-    size_t rl = h->meta_len, o = 0;
-    MG_FORWARD(reserve_pbuf(s, rl + n * (rl > 1 ? rl : 1) + 1));
-    int starts = n >= 1 && (p[0] == ' ' || (n >= rl && memcmp(p, r, rl) == 0));
-    mg_hf_prepend sc = h->meta.prepend_scheme;
-    if (!starts && (sc == MG_HF_PREPEND_ALWAYS || (sc == MG_HF_PREPEND_FIRST && first))) {
-        memcpy(s->pbuf, r, rl);
-        o = rl;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == ' ') {
-            memcpy(s->pbuf + o, r, rl);
-            o += rl;
-        } else {
-            s->pbuf[o++] = p[i];
-        }
-    }
-    *m = o;
-    return MG_OK;
-}
-
-/* Metaspace, then each of its pieces encoded (split: MergedWithNext at replacements). */
-static mg_status metaspace_piece(const hf_impl *h, hf_state *s, const char *p, size_t n,
-                                 int first, mg_ids *out)
-{
-    size_t m, rl = h->meta_len, start = 0;
-    MG_FORWARD(metaspace_text(h, s, p, n, first, &m));
-    const char *q = s->pbuf;
-    if (!h->meta.split) return chars_piece(h, s, q, m, out);
-    for (size_t i = 1; i + rl <= m; i++) {
-        if (memcmp(q + i, h->meta.replacement, rl) != 0) continue;
-        MG_FORWARD(chars_piece(h, s, q + start, i - start, out));
-        start = i;
-        i += rl - 1;
-    }
-    return chars_piece(h, s, q + start, m - start, out);
-}
-
 /* Char-initial: Split stages, then Metaspace (if any), each piece encoded. `first`: the
  * text starts at offset 0 of the original text. */
 static mg_status encode_plain_chars(const hf_impl *h, hf_state *s, const char *text, size_t len,
                                     int first, mg_ids *out)
 {
     s->spans.n = 0;
-    MG_FORWARD(mg_pretok_split(h->pre, s->scratch, text, len, &s->spans));
+    MG_FORWARD(mg_pretok_split(h->pre, s->fs.scratch, text, len, &s->spans));
     for (size_t i = 0; i < s->spans.n; i++) {
         const char *p = text + s->spans.v[i].off;
         size_t n = s->spans.v[i].len;
         if (h->has_meta)
-            MG_FORWARD(metaspace_piece(h, s, p, n, first && s->spans.v[i].off == 0, out));
+            MG_FORWARD(mg_hf_metaspace(&h->meta, &s->pbuf, p, n, first && s->spans.v[i].off == 0,
+                                       chars_piece, h, s, out));
         else
             MG_FORWARD(chars_piece(h, s, p, n, out));
     }
     return MG_OK;
 }
 
-/* Pre-tokenizes and BPE-encodes text with no added token in it. */
-static mg_status encode_plain(const hf_impl *h, hf_state *s, const char *text, size_t len,
+/* Pre-tokenizes and BPE-encodes text with no added token in it (mg_hf_plain_fn). */
+static mg_status encode_plain(const void *model, void *state, const char *text, size_t len,
                               int first, mg_ids *out)
 {
-    if (len == 0) return MG_OK;
+    const hf_impl *h = model;
+    hf_state *s = state;
     if (len > UINT32_MAX - 1)
         return mg_error_set(MG_ERR_LIMIT, "a text segment of %zu bytes (more than 4 GiB)", len);
     if (h->chars) return encode_plain_chars(h, s, text, len, first, out);
     s->spans.n = 0;
-    MG_FORWARD(mg_pretok_split(h->pre, s->scratch, text, len, &s->spans));
+    MG_FORWARD(mg_pretok_split(h->pre, s->fs.scratch, text, len, &s->spans));
     if (!h->prefix_space)
         return mg_bpe_encode_spans(h->bpe, s->cache, text, s->spans.v, s->spans.n, out);
     for (size_t i = 0; i < s->spans.n; i++) {
@@ -258,74 +202,28 @@ static mg_status encode_plain(const hf_impl *h, hf_state *s, const char *text, s
     return MG_OK;
 }
 
-/* A gap between raw added tokens: normalize, then split on normalized added tokens. */
-static mg_status encode_segment(const hf_impl *h, hf_state *s, const char *text, size_t len,
-                              int first, mg_ids *out)
-{
-    if (len == 0) return MG_OK;
-    const char *t;
-    size_t n, pos = 0, ms, me;
-    int64_t id;
-    MG_FORWARD(mg_normalize(&h->norm, &s->norm, text, len, &t, &n));
-    while (mg_added_tokens_find(h->norm_added, t, n, pos, &ms, &me, &id)) {
-        MG_FORWARD(encode_plain(h, s, t + pos, ms - pos, first && pos == 0, out));
-        MG_FORWARD(mg_ids_push(out, id));
-        pos = me;
-    }
-    return encode_plain(h, s, t + pos, n - pos, first && pos == 0, out);
-}
-
-static mg_status push_all(mg_ids *out, const int64_t *ids, size_t n)
-{
-    for (size_t i = 0; i < n; i++) MG_FORWARD(mg_ids_push(out, ids[i]));
-    return MG_OK;
-}
-
-static mg_status hf_encode(const mg_tokenizer *tk, void *state, const char *text, size_t len,
-                           mg_ids *out)
-{
-    const hf_impl *h = tk->impl;
-    hf_state *s = state;
-    size_t pos = 0, ms, me;
-    int64_t id;
-    if (h->include_special) MG_FORWARD(push_all(out, h->prefix, h->n_prefix));
-    while (mg_added_tokens_find(h->raw_added, text, len, pos, &ms, &me, &id)) {
-        MG_FORWARD(encode_segment(h, s, text + pos, ms - pos, pos == 0, out));
-        MG_FORWARD(mg_ids_push(out, id));
-        pos = me;
-    }
-    MG_FORWARD(encode_segment(h, s, text + pos, len - pos, pos == 0, out));
-    if (h->include_special) MG_FORWARD(push_all(out, h->suffix, h->n_suffix));
-    return MG_OK;
-}
-
 static void hf_encoder_free(void *state)
 {
     hf_state *s = state;
     if (!s) return;
     mg_bpe_cache_free(s->cache);
-    mg_pretok_scratch_free(s->scratch);
     mg_spans_free(&s->spans);
     mg_spans_free(&s->spans2);
-    mg_norm_buf_free(&s->norm);
-    free(s->pbuf);
-    free(s);
+    mg_text_free(&s->pbuf);
+    mg_hf_frame_state_delete(s);
 }
 
 static mg_status hf_encoder_create(const mg_tokenizer *tk, void **state)
 {
     const hf_impl *h = tk->impl;
-    *state = NULL;
-    hf_state *s = mg_calloc(1, sizeof *s);
-    if (!s) return MG_ERR_NOMEM;
+    MG_FORWARD(mg_hf_frame_state_new(sizeof(hf_state), state));
+    hf_state *s = *state;
     mg_status st = mg_bpe_cache_create(&s->cache, h->bpe);
-    if (st == MG_OK) st = mg_pretok_scratch_create(&s->scratch);
     if (st != MG_OK) {
         hf_encoder_free(s);
-        return st;
+        *state = NULL;
     }
-    *state = s;
-    return MG_OK;
+    return st;
 }
 
 static void hf_free(void *impl)
@@ -333,11 +231,9 @@ static void hf_free(void *impl)
     hf_impl *h = impl;
     if (!h) return;
     mg_bpe_free(h->bpe);
-    mg_added_tokens_free(h->raw_added);
-    mg_added_tokens_free(h->norm_added);
+    mg_hf_frame_free(&h->frame);
     mg_pretok_free(h->pre);
     mg_pretok_free(h->pre_prefix);
-    mg_normalizer_free(&h->norm);
     mg_hf_decoder_free(h->dec);
     free(h->extra);
     free(h->extra_buf);
@@ -392,7 +288,7 @@ static mg_status hf_decode(const mg_tokenizer *tk, const int64_t *ids, size_t n,
 static const struct mg_tok_vtbl hf_vtbl = {
     .encoder_create = hf_encoder_create,
     .encoder_free = hf_encoder_free,
-    .encode = hf_encode,
+    .encode = mg_hf_frame_tok_encode,
     .free = hf_free,
     .decode = hf_decode,
 };
@@ -406,10 +302,6 @@ typedef struct {
     size_t buf_cap;     /* longest vocabulary string or merge (decodes never grow) */
     size_t *invalid;    /* vocab entries that are not byte-level strings */
     size_t n_invalid;
-    mg_added_token *added; /* final added-token list */
-    size_t n_added;
-    int64_t max_added;  /* largest added-token id so far, -1 if none */
-    int64_t vocab_size; /* len(tokenizer) */
 } builder;
 
 /* Id of a vocabulary string (byte-level form), -1 if absent. */
@@ -523,73 +415,6 @@ static mg_status build_bpe(builder *b)
     return st;
 }
 
-/* ---- building: added tokens ---- */
-
-static int64_t added_lookup(const builder *b, const char *s, size_t len)
-{
-    for (size_t i = 0; i < b->n_added; i++)
-        if (b->added[i].len == len && memcmp(b->added[i].content, s, len) == 0)
-            return b->added[i].id;
-    return -1;
-}
-
-/* tokenizers' AddedVocabulary::add_tokens, one token: the ids written in tokenizer.json
- * are not used; a content already known keeps its id (vocabulary first), a new one gets
- * max(added ids) + 1, or the vocabulary size while every added id is below it. */
-static void add_token(builder *b, const mg_added_token *t)
-{
-    if (t->len == 0 || added_lookup(b, t->content, t->len) >= 0) return;
-    mg_added_token a = *t;
-    a.id = vocab_lookup(b, t->content, t->len);
-    if (a.id < 0) {
-        int64_t nv = (int64_t)b->d->n_vocab;
-        a.id = b->max_added < 0 ? nv : (b->max_added >= nv || nv == 0) ? b->max_added + 1 : nv;
-        b->vocab_size++;
-    }
-    if (a.id > b->max_added) b->max_added = a.id;
-    b->added[b->n_added++] = a;
-}
-
-static mg_status build_added(builder *b, const mg_tok_opts *o)
-{
-    const mg_hf_desc *d = b->d;
-    b->added = mg_calloc(d->n_added + d->n_named + o->n_special_tokens + 1, sizeof *b->added);
-    if (!b->added) return MG_ERR_NOMEM;
-    b->vocab_size = (int64_t)d->n_vocab;
-    b->max_added = -1;
-    for (size_t i = 0; i < d->n_added; i++) add_token(b, &d->added[i]);
-    /* transformers: named special tokens of tokenizer_config.json not yet added */
-    for (size_t i = 0; i < d->n_named; i++) {
-        mg_added_token t = d->named[i];
-        t.special = 1;
-        add_token(b, &t);
-    }
-    /* Megatron: --tokenizer-special-tokens (add_special_tokens, normalized false) */
-    for (size_t i = 0; i < o->n_special_tokens; i++) {
-        const char *s = o->special_tokens[i];
-        mg_added_token t = {.content = s, .len = strlen(s), .special = 1};
-        add_token(b, &t);
-    }
-    return MG_OK;
-}
-
-/* Splits the added tokens into the raw-text and normalized-text matchers. */
-static mg_status build_matchers(builder *b)
-{
-    mg_added_token *part = mg_calloc(b->n_added + 1, sizeof *part);
-    if (!part) return MG_ERR_NOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < b->n_added; i++)
-        if (!b->added[i].normalized) part[n++] = b->added[i];
-    mg_status st = mg_added_tokens_create(&b->h->raw_added, part, n);
-    n = 0;
-    for (size_t i = 0; i < b->n_added; i++)
-        if (b->added[i].normalized) part[n++] = b->added[i];
-    if (st == MG_OK) st = mg_added_tokens_create(&b->h->norm_added, part, n);
-    free(part);
-    return st;
-}
-
 /* ---- building: pre-tokenizer ---- */
 
 /* Makes a pretok error name the file ("not supported yet: X in FILE"). */
@@ -649,7 +474,6 @@ static mg_status build_pretok_chars(const mg_hf_desc *d, hf_impl *h)
         if (d->pre[i].kind == MG_HF_PRE_METASPACE) { /* last, checked by the parser */
             h->has_meta = 1;
             h->meta = d->pre[i];
-            h->meta_len = strlen(h->meta.replacement);
             continue;
         }
         MG_FORWARD(add_split(d, h->pre, &d->pre[i]));
@@ -695,14 +519,15 @@ static mg_status build_extra(builder *b)
 {
     hf_impl *h = b->h;
     const mg_hf_desc *d = b->d;
-    size_t bytes = 1, n = b->n_added + b->n_invalid, used = 0;
-    for (size_t i = 0; i < b->n_added; i++) bytes += b->added[i].len;
+    const mg_hf_frame *f = &h->frame;
+    size_t bytes = 1, n = f->n_added + b->n_invalid, used = 0;
+    for (size_t i = 0; i < f->n_added; i++) bytes += f->added[i].len;
     for (size_t i = 0; i < b->n_invalid; i++) bytes += d->vocab[b->invalid[i]].len;
     h->extra = mg_calloc(n ? n : 1, sizeof *h->extra);
     h->extra_buf = mg_malloc(bytes);
     if (!h->extra || !h->extra_buf) return MG_ERR_NOMEM;
-    for (size_t i = 0; i < b->n_added; i++)
-        add_extra(h, &used, b->added[i].id, b->added[i].content, b->added[i].len, 0);
+    for (size_t i = 0; i < f->n_added; i++)
+        add_extra(h, &used, f->added[i].id, f->added[i].content, f->added[i].len, 0);
     for (size_t i = 0; i < b->n_invalid; i++) {
         const mg_hf_str *v = &d->vocab[b->invalid[i]];
         add_extra(h, &used, d->vocab_id[b->invalid[i]], v->s, v->len, 1);
@@ -735,11 +560,9 @@ static mg_status build_decoder(builder *b, const char *kind)
 
 /* ---- building: the whole ---- */
 
-static int64_t token_id(const builder *b, const char *s)
+static int64_t vocab_cb(const void *b, const char *s, size_t len)
 {
-    if (!s) return -1;
-    int64_t id = added_lookup(b, s, strlen(s));
-    return id >= 0 ? id : vocab_lookup(b, s, strlen(s));
+    return vocab_lookup(b, s, len);
 }
 
 /* Pre-tokenizer stages for the description line ("Split(known)+Split(regex)+"). */
@@ -780,10 +603,10 @@ static void describe_chars(mg_tokenizer *tk, const builder *b, const char *kind)
              "%lld, eod %lld), normalizer %s, pre-tokenizer %s%s%s, post-processor +%zu/+%zu "
              "ids%s",
              kind, d->file, d->byte_fallback ? ", byte_fallback" : "",
-             d->unk_token ? ", unk" : "", d->n_vocab, b->n_added, (long long)tk->vocab_size,
+             d->unk_token ? ", unk" : "", d->n_vocab, h->frame.n_added, (long long)tk->vocab_size,
              (long long)tk->eod, norm_names(&d->norm, nz, sizeof nz), pre, meta,
-             used || h->has_meta ? "" : "none", h->n_prefix, h->n_suffix,
-             h->include_special ? "" : " (not added: no-include-special-tokens)");
+             used || h->has_meta ? "" : "none", h->frame.n_prefix, h->frame.n_suffix,
+             mg_hf_frame_special_note(&h->frame));
     if (n >= (int)sizeof tk->describe) memcpy(tk->describe + sizeof tk->describe - 4, "...", 4);
 }
 
@@ -801,11 +624,11 @@ static void describe(mg_tokenizer *tk, const builder *b, const char *kind)
              "%s %s: byte-level BPE, %zu tokens + %zu added (vocab_size %lld, eod %lld), "
              "normalizer %s, pre-tokenizer %s%sByteLevel(regex=%d, prefix_space=%d)%s, "
              "post-processor +%zu/+%zu ids%s",
-             kind, d->file, d->n_vocab, b->n_added, (long long)tk->vocab_size,
+             kind, d->file, d->n_vocab, h->frame.n_added, (long long)tk->vocab_size,
              (long long)tk->eod, d->norm.n ? "NFC" : "none", pre, used ? "+" : "",
              d->pre[d->n_pre - 1].use_regex, h->prefix_space,
-             d->ignore_merges ? ", ignore_merges" : "", h->n_prefix, h->n_suffix,
-             h->include_special ? "" : " (not added: no-include-special-tokens)");
+             d->ignore_merges ? ", ignore_merges" : "", h->frame.n_prefix, h->frame.n_suffix,
+             mg_hf_frame_special_note(&h->frame));
     if (n >= (int)sizeof tk->describe) /* a long path: keep the truncated line */
         memcpy(tk->describe + sizeof tk->describe - 4, "...", 4);
 }
@@ -815,17 +638,13 @@ static mg_status build(builder *b, mg_tokenizer *tk, const mg_tok_opts *o)
     const mg_hf_desc *d = b->d;
     hf_impl *h = b->h;
     MG_FORWARD(build_bpe(b));
-    MG_FORWARD(build_added(b, o));
-    MG_FORWARD(build_matchers(b));
+    MG_FORWARD(mg_hf_frame_build(&h->frame, d, o, vocab_cb, b, (int64_t)d->n_vocab));
+    h->frame.plain = encode_plain;
     MG_FORWARD(build_pretok(d, h));
-    MG_FORWARD(mg_normalizer_copy(&h->norm, &d->norm));
-    h->include_special = !o->hf_no_include_special;
-    memcpy(h->prefix, d->prefix, sizeof h->prefix);
-    memcpy(h->suffix, d->suffix, sizeof h->suffix);
-    h->n_prefix = d->n_prefix;
-    h->n_suffix = d->n_suffix;
-    tk->vocab_size = b->vocab_size;
-    tk->eod = token_id(b, d->eos_token ? d->eos_token : d->sep_token);
+    MG_FORWARD(mg_normalizer_copy(&h->frame.norm, &d->norm));
+    tk->vocab_size = h->frame.vocab_size;
+    tk->eod = mg_hf_frame_token_id(&h->frame, d->eos_token ? d->eos_token : d->sep_token,
+                                   vocab_cb, b);
     return MG_OK;
 }
 
@@ -847,7 +666,6 @@ mg_status mg_hf_build(mg_tokenizer *tk, const mg_hf_desc *d, const char *kind,
     }
     free(b.buf);
     free(b.invalid);
-    free(b.added);
     return st;
 }
 

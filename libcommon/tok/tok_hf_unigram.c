@@ -27,6 +27,7 @@
 #endif
 
 #include "mg/base64.h"
+#include "tok/hf_frame.h"
 #include "tok/spm_proto.h"
 #include "tok/tok_internal.h"
 
@@ -44,6 +45,7 @@ typedef struct {
 } dec_step;
 
 typedef struct {
+    mg_hf_frame frame; /* first: added tokens, normalizer, post-processor ids */
     /* model */
     mg_spm_trie *trie;
     double *score;
@@ -56,22 +58,13 @@ typedef struct {
     int64_t tokens_unk; /* no-include-special: the config's unk_token id, -1 if none */
     int32_t byte_id[256]; /* <0xXX> ids, -1 if absent */
     /* pipeline */
-    mg_added_tokens *raw_added, *norm_added;
-    mg_added_token *added; /* final list (contents point into added_pool), for decoding */
-    char *added_pool;
-    size_t n_added;
     mg_spm_normalizer precompiled;
     int has_precompiled;
     const char *ascii_rule[128]; /* Precompiled rule of each ASCII byte, NULL if none */
-    mg_normalizer norm;
     mg_pretok *pre;
     size_t n_split;
     int has_meta;
     mg_hf_pre_stage meta;
-    size_t meta_len;
-    int include_special;
-    int64_t prefix[MG_HF_MAX_POST], suffix[MG_HF_MAX_POST];
-    size_t n_prefix, n_suffix;
     /* decoder */
     dec_step dec[MAX_DEC];
     size_t n_dec;
@@ -80,12 +73,11 @@ typedef struct {
 } uni_impl;
 
 typedef struct {
+    mg_hf_frame_state fs; /* first (hf_frame.h) */
     mg_spm_scratch scratch;
     mg_spm_refs refs;
     mg_spm_buf pre;  /* Precompiled output */
-    mg_spm_buf meta; /* Metaspace output */
-    mg_norm_buf norm;
-    mg_pretok_scratch *pscratch;
+    mg_text meta;    /* Metaspace output */
     mg_spans spans;
 } uni_state;
 
@@ -102,7 +94,7 @@ static mg_status unk_run(const uni_impl *u, const uint8_t *t, const mg_spm_ref *
     if (id >= 0) return mg_ids_push(out, id);
     int all = u->byte_fallback;
     for (size_t i = 0; all && i < len; i++) all = u->byte_id[t[off + i]] >= 0;
-    if (!all && u->include_special) return mg_ids_push(out, u->unk_id);
+    if (!all && u->frame.include_special) return mg_ids_push(out, u->unk_id);
     /* convert_tokens_to_ids(tokenize(text)): the unknown string becomes unk_token_id */
     MG_RETURN_IF(!all && u->tokens_unk < 0, MG_ERR_ARG, "\"%.*s\" has no token and "
                  "tokenizer_config.json names no unk_token (transformers' "
@@ -113,9 +105,11 @@ static mg_status unk_run(const uni_impl *u, const uint8_t *t, const mg_spm_ref *
     return MG_OK;
 }
 
-static mg_status model_piece(const uni_impl *u, uni_state *s, const char *p, size_t n,
+static mg_status model_piece(const void *model, void *state, const char *p, size_t n,
                              mg_ids *out)
 {
+    const uni_impl *u = model;
+    uni_state *s = state;
     if (n == 0) return MG_OK;
     mg_unigram_lattice L = {.trie = u->trie, .score = u->score, .unk_score = u->unk_score,
                             .unk_id = u->unk_id};
@@ -144,39 +138,18 @@ static mg_status meta_piece(const uni_impl *u, uni_state *s, const char *p, size
                             mg_ids *out)
 {
     if (!u->has_meta) return model_piece(u, s, p, n, out);
-    const char *r = u->meta.replacement;
-    size_t rl = u->meta_len;
-    mg_spm_buf *b = &s->meta;
-    b->n = 0;
-    int starts = n > 0 && (p[0] == ' ' || (n >= rl && memcmp(p, r, rl) == 0));
-    mg_hf_prepend sc = u->meta.prepend_scheme;
-    if (!starts && (sc == MG_HF_PREPEND_ALWAYS || (sc == MG_HF_PREPEND_FIRST && first)))
-        MG_FORWARD(mg_spm_buf_append(b, r, rl));
-    for (size_t i = 0, j; i < n; i = j + 1) {
-        for (j = i; j < n && p[j] != ' '; j++) {}
-        MG_FORWARD(mg_spm_buf_append(b, p + i, j - i));
-        if (j < n) MG_FORWARD(mg_spm_buf_append(b, r, rl));
-    }
-    const char *q = (const char *)b->v;
-    size_t m = b->n, start = 0;
-    if (!u->meta.split) return model_piece(u, s, q, m, out);
-    for (size_t i = 1; i + rl <= m; i++) {
-        if (memcmp(q + i, r, rl) != 0) continue;
-        MG_FORWARD(model_piece(u, s, q + start, i - start, out));
-        start = i;
-        i += rl - 1;
-    }
-    return model_piece(u, s, q + start, m - start, out);
+    return mg_hf_metaspace(&u->meta, &s->meta, p, n, first, model_piece, u, s, out);
 }
 
-/* Split stages, then Metaspace on each piece. */
-static mg_status encode_plain(const uni_impl *u, uni_state *s, const char *t, size_t n,
+/* Split stages, then Metaspace on each piece (mg_hf_plain_fn). */
+static mg_status encode_plain(const void *model, void *state, const char *t, size_t n,
                               int first, mg_ids *out)
 {
-    if (n == 0) return MG_OK;
+    const uni_impl *u = model;
+    uni_state *s = state;
     if (u->n_split == 0) return meta_piece(u, s, t, n, first, out);
     s->spans.n = 0;
-    MG_FORWARD(mg_pretok_split(u->pre, s->pscratch, t, n, &s->spans));
+    MG_FORWARD(mg_pretok_split(u->pre, s->fs.scratch, t, n, &s->spans));
     for (size_t i = 0; i < s->spans.n; i++) {
         const mg_span *sp = &s->spans.v[i];
         MG_FORWARD(meta_piece(u, s, t + sp->off, sp->len, first && sp->off == 0, out));
@@ -202,7 +175,6 @@ static size_t grapheme_len(const uint8_t *t, size_t n)
     }
     return k;
 }
-#endif
 
 static mg_status emit_char(const uni_impl *u, const uint8_t *c, size_t k, mg_spm_buf *b)
 {
@@ -225,11 +197,15 @@ static size_t plain_ascii_run(const uni_impl *u, const uint8_t *t, size_t n)
         k++;
     return k;
 }
+#endif
 
-static mg_status precompiled(const uni_impl *u, uni_state *s, const char *text, size_t len,
+/* Precompiled (mg_hf_prenorm_fn). */
+static mg_status precompiled(const void *model, void *state, const char *text, size_t len,
                              const char **out, size_t *out_len)
 {
 #if MG_HAVE_UTF8PROC
+    const uni_impl *u = model;
+    uni_state *s = state;
     const uint8_t *t = (const uint8_t *)text;
     mg_spm_buf *b = &s->pre;
     b->n = 0;
@@ -263,53 +239,20 @@ static mg_status precompiled(const uni_impl *u, uni_state *s, const char *text, 
     *out_len = b->n;
     return MG_OK;
 #else
-    (void)u, (void)s, (void)text, (void)len, (void)out, (void)out_len;
+    (void)model, (void)state, (void)text, (void)len, (void)out, (void)out_len;
     return mg_error_set(MG_ERR_UNSUPPORTED, "not supported yet: Precompiled without utf8proc");
 #endif
 }
 
 /* ---- encoding ---- */
 
-static mg_status encode_segment(const uni_impl *u, uni_state *s, const char *text, size_t len,
-                                int first, mg_ids *out)
-{
-    if (len == 0) return MG_OK;
-    if (u->has_precompiled) MG_FORWARD(precompiled(u, s, text, len, &text, &len));
-    const char *t;
-    size_t n, pos = 0, ms, me;
-    int64_t id;
-    MG_FORWARD(mg_normalize(&u->norm, &s->norm, text, len, &t, &n));
-    while (mg_added_tokens_find(u->norm_added, t, n, pos, &ms, &me, &id)) {
-        MG_FORWARD(encode_plain(u, s, t + pos, ms - pos, first && pos == 0, out));
-        MG_FORWARD(mg_ids_push(out, id));
-        pos = me;
-    }
-    return encode_plain(u, s, t + pos, n - pos, first && pos == 0, out);
-}
-
-static mg_status push_all(mg_ids *out, const int64_t *ids, size_t n)
-{
-    for (size_t i = 0; i < n; i++) MG_FORWARD(mg_ids_push(out, ids[i]));
-    return MG_OK;
-}
-
 static mg_status uni_encode(const mg_tokenizer *tk, void *state, const char *text, size_t len,
                             mg_ids *out)
 {
     const uni_impl *u = tk->impl;
     uni_state *s = state;
-    size_t pos = 0, ms, me;
-    int64_t id;
     MG_RETURN_IF(len > UINT32_MAX - 1, MG_ERR_LIMIT, "a text of %zu bytes (more than 4 GiB)", len);
-    if (u->include_special) MG_FORWARD(push_all(out, u->prefix, u->n_prefix));
-    while (mg_added_tokens_find(u->raw_added, text, len, pos, &ms, &me, &id)) {
-        MG_FORWARD(encode_segment(u, s, text + pos, ms - pos, pos == 0, out));
-        MG_FORWARD(mg_ids_push(out, id));
-        pos = me;
-    }
-    MG_FORWARD(encode_segment(u, s, text + pos, len - pos, pos == 0, out));
-    if (u->include_special) MG_FORWARD(push_all(out, u->suffix, u->n_suffix));
-    return MG_OK;
+    return mg_hf_frame_encode(&u->frame, &s->fs, text, len, out);
 }
 
 static void uni_encoder_free(void *state)
@@ -319,26 +262,15 @@ static void uni_encoder_free(void *state)
     mg_spm_scratch_free(&s->scratch);
     free(s->refs.v);
     free(s->pre.v);
-    free(s->meta.v);
-    mg_norm_buf_free(&s->norm);
-    mg_pretok_scratch_free(s->pscratch);
+    mg_text_free(&s->meta);
     mg_spans_free(&s->spans);
-    free(s);
+    mg_hf_frame_state_delete(s);
 }
 
 static mg_status uni_encoder_create(const mg_tokenizer *tk, void **state)
 {
     (void)tk;
-    *state = NULL;
-    uni_state *s = mg_calloc(1, sizeof *s);
-    if (!s) return MG_ERR_NOMEM;
-    mg_status st = mg_pretok_scratch_create(&s->pscratch);
-    if (st != MG_OK) {
-        uni_encoder_free(s);
-        return st;
-    }
-    *state = s;
-    return MG_OK;
+    return mg_hf_frame_state_new(sizeof(uni_state), state);
 }
 
 static void uni_free(void *impl)
@@ -349,12 +281,8 @@ static void uni_free(void *impl)
     free(u->score);
     free(u->pool);
     free(u->off);
-    mg_added_tokens_free(u->raw_added);
-    mg_added_tokens_free(u->norm_added);
-    free(u->added);
-    free(u->added_pool);
+    mg_hf_frame_free(&u->frame);
     mg_spm_normalizer_free(&u->precompiled);
-    mg_normalizer_free(&u->norm);
     mg_pretok_free(u->pre);
     free(u);
 }
@@ -370,10 +298,8 @@ typedef struct {
 static mg_status id_tokens(const uni_impl *u, const int64_t *ids, size_t n, tokens *tk)
 {
     for (size_t i = 0; i < n; i++) {
-        const char *s = NULL;
         size_t len = 0;
-        for (size_t k = 0; k < u->n_added && !s; k++)
-            if (u->added[k].id == ids[i]) s = u->added[k].content, len = u->added[k].len;
+        const char *s = mg_hf_frame_added_str(&u->frame, ids[i], &len);
         if (!s && (size_t)ids[i] < u->n_vocab) s = piece(u, (int32_t)ids[i]), len = strlen(s);
         if (!s) continue; /* no token: skipped, as tokenizers does */
         MG_FORWARD(mg_text_append(&tk->a, s, len));
@@ -664,7 +590,7 @@ static mg_status parse_vocab(uni_impl *u, const mg_hf_desc *d, const json_t *voc
     if (!u->score || !u->off || !u->pool) return MG_ERR_NOMEM;
     double min_score = INFINITY, pow10[309];
     for (int i = 0; i <= 308; i++) {
-        char p[8];
+        char p[16];
         snprintf(p, sizeof p, "1e%d", i);
         pow10[i] = strtod(p, NULL);
     }
@@ -752,87 +678,16 @@ static mg_status build_precompiled(uni_impl *u, const mg_hf_desc *d)
 #endif
 }
 
-/* ---- building: added tokens (tokenizers' AddedVocabulary, as tok_hf.c) ---- */
+/* ---- building: added tokens (hf_frame.c) ---- */
 
 typedef struct {
     uni_impl *u;
     const mg_hf_desc *d;
-    int64_t max_added, vocab_size;
 } builder;
 
-static int64_t vocab_lookup(const builder *b, const char *s, size_t len)
+static int64_t vocab_cb(const void *u, const char *s, size_t len)
 {
-    for (size_t i = 0; i < b->u->n_added; i++)
-        if (b->u->added[i].len == len && memcmp(b->u->added[i].content, s, len) == 0)
-            return b->u->added[i].id;
-    return len ? mg_spm_trie_find(b->u->trie, (const uint8_t *)s, len) : -1;
-}
-
-static void add_token(builder *b, const mg_added_token *t)
-{
-    uni_impl *u = b->u;
-    for (size_t i = 0; i < u->n_added; i++)
-        if (u->added[i].len == t->len && memcmp(u->added[i].content, t->content, t->len) == 0)
-            return;
-    if (t->len == 0) return;
-    mg_added_token a = *t;
-    a.id = mg_spm_trie_find(u->trie, (const uint8_t *)t->content, t->len);
-    if (a.id < 0) {
-        int64_t nv = (int64_t)u->n_vocab;
-        a.id = b->max_added < 0 ? nv : (b->max_added >= nv || nv == 0) ? b->max_added + 1 : nv;
-        b->vocab_size++;
-    }
-    if (a.id > b->max_added) b->max_added = a.id;
-    u->added[u->n_added++] = a;
-}
-
-/* Gives the final added tokens their own copies of the contents (for decoding). */
-static mg_status own_added(uni_impl *u)
-{
-    size_t total = 1;
-    for (size_t i = 0; i < u->n_added; i++) total += u->added[i].len + 1;
-    u->added_pool = mg_malloc(total);
-    if (!u->added_pool) return MG_ERR_NOMEM;
-    for (size_t i = 0, o = 0; i < u->n_added; i++) {
-        memcpy(u->added_pool + o, u->added[i].content, u->added[i].len);
-        u->added_pool[o + u->added[i].len] = 0;
-        u->added[i].content = u->added_pool + o;
-        o += u->added[i].len + 1;
-    }
-    return MG_OK;
-}
-
-static mg_status build_added(builder *b, const mg_tok_opts *o)
-{
-    const mg_hf_desc *d = b->d;
-    uni_impl *u = b->u;
-    u->added = mg_calloc(d->n_added + d->n_named + o->n_special_tokens + 1, sizeof *u->added);
-    if (!u->added) return MG_ERR_NOMEM;
-    b->vocab_size = (int64_t)u->n_vocab;
-    b->max_added = -1;
-    for (size_t i = 0; i < d->n_added; i++) add_token(b, &d->added[i]);
-    for (size_t i = 0; i < d->n_named; i++) {
-        mg_added_token t = d->named[i];
-        t.special = 1;
-        add_token(b, &t);
-    }
-    for (size_t i = 0; i < o->n_special_tokens; i++) {
-        const char *s = o->special_tokens[i];
-        mg_added_token t = {.content = s, .len = strlen(s), .special = 1};
-        add_token(b, &t);
-    }
-    mg_added_token *part = mg_calloc(u->n_added + 1, sizeof *part);
-    if (!part) return MG_ERR_NOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < u->n_added; i++)
-        if (!u->added[i].normalized) part[n++] = u->added[i];
-    mg_status st = mg_added_tokens_create(&u->raw_added, part, n);
-    n = 0;
-    for (size_t i = 0; i < u->n_added; i++)
-        if (u->added[i].normalized) part[n++] = u->added[i];
-    if (st == MG_OK) st = mg_added_tokens_create(&u->norm_added, part, n);
-    free(part);
-    return st == MG_OK ? own_added(u) : st;
+    return len ? mg_spm_trie_find(((const uni_impl *)u)->trie, (const uint8_t *)s, len) : -1;
 }
 
 /* ---- building: normalizer and pre-tokenizer ---- */
@@ -840,13 +695,12 @@ static mg_status build_added(builder *b, const mg_tok_opts *o)
 static mg_status build_pipeline(uni_impl *u, const mg_hf_desc *d, int t5)
 {
     if (d->precompiled) MG_FORWARD(build_precompiled(u, d));
-    if (!t5) MG_FORWARD(mg_normalizer_copy(&u->norm, &d->norm));
+    if (!t5) MG_FORWARD(mg_normalizer_copy(&u->frame.norm, &d->norm));
     MG_FORWARD(mg_pretok_create(&u->pre));
     if (t5) {
         u->has_meta = 1;
         u->meta = (mg_hf_pre_stage){.kind = MG_HF_PRE_METASPACE, .replacement = "\xe2\x96\x81",
                                     .prepend_scheme = MG_HF_PREPEND_ALWAYS, .split = 1};
-        u->meta_len = 3;
         u->n_split = 1;
         return mg_pretok_add_regex(u->pre, MG_HF_WHITE_SPACE_RE, MG_SPLIT_REMOVED, 0);
     }
@@ -858,7 +712,6 @@ static mg_status build_pipeline(uni_impl *u, const mg_hf_desc *d, int t5)
         if (s->kind == MG_HF_PRE_METASPACE) { /* last, checked by the parser */
             u->has_meta = 1;
             u->meta = *s;
-            u->meta_len = strlen(s->replacement);
             continue;
         }
         mg_status st = s->is_regex ? mg_pretok_add_regex(u->pre, s->pattern, s->behavior, s->invert)
@@ -888,11 +741,11 @@ static void describe(mg_tokenizer *tk, const builder *b, int t5)
              "eod %lld), normalizer %s%s, pre-tokenizer %zu split stage(s)%s, "
              "post-processor +%zu/+%zu ids%s",
              d->file, u->byte_fallback ? " (byte_fallback)" : "",
-             t5 ? " as transformers' T5Tokenizer" : "", u->n_vocab, u->n_added,
+             t5 ? " as transformers' T5Tokenizer" : "", u->n_vocab, u->frame.n_added,
              (long long)tk->vocab_size, (long long)tk->eod,
-             u->has_precompiled ? "Precompiled+" : "", u->norm.n ? "steps" : "none",
-             u->n_split, u->has_meta ? "+Metaspace" : "", u->n_prefix, u->n_suffix,
-             u->include_special ? "" : " (not added: no-include-special-tokens)");
+             u->has_precompiled ? "Precompiled+" : "", u->frame.norm.n ? "steps" : "none",
+             u->n_split, u->has_meta ? "+Metaspace" : "", u->frame.n_prefix, u->frame.n_suffix,
+             mg_hf_frame_special_note(&u->frame));
     if (n >= (int)sizeof tk->describe) memcpy(tk->describe + sizeof tk->describe - 4, "...", 4);
 }
 
@@ -902,8 +755,10 @@ static mg_status build(builder *b, mg_tokenizer *tk, const mg_tok_opts *o)
     uni_impl *u = b->u;
     int t5 = class_is_t5(d);
     MG_FORWARD(parse_model(u, d, t5));
-    MG_FORWARD(build_added(b, o));
+    MG_FORWARD(mg_hf_frame_build(&u->frame, d, o, vocab_cb, u, (int64_t)u->n_vocab));
     MG_FORWARD(build_pipeline(u, d, t5));
+    u->frame.plain = encode_plain;
+    u->frame.prenorm = u->has_precompiled ? precompiled : NULL;
     if (t5) {
         u->n_dec = 1;
         u->dec[0] = (dec_step){.kind = DEC_METASPACE, .a = "\xe2\x96\x81", .alen = 3,
@@ -913,16 +768,10 @@ static mg_status build(builder *b, mg_tokenizer *tk, const mg_tok_opts *o)
         u->has_decoder = 1;
         parse_decoder(u, d->decoder, d->file, 0);
     }
-    u->include_special = !o->hf_no_include_special;
-    memcpy(u->prefix, d->prefix, sizeof u->prefix);
-    memcpy(u->suffix, d->suffix, sizeof u->suffix);
-    u->n_prefix = d->n_prefix;
-    u->n_suffix = d->n_suffix;
-    tk->vocab_size = b->vocab_size;
-    u->tokens_unk = d->cfg_unk_token ? vocab_lookup(b, d->cfg_unk_token,
-                                                    strlen(d->cfg_unk_token)) : -1;
-    const char *eod = d->eos_token ? d->eos_token : d->sep_token;
-    tk->eod = eod ? vocab_lookup(b, eod, strlen(eod)) : -1;
+    tk->vocab_size = u->frame.vocab_size;
+    u->tokens_unk = mg_hf_frame_token_id(&u->frame, d->cfg_unk_token, vocab_cb, u);
+    tk->eod = mg_hf_frame_token_id(&u->frame, d->eos_token ? d->eos_token : d->sep_token,
+                                   vocab_cb, u);
     describe(tk, b, t5);
     return MG_OK;
 }

@@ -17,23 +17,17 @@
 #include "tok/added_tokens.h"
 #include "tok/bert_basic.h"
 #include "tok/decode_util.h"
+#include "tok/hf_frame.h"
 #include "tok/normalize.h"
 #include "tok/tok_internal.h"
 #include "tok/wordpiece.h"
 
 typedef struct {
+    mg_hf_frame frame; /* first: added tokens, normalizer, post-processor ids */
     mg_wordpiece *wp;
-    mg_added_tokens *raw_added, *norm_added;
-    mg_added_token *added; /* every added token, contents in added_buf (for decoding) */
-    size_t n_added;
-    char *added_buf;
-    mg_normalizer norm;
     mg_hf_pre_kind pre_kind[MG_HF_MAX_PRE];
     mg_pretok *pre_split[MG_HF_MAX_PRE]; /* Split stages (regex or literal) */
     size_t n_pre;
-    int include_special;
-    int64_t prefix[MG_HF_MAX_POST], suffix[MG_HF_MAX_POST];
-    size_t n_prefix, n_suffix;
     mg_hf_decoder *dec; /* NULL: dec_err says why decoding is not supported */
     char dec_err[256];
     int cleanup_spaces;
@@ -53,9 +47,8 @@ typedef struct {
 } wc_entry;
 
 typedef struct {
-    mg_norm_buf norm;
+    mg_hf_frame_state fs; /* first (hf_frame.h) */
     mg_spans a, b;
-    mg_pretok_scratch *scratch;
     wc_entry *cache; /* WC_SLOTS entries */
 } wp_state;
 
@@ -119,7 +112,8 @@ static mg_status stage(const wp_impl *h, wp_state *s, size_t k, const char *text
             MG_FORWARD(split_punct(text, p, &s->b));
         } else {
             size_t from = s->b.n;
-            MG_FORWARD(mg_pretok_split(h->pre_split[k], s->scratch, text + p->off, p->len, &s->b));
+            MG_FORWARD(mg_pretok_split(h->pre_split[k], s->fs.scratch, text + p->off, p->len,
+                                       &s->b));
             for (size_t j = from; j < s->b.n; j++) s->b.v[j].off += p->off;
         }
     }
@@ -129,11 +123,13 @@ static mg_status stage(const wp_impl *h, wp_state *s, size_t k, const char *text
     return MG_OK;
 }
 
-/* Pre-tokenizes text (no added token in it) and encodes each word. */
-static mg_status encode_words(const wp_impl *h, wp_state *s, const char *text, size_t len,
-                              mg_ids *out)
+/* Pre-tokenizes text (no added token in it) and encodes each word (mg_hf_plain_fn). */
+static mg_status encode_words(const void *model, void *state, const char *text, size_t len,
+                              int first, mg_ids *out)
 {
-    if (len == 0) return MG_OK;
+    const wp_impl *h = model;
+    wp_state *s = state;
+    (void)first;
     MG_RETURN_IF(len > UINT32_MAX - 1, MG_ERR_LIMIT,
                  "a text segment of %zu bytes (more than 4 GiB)", len);
     s->a.n = 0;
@@ -144,86 +140,34 @@ static mg_status encode_words(const wp_impl *h, wp_state *s, const char *text, s
     return MG_OK;
 }
 
-/* A gap between raw added tokens: normalize, then split on normalized added tokens. */
-static mg_status encode_segment(const wp_impl *h, wp_state *s, const char *text, size_t len,
-                                mg_ids *out)
-{
-    if (len == 0) return MG_OK;
-    const char *t;
-    size_t n, pos = 0, ms, me;
-    int64_t id;
-    MG_FORWARD(mg_normalize(&h->norm, &s->norm, text, len, &t, &n));
-    while (mg_added_tokens_find(h->norm_added, t, n, pos, &ms, &me, &id)) {
-        MG_FORWARD(encode_words(h, s, t + pos, ms - pos, out));
-        MG_FORWARD(mg_ids_push(out, id));
-        pos = me;
-    }
-    return encode_words(h, s, t + pos, n - pos, out);
-}
-
-static mg_status push_all(mg_ids *out, const int64_t *ids, size_t n)
-{
-    for (size_t i = 0; i < n; i++) MG_FORWARD(mg_ids_push(out, ids[i]));
-    return MG_OK;
-}
-
-static mg_status wp_encode(const mg_tokenizer *tk, void *state, const char *text, size_t len,
-                           mg_ids *out)
-{
-    const wp_impl *h = tk->impl;
-    wp_state *s = state;
-    size_t pos = 0, ms, me;
-    int64_t id;
-    if (h->include_special) MG_FORWARD(push_all(out, h->prefix, h->n_prefix));
-    while (mg_added_tokens_find(h->raw_added, text, len, pos, &ms, &me, &id)) {
-        MG_FORWARD(encode_segment(h, s, text + pos, ms - pos, out));
-        MG_FORWARD(mg_ids_push(out, id));
-        pos = me;
-    }
-    MG_FORWARD(encode_segment(h, s, text + pos, len - pos, out));
-    if (h->include_special) MG_FORWARD(push_all(out, h->suffix, h->n_suffix));
-    return MG_OK;
-}
-
 static void wp_encoder_free(void *state)
 {
     wp_state *s = state;
     if (!s) return;
-    mg_norm_buf_free(&s->norm);
     mg_spans_free(&s->a);
     mg_spans_free(&s->b);
-    mg_pretok_scratch_free(s->scratch);
     free(s->cache);
-    free(s);
+    mg_hf_frame_state_delete(s);
 }
 
 static mg_status wp_encoder_create(const mg_tokenizer *tk, void **state)
 {
     (void)tk;
+    MG_FORWARD(mg_hf_frame_state_new(sizeof(wp_state), state));
+    wp_state *s = *state;
+    s->cache = mg_calloc(WC_SLOTS, sizeof *s->cache);
+    if (s->cache) return MG_OK;
+    wp_encoder_free(s);
     *state = NULL;
-    wp_state *s = mg_calloc(1, sizeof *s);
-    if (!s) return MG_ERR_NOMEM;
-    mg_status st = mg_pretok_scratch_create(&s->scratch);
-    s->cache = st == MG_OK ? mg_calloc(WC_SLOTS, sizeof *s->cache) : NULL;
-    if (st == MG_OK && !s->cache) st = MG_ERR_NOMEM;
-    if (st != MG_OK) {
-        wp_encoder_free(s);
-        return st;
-    }
-    *state = s;
-    return MG_OK;
+    return MG_ERR_NOMEM;
 }
 
 /* ---- decoding ---- */
 
 static const char *token_string(const wp_impl *h, int64_t id, size_t *len)
 {
-    for (size_t i = 0; i < h->n_added; i++)
-        if (h->added[i].id == id) {
-            *len = h->added[i].len;
-            return h->added[i].content;
-        }
-    return mg_wordpiece_token(h->wp, id, len);
+    const char *s = mg_hf_frame_added_str(&h->frame, id, len);
+    return s ? s : mg_wordpiece_token(h->wp, id, len);
 }
 
 static mg_status decode_tokens(const wp_impl *h, const int64_t *ids, size_t n,
@@ -258,11 +202,7 @@ static void wp_free(void *impl)
     wp_impl *h = impl;
     if (!h) return;
     mg_wordpiece_free(h->wp);
-    mg_added_tokens_free(h->raw_added);
-    mg_added_tokens_free(h->norm_added);
-    free(h->added);
-    free(h->added_buf);
-    mg_normalizer_free(&h->norm);
+    mg_hf_frame_free(&h->frame);
     for (size_t i = 0; i < h->n_pre; i++) mg_pretok_free(h->pre_split[i]);
     mg_hf_decoder_free(h->dec);
     free(h);
@@ -271,7 +211,7 @@ static void wp_free(void *impl)
 static const struct mg_tok_vtbl wp_vtbl = {
     .encoder_create = wp_encoder_create,
     .encoder_free = wp_encoder_free,
-    .encode = wp_encode,
+    .encode = mg_hf_frame_tok_encode,
     .free = wp_free,
     .decode = wp_decode,
 };
@@ -288,91 +228,9 @@ static mg_status build_model(wp_impl *h, const mg_hf_desc *d)
     return mg_wordpiece_finalize(h->wp);
 }
 
-typedef struct {
-    mg_added_token *v;
-    size_t n;
-    int64_t max_added, vocab_size;
-} added_list;
-
-static int64_t added_lookup(const added_list *l, const char *s, size_t len)
+static int64_t vocab_cb(const void *wp, const char *s, size_t len)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].len == len && memcmp(l->v[i].content, s, len) == 0) return l->v[i].id;
-    return -1;
-}
-
-/* tokenizers' AddedVocabulary::add_tokens for one token (see tok_hf.c add_token). */
-static void add_token(added_list *l, const wp_impl *h, const mg_added_token *t)
-{
-    if (t->len == 0 || added_lookup(l, t->content, t->len) >= 0) return;
-    mg_added_token a = *t;
-    a.id = mg_wordpiece_id(h->wp, t->content, t->len);
-    if (a.id < 0) {
-        int64_t nv = (int64_t)mg_wordpiece_size(h->wp);
-        a.id = l->max_added < 0 ? nv : (l->max_added >= nv || nv == 0) ? l->max_added + 1 : nv;
-        l->vocab_size++;
-    }
-    if (a.id > l->max_added) l->max_added = a.id;
-    l->v[l->n++] = a;
-}
-
-/* Copies the final added tokens into the impl (contents into one buffer). */
-static mg_status keep_added(wp_impl *h, const added_list *l)
-{
-    size_t total = 1;
-    for (size_t i = 0; i < l->n; i++) total += l->v[i].len + 1;
-    h->added = mg_calloc(l->n + 1, sizeof *h->added);
-    h->added_buf = mg_malloc(total);
-    if (!h->added || !h->added_buf) return MG_ERR_NOMEM;
-    size_t o = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        h->added[i] = l->v[i];
-        memcpy(h->added_buf + o, l->v[i].content, l->v[i].len);
-        h->added_buf[o + l->v[i].len] = 0;
-        h->added[i].content = h->added_buf + o;
-        o += l->v[i].len + 1;
-    }
-    h->n_added = l->n;
-    return MG_OK;
-}
-
-static mg_status build_matchers(wp_impl *h)
-{
-    mg_added_token *part = mg_calloc(h->n_added + 1, sizeof *part);
-    if (!part) return MG_ERR_NOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < h->n_added; i++)
-        if (!h->added[i].normalized) part[n++] = h->added[i];
-    mg_status st = mg_added_tokens_create(&h->raw_added, part, n);
-    n = 0;
-    for (size_t i = 0; i < h->n_added; i++)
-        if (h->added[i].normalized) part[n++] = h->added[i];
-    if (st == MG_OK) st = mg_added_tokens_create(&h->norm_added, part, n);
-    free(part);
-    return st;
-}
-
-static mg_status build_added(wp_impl *h, const mg_hf_desc *d, const mg_tok_opts *o,
-                             int64_t *vocab_size)
-{
-    added_list l = {.max_added = -1, .vocab_size = (int64_t)mg_wordpiece_size(h->wp)};
-    l.v = mg_calloc(d->n_added + d->n_named + o->n_special_tokens + 1, sizeof *l.v);
-    if (!l.v) return MG_ERR_NOMEM;
-    for (size_t i = 0; i < d->n_added; i++) add_token(&l, h, &d->added[i]);
-    for (size_t i = 0; i < d->n_named; i++) {
-        mg_added_token t = d->named[i];
-        t.special = 1;
-        add_token(&l, h, &t);
-    }
-    for (size_t i = 0; i < o->n_special_tokens; i++) {
-        const char *s = o->special_tokens[i];
-        mg_added_token t = {.content = s, .len = strlen(s), .special = 1};
-        add_token(&l, h, &t);
-    }
-    mg_status st = keep_added(h, &l);
-    *vocab_size = l.vocab_size;
-    free(l.v);
-    return st == MG_OK ? build_matchers(h) : st;
+    return mg_wordpiece_id(wp, s, len);
 }
 
 static mg_status build_pre(wp_impl *h, const mg_hf_desc *d)
@@ -416,24 +274,16 @@ static void build_decoder(wp_impl *h, const mg_hf_desc *d)
     h->cleanup_spaces = d->cleanup_spaces == 1;
 }
 
-static int64_t token_id(const wp_impl *h, const char *s)
-{
-    if (!s) return -1;
-    for (size_t i = 0; i < h->n_added; i++)
-        if (h->added[i].len == strlen(s) && memcmp(h->added[i].content, s, h->added[i].len) == 0)
-            return h->added[i].id;
-    return mg_wordpiece_id(h->wp, s, strlen(s));
-}
-
 static void describe(mg_tokenizer *tk, const wp_impl *h, const mg_hf_desc *d, const char *kind)
 {
     char nz[128] = "", pre[128] = "";
     static const char *const pre_names[] = {"?", "Split", "ByteLevel", "Metaspace",
                                             "BertPreTokenizer", "Punctuation"};
     size_t u = 0;
-    for (size_t i = 0; i < h->norm.n && u < sizeof nz - 24; i++)
+    const mg_hf_frame *f = &h->frame;
+    for (size_t i = 0; i < f->norm.n && u < sizeof nz - 24; i++)
         u += (size_t)snprintf(nz + u, sizeof nz - u, "%s%s", i ? "+" : "",
-                              mg_norm_step_name(h->norm.steps[i]));
+                              mg_norm_step_name(f->norm.steps[i]));
     u = 0;
     for (size_t i = 0; i < h->n_pre && u < sizeof pre - 24; i++) {
         mg_hf_pre_kind k = h->pre_kind[i] <= MG_HF_PRE_PUNCTUATION ? h->pre_kind[i] : 0;
@@ -442,26 +292,25 @@ static void describe(mg_tokenizer *tk, const wp_impl *h, const mg_hf_desc *d, co
     int n = snprintf(tk->describe, sizeof tk->describe,
                      "%s %s: WordPiece, %zu tokens + %zu added (vocab_size %lld, eod %lld), "
                      "normalizer %s, pre-tokenizer %s, post-processor +%zu/+%zu ids%s",
-                     kind, d->file, mg_wordpiece_size(h->wp), h->n_added,
+                     kind, d->file, mg_wordpiece_size(h->wp), f->n_added,
                      (long long)tk->vocab_size, (long long)tk->eod, nz[0] ? nz : "none",
-                     pre[0] ? pre : "none", h->n_prefix, h->n_suffix,
-                     h->include_special ? "" : " (not added: no-include-special-tokens)");
+                     pre[0] ? pre : "none", f->n_prefix, f->n_suffix,
+                     mg_hf_frame_special_note(f));
     if (n >= (int)sizeof tk->describe) memcpy(tk->describe + sizeof tk->describe - 4, "...", 4);
 }
 
 static mg_status build(wp_impl *h, mg_tokenizer *tk, const mg_hf_desc *d, const mg_tok_opts *o)
 {
     MG_FORWARD(build_model(h, d));
-    MG_FORWARD(build_added(h, d, o, &tk->vocab_size));
+    MG_FORWARD(mg_hf_frame_build(&h->frame, d, o, vocab_cb, h->wp,
+                                 (int64_t)mg_wordpiece_size(h->wp)));
+    h->frame.plain = encode_words;
     MG_FORWARD(build_pre(h, d));
-    MG_FORWARD(mg_normalizer_copy(&h->norm, &d->norm));
+    MG_FORWARD(mg_normalizer_copy(&h->frame.norm, &d->norm));
     build_decoder(h, d);
-    h->include_special = !o->hf_no_include_special;
-    memcpy(h->prefix, d->prefix, sizeof h->prefix);
-    memcpy(h->suffix, d->suffix, sizeof h->suffix);
-    h->n_prefix = d->n_prefix;
-    h->n_suffix = d->n_suffix;
-    tk->eod = token_id(h, d->eos_token ? d->eos_token : d->sep_token);
+    tk->vocab_size = h->frame.vocab_size;
+    tk->eod = mg_hf_frame_token_id(&h->frame, d->eos_token ? d->eos_token : d->sep_token,
+                                   vocab_cb, h->wp);
     return MG_OK;
 }
 
@@ -538,8 +387,7 @@ static mg_status read_bert_cfg(const char *dir, bert_cfg *c, int *is_bert)
     return MG_OK;
 }
 
-/* Id of s in the description's vocabulary (the later of duplicates), or -1. */
-static int64_t desc_vocab_id(const mg_hf_desc *d, const char *s)
+int64_t mg_hf_desc_vocab_id(const mg_hf_desc *d, const char *s)
 {
     int64_t id = -1;
     for (size_t i = 0; i < d->n_vocab; i++)
@@ -548,8 +396,7 @@ static int64_t desc_vocab_id(const mg_hf_desc *d, const char *s)
     return id;
 }
 
-/* The decoder WordPiece("##", cleanup true), owned by d. */
-static mg_status wordpiece_decoder(mg_hf_desc *d)
+mg_status mg_hf_wordpiece_decoder(mg_hf_desc *d)
 {
     json_t *dec = json_pack("{s:s, s:s, s:b}", "type", "WordPiece", "prefix", "##", "cleanup", 1);
     if (!dec) return mg_error_set(MG_ERR_NOMEM, "out of memory");
@@ -560,7 +407,7 @@ static mg_status wordpiece_decoder(mg_hf_desc *d)
 
 static mg_status apply_bert_class(mg_hf_desc *d, const bert_cfg *c, mg_hf_str *owned)
 {
-    int64_t cls = desc_vocab_id(d, c->cls), sep = desc_vocab_id(d, c->sep);
+    int64_t cls = mg_hf_desc_vocab_id(d, c->cls), sep = mg_hf_desc_vocab_id(d, c->sep);
     MG_RETURN_IF(cls < 0 || sep < 0, MG_ERR_UNSUPPORTED, "not supported yet: a BertTokenizer "
                  "whose cls_token/sep_token is not in the vocabulary in %s", d->file);
     int strip = c->strip < 0 ? c->lower : c->strip;
@@ -577,7 +424,7 @@ static mg_status apply_bert_class(mg_hf_desc *d, const bert_cfg *c, mg_hf_str *o
     d->prefix[0] = cls;
     d->suffix[0] = sep;
     d->n_prefix = d->n_suffix = 1;
-    return wordpiece_decoder(d);
+    return mg_hf_wordpiece_decoder(d);
 }
 
 mg_status mg_hf_wordpiece_create(mg_tokenizer *tk, mg_hf_desc *d, const mg_tok_opts *o)

@@ -41,4 +41,9 @@ mg_status mg_hf_wordpiece_create(mg_tokenizer *tk, mg_hf_desc *d, const mg_tok_o
 mg_status mg_hf_wordpiece_build(mg_tokenizer *tk, const mg_hf_desc *d, const char *kind,
                                 const mg_tok_opts *o);
 
+/* Id of s in the description's vocabulary (the later of duplicates), or -1. */
+int64_t mg_hf_desc_vocab_id(const mg_hf_desc *d, const char *s);
+/* Sets d->decoder to WordPiece("##", cleanup true), a JSON tree d owns (BertTokenizer). */
+mg_status mg_hf_wordpiece_decoder(mg_hf_desc *d);
+
 #endif

@@ -245,7 +245,7 @@ mg_status mg_text_append(mg_text *t, const char *s, size_t len)
         size_t cap = t->cap ? t->cap : 256;
         while (cap < t->n + len + 1) cap *= 2;
         char *p = realloc(t->p, cap);
-        if (!p) return mg_error_set(MG_ERR_NOMEM, "out of memory (decoded text of %zu bytes)",
+        if (!p) return mg_error_set(MG_ERR_NOMEM, "out of memory (text of %zu bytes)",
                                     t->n + len);
         t->p = p;
         t->cap = cap;

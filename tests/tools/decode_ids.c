@@ -2,10 +2,7 @@
  *
  *   decode_ids [tokenizer flags as mg-preprocess] [--keep-going] < ids.txt
  *
- * Tokenizer flags: as tests/tools/tokenize.c (--tokenizer-type, --vocab-file, --merge-file,
- * --tokenizer-model, --vocab-size, --tiktoken-pattern, --tiktoken-num-special-tokens,
- * --tokenizer-special-tokens S..., --null-tokenizer-eod-id,
- * --tokenizer-hf-no-include-special-tokens).
+ * Tokenizer flags: see tok_flags.h.
  * Each input line holds space-separated ids (an empty line = no ids); for each one line is
  * printed: the decoded text as a JSON string (so newlines and NUL survive), or with
  * --keep-going {"error": MESSAGE} when decoding fails (without it: exit status 1).
@@ -19,63 +16,7 @@
 #include <string.h>
 
 #include "mg/tokenizer.h"
-
-typedef struct {
-    mg_tok_opts tok;
-    int keep_going;
-} tool_opts;
-
-static __attribute__((noreturn)) void usage(const char *msg, const char *arg)
-{
-    fprintf(stderr, "decode_ids: error: %s%s\n", msg, arg ? arg : "");
-    exit(2);
-}
-
-static int64_t int_arg(const char *s)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end) usage("not an integer: ", s);
-    return v;
-}
-
-/* Handles the flags that take one value; returns 0 if flag is not one of them. */
-static int value_flag(tool_opts *o, const char *flag, const char *v)
-{
-    if (!strcmp(flag, "--tokenizer-type")) o->tok.type = v;
-    else if (!strcmp(flag, "--vocab-file")) o->tok.vocab_file = v;
-    else if (!strcmp(flag, "--merge-file")) o->tok.merge_file = v;
-    else if (!strcmp(flag, "--tokenizer-model")) o->tok.model = v;
-    else if (!strcmp(flag, "--vocab-size")) o->tok.vocab_size = int_arg(v);
-    else if (!strcmp(flag, "--tiktoken-pattern")) o->tok.tiktoken_pattern = v;
-    else if (!strcmp(flag, "--tiktoken-num-special-tokens"))
-        o->tok.tiktoken_num_special = int_arg(v);
-    else if (!strcmp(flag, "--null-tokenizer-eod-id")) o->tok.null_eod_id = int_arg(v);
-    else return 0;
-    return 1;
-}
-
-static void parse_args(tool_opts *o, int argc, char **argv)
-{
-    mg_tok_opts_init(&o->tok);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--keep-going")) {
-            o->keep_going = 1;
-        } else if (!strcmp(a, "--tokenizer-hf-no-include-special-tokens")) {
-            o->tok.hf_no_include_special = 1;
-        } else if (!strcmp(a, "--tokenizer-special-tokens")) {
-            int first = i + 1;
-            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) i++;
-            o->tok.special_tokens = (const char *const *)(argv + first);
-            o->tok.n_special_tokens = (size_t)(i + 1 - first);
-        } else if (i + 1 < argc && value_flag(o, a, argv[i + 1])) {
-            i++;
-        } else {
-            usage("unknown flag or missing value: ", a);
-        }
-    }
-}
+#include "tok_flags.h"
 
 /* Parses the ids of one line into *ids. */
 static void parse_ids(const char *line, size_t line_no, mg_ids *ids)
@@ -109,8 +50,8 @@ static void print_json(json_t *v)
 
 int main(int argc, char **argv)
 {
-    tool_opts o = {0};
-    parse_args(&o, argc, argv);
+    tok_flags o = {0};
+    tok_flags_parse(&o, "decode_ids", argc, argv, NULL, NULL);
     mg_tokenizer *tk;
     if (mg_tokenizer_create(&tk, &o.tok) != MG_OK) {
         fprintf(stderr, "decode_ids: error: %s\n", mg_last_error());

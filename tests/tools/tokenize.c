@@ -2,10 +2,7 @@
  *
  *   tokenize [tokenizer flags as mg-preprocess] [--json-key K] [--keep-going] < in.jsonl
  *
- * Tokenizer flags: --tokenizer-type, --vocab-file, --merge-file, --tokenizer-model,
- * --vocab-size, --tiktoken-pattern, --tiktoken-num-special-tokens,
- * --tokenizer-special-tokens S... (until the next --flag), --null-tokenizer-eod-id,
- * --tokenizer-hf-no-include-special-tokens.
+ * Tokenizer flags: see tok_flags.h.
  * Prints "vocab_size=V eod=E" and then the describe line to stderr, then for each input line
  * ({"text": "..."}, decoded with jansson) one line of space-separated ids on stdout.
  * A tokenizer error stops with exit status 1, or with --keep-going prints
@@ -18,64 +15,18 @@
 #include <string.h>
 
 #include "mg/tokenizer.h"
+#include "tok_flags.h"
 
 typedef struct {
-    mg_tok_opts tok;
+    tok_flags f;
     const char *key;
-    int keep_going;
 } tool_opts;
 
-static __attribute__((noreturn)) void usage(const char *msg, const char *arg)
+static int key_flag(void *ctx, const char *flag, const char *v)
 {
-    fprintf(stderr, "tokenize: error: %s%s\n", msg, arg ? arg : "");
-    exit(2);
-}
-
-static int64_t int_arg(const char *s)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end) usage("not an integer: ", s);
-    return v;
-}
-
-/* Handles the flags that take one value; returns 0 if flag is not one of them. */
-static int value_flag(tool_opts *o, const char *flag, const char *v)
-{
-    if (!strcmp(flag, "--tokenizer-type")) o->tok.type = v;
-    else if (!strcmp(flag, "--vocab-file")) o->tok.vocab_file = v;
-    else if (!strcmp(flag, "--merge-file")) o->tok.merge_file = v;
-    else if (!strcmp(flag, "--tokenizer-model")) o->tok.model = v;
-    else if (!strcmp(flag, "--vocab-size")) o->tok.vocab_size = int_arg(v);
-    else if (!strcmp(flag, "--tiktoken-pattern")) o->tok.tiktoken_pattern = v;
-    else if (!strcmp(flag, "--tiktoken-num-special-tokens")) o->tok.tiktoken_num_special = int_arg(v);
-    else if (!strcmp(flag, "--null-tokenizer-eod-id")) o->tok.null_eod_id = int_arg(v);
-    else if (!strcmp(flag, "--json-key")) o->key = v;
-    else return 0;
+    if (strcmp(flag, "--json-key") != 0) return 0;
+    ((tool_opts *)ctx)->key = v;
     return 1;
-}
-
-static void parse_args(tool_opts *o, int argc, char **argv)
-{
-    mg_tok_opts_init(&o->tok);
-    o->key = "text";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--keep-going")) {
-            o->keep_going = 1;
-        } else if (!strcmp(a, "--tokenizer-hf-no-include-special-tokens")) {
-            o->tok.hf_no_include_special = 1;
-        } else if (!strcmp(a, "--tokenizer-special-tokens")) {
-            int first = i + 1;
-            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) i++;
-            o->tok.special_tokens = (const char *const *)(argv + first);
-            o->tok.n_special_tokens = (size_t)(i + 1 - first);
-        } else if (i + 1 < argc && value_flag(o, a, argv[i + 1])) {
-            i++;
-        } else {
-            usage("unknown flag or missing value: ", a);
-        }
-    }
 }
 
 static void print_ids(const mg_ids *ids)
@@ -104,7 +55,7 @@ static int do_line(const tool_opts *o, mg_encoder *enc, const char *line, size_t
         print_ids(ids);
         return 0;
     }
-    if (!o->keep_going) {
+    if (!o->f.keep_going) {
         fprintf(stderr, "tokenize: error: line %zu: %s\n", line_no, mg_last_error());
         return 1;
     }
@@ -114,11 +65,11 @@ static int do_line(const tool_opts *o, mg_encoder *enc, const char *line, size_t
 
 int main(int argc, char **argv)
 {
-    tool_opts o = {0};
-    parse_args(&o, argc, argv);
+    tool_opts o = {.key = "text"};
+    tok_flags_parse(&o.f, "tokenize", argc, argv, key_flag, &o);
     mg_tokenizer *tk;
     mg_encoder *enc;
-    if (mg_tokenizer_create(&tk, &o.tok) != MG_OK || mg_encoder_create(&enc, tk) != MG_OK) {
+    if (mg_tokenizer_create(&tk, &o.f.tok) != MG_OK || mg_encoder_create(&enc, tk) != MG_OK) {
         fprintf(stderr, "tokenize: error: %s\n", mg_last_error());
         return 1;
     }
