@@ -153,6 +153,7 @@ fuzz:
 bench: all
 	scripts/bench-preprocess.sh
 	scripts/bench-tokenizers.sh
+	scripts/bench-convert.sh
 
 demo: all
 	scripts/demo.sh

@@ -57,6 +57,7 @@ struct ck_source {
      * re-read from the page cache when needed again): keeps RSS at a few tensors. */
     void (*release)(const ck_source *s, size_t pi);
     char **dropped;              /* "what (where)" lines: intentionally not converted */
+    unsigned char *drop_notable; /* per line: 1 = worth reporting even with --quiet */
     size_t ndropped;
     mg_pk_obj *args;             /* Megatron source's args Namespace, or NULL */
     int vocab_unknown;           /* Megatron source without a true vocabulary size: the
@@ -72,7 +73,12 @@ mg_status ck_mg_open(ck_source **s, const char *dir, const ck_opts *o);
 /* Picks the loader (o->loader, or auto: config.json / latest_checkpointed_iteration.txt). */
 mg_status ck_source_open(ck_source **s, const char *dir, const ck_opts *o, int loader);
 void ck_source_free(ck_source *s);
+/* Lists an entry as intentionally not converted: routine (metadata, buffers, tied copies,
+ * optimizer state dropped on request), or notable (state a resumed run would miss), which
+ * is reported even with --quiet. */
 mg_status ck_source_drop(ck_source *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+mg_status ck_source_drop_notable(ck_source *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Shared by the loaders: the parameter list for s->m. */
 mg_status ck_source_params(ck_source *s);
 
@@ -139,13 +145,18 @@ mg_status ck_tensor_fill(const ck_source *s, const ck_tensor *t, void *buf, void
 /* Rows [r0, r1) of a tensor that is not transposed, into buf (row-major). */
 mg_status ck_tensor_fill_rows(const ck_source *s, const ck_tensor *t, int64_t r0, int64_t r1,
                               void *buf);
+/* How many gathered rows of t from r0 on (at most max_rows) lie back to back in one mapped
+ * input, in t's dtype, so that they can be written straight from the mapping: k >= 1 with
+ * *p at row r0, or 0 (zero rows, a transposed tensor, another dtype, pieces of rows). */
+int64_t ck_tensor_direct_rows(const ck_source *s, const ck_tensor *t, int64_t r0,
+                              int64_t max_rows, const uint8_t **p);
 /* Lets the source drop the pages of every parameter t reads (s->release). */
 void ck_tensor_release(const ck_source *s, const ck_tensor *t);
 /* madvise(MADV_DONTNEED) of the whole pages inside [p, p + n) of a read-only mapping. */
 void ck_release_pages(const void *p, size_t n);
 
-/* Chunked reading of one planned tensor in output byte order (at most ~16 MiB held,
- * transposed tensors whole). */
+/* Reading of one planned tensor in output byte order, straight into the caller's memory
+ * (one row held for ranges that split rows; transposed tensors are held whole). */
 typedef struct {
     const ck_source *s;
     const ck_tensor *t;
@@ -154,6 +165,7 @@ typedef struct {
     uint64_t b0, b1;    /* bytes of the tensor held in buf */
     void *scratch;
     size_t scratch_cap;
+    int threads;        /* > 1: large row ranges are gathered by this many threads */
 } ck_reader;
 
 /* Copies bytes [off, off + len) of tensor t into out (t may change between calls). */
@@ -178,6 +190,9 @@ mg_status ck_mkdirs_for(const char *path);
 mg_status ck_write_small(const char *path, const void *data, size_t len);
 /* Runs fn(i) for i < n on o->workers threads; the first failure wins. */
 mg_status ck_parallel(size_t n, int workers, mg_status (*fn)(void *ctx, size_t i), void *ctx);
+/* Threads each of n files written at once may use for its own tensors: the workers
+ * (0: CPUs) left over when there are fewer files than workers, shared out (>= 1). */
+int ck_threads_per_file(size_t n, int workers);
 
 /* Output directory: checks DST, makes DST/.tmp-XXXXXX (*tmp, malloc'd). */
 mg_status ck_outdir_begin(const char *dst, char **tmp, int *created);

@@ -40,8 +40,10 @@ void ck_print_help(void)
         "  --drop-optimizer-state            drop optimizer state instead of refusing\n"
         "  --verify                          re-read the output and compare every tensor with\n"
         "                                    the source; exit 1 on any difference\n"
-        "  --workers N                       files written in parallel (default: CPUs)\n"
-        "  --quiet                           no progress lines\n"
+        "  --workers N                       threads writing files and tensor chunks in\n"
+        "                                    parallel (default: CPUs)\n"
+        "  --quiet                           no progress or summary lines; of the entries not\n"
+        "                                    converted only RNG/scheduler state is listed\n"
         "\n"
         "Inspection:\n"
         "  --inspect DIR                     print format, model, TP/PP, every tensor with shape,\n"
@@ -53,6 +55,7 @@ void ck_print_help(void)
         "\n"
         "Exit status: 0 success, 1 runtime failure (bad input, I/O, verification failed),\n"
         "2 usage error or unsupported model/feature. Tensors that are not converted\n"
-        "(_extra_state, RNG/scheduler state, buffers, tied copies) are listed on stderr.\n",
+        "(_extra_state, RNG/scheduler state, optimizer state, buffers, tied copies) are\n"
+        "listed on stderr.\n",
         stdout);
 }

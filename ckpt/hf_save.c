@@ -1,6 +1,7 @@
 /* hf_save.c — Hugging Face saver: config.json, model.safetensors or model-0000i-of-0000n
  * shards + model.safetensors.index.json, and tokenizer files from --tokenizer-dir. Shards
- * are written in parallel, each tensor materialised once and streamed into its file.
+ * are written in parallel, each tensor streamed into its file: rows that lie back to back
+ * in an input are written straight from its mapping, the others gathered in 8 MiB pieces.
  *
  * Contract (ckpt.h): safetensors metadata {"format": "pt"}; tensors of a shard are laid out
  * by the safetensors writer (save_file order); config.json from mg_model_to_hf_config.
@@ -21,6 +22,7 @@ typedef struct {
     const ck_source *s;
     const char *root;
     ck_progress *prog;
+    int threads;    /* per file (ck_threads_per_file) */
 } hf_ctx;
 
 static const ck_tensor *by_name(const ck_file *f, const char *name)
@@ -31,10 +33,38 @@ static const ck_tensor *by_name(const ck_file *f, const char *name)
 }
 
 #define STAGE ((size_t)8 << 20)
+#define DIRECT_MIN ((uint64_t)1 << 20) /* contiguous input written straight from the mapping */
+#define DIRECT_MAX ((uint64_t)64 << 20)
+
+/* Bytes [off, n) of t: rows that lie back to back in the input go straight from the mapping
+ * into the writer (which writes large pieces with no copy); the rest through buf. */
+static mg_status write_rows(const hf_ctx *x, ck_reader *rd, const ck_tensor *t, uint8_t *buf,
+                            mg_st_writer *w)
+{
+    uint64_t n = ck_tensor_bytes(t), rowb = (uint64_t)t->gcols * mg_tdtype_size(t->dtype);
+    uint64_t off = 0;
+    mg_status st = MG_OK;
+    while (off < n && st == MG_OK) {
+        const uint8_t *p = NULL;
+        int64_t k = ck_tensor_direct_rows(x->s, t, (int64_t)(off / rowb),
+                                          (int64_t)(DIRECT_MAX / rowb), &p);
+        uint64_t len = (uint64_t)k * rowb;
+        if (len >= DIRECT_MIN) {
+            st = mg_st_writer_write(w, p, (size_t)len);
+            ck_release_pages(p, (size_t)len);
+        } else {
+            len = n - off < STAGE ? n - off : (STAGE / rowb) * rowb;
+            st = ck_reader_read(rd, t, off, buf, (size_t)len);
+            if (st == MG_OK) st = mg_st_writer_write(w, buf, (size_t)len);
+        }
+        off += len;
+    }
+    return st;
+}
 
 static mg_status write_tensors(const hf_ctx *x, const ck_file *f, mg_st_writer *w)
 {
-    ck_reader rd = {.s = x->s};
+    ck_reader rd = {.s = x->s, .threads = x->threads};
     uint8_t *buf = mg_malloc(STAGE);
     mg_status st = buf ? MG_OK : MG_ERR_NOMEM;
     for (size_t i = 0; st == MG_OK; i++) {
@@ -42,12 +72,17 @@ static mg_status write_tensors(const hf_ctx *x, const ck_file *f, mg_st_writer *
         if (!name) break;
         const ck_tensor *t = by_name(f, name);
         MG_ASSERT(t);
-        uint64_t n = ck_tensor_bytes(t);
-        for (uint64_t off = 0; off < n && st == MG_OK; off += STAGE) {
-            size_t len = n - off < STAGE ? (size_t)(n - off) : STAGE;
-            st = ck_reader_read(&rd, t, off, buf, len);
-            if (st == MG_OK) st = mg_st_writer_write(w, buf, len);
+        uint64_t n = ck_tensor_bytes(t), rowb = (uint64_t)t->gcols * mg_tdtype_size(t->dtype);
+        if (t->transpose || rowb == 0 || rowb > STAGE) {
+            for (uint64_t off = 0; off < n && st == MG_OK; off += STAGE) {
+                size_t len = n - off < STAGE ? (size_t)(n - off) : STAGE;
+                st = ck_reader_read(&rd, t, off, buf, len);
+                if (st == MG_OK) st = mg_st_writer_write(w, buf, len);
+            }
+        } else {
+            st = write_rows(x, &rd, t, buf, w);
         }
+        if (st == MG_OK) ck_tensor_release(x->s, t);
         ck_progress_add(x->prog, 1, n);
     }
     free(buf);
@@ -141,7 +176,7 @@ static mg_status copy_tokenizer(const char *dir, const char *root)
 mg_status ck_write_hf(const ck_plan *pl, const ck_source *s, const char *root, const ck_opts *o,
                       ck_progress *prog)
 {
-    hf_ctx x = {pl, s, root, prog};
+    hf_ctx x = {pl, s, root, prog, ck_threads_per_file(pl->nfiles, o->workers)};
     MG_FORWARD(ck_parallel(pl->nfiles, o->workers, save_shard, &x));
     if (pl->nfiles > 1) MG_FORWARD(write_index(pl, root));
     if (o->tokenizer_dir) MG_FORWARD(copy_tokenizer(o->tokenizer_dir, root));

@@ -298,7 +298,8 @@ int ck_inspect(const char *dir, const ck_opts *o)
         free(rp.r[i].name);
     }
     free(rp.r);
-    printf("total: %zu tensors, %llu bytes\n", rp.n, (unsigned long long)rp.bytes);
+    printf("total: %zu tensor%s, %llu bytes\n", rp.n, rp.n == 1 ? "" : "s",
+           (unsigned long long)rp.bytes);
     for (size_t i = 0; s && i < s->ndropped; i++) printf("not converted: %s\n", s->dropped[i]);
     if (st != MG_OK) problem(&rp, err);
     for (int i = 0; i < rp.problems && i < 64; i++) {

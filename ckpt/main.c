@@ -8,9 +8,17 @@
 #include "ckpt.h"
 #include "mg/cli.h"
 
-static void report_dropped(const ck_source *s)
+/* With --quiet only the notable entries (ckpt.h, ck_source_drop_notable). */
+static void report_dropped(const ck_source *s, int quiet)
 {
-    for (size_t i = 0; i < s->ndropped; i++) mg_note("not converted (intentionally): %s", s->dropped[i]);
+    for (size_t i = 0; i < s->ndropped; i++)
+        if (!quiet || s->drop_notable[i])
+            mg_note("not converted (intentionally): %s", s->dropped[i]);
+}
+
+static const char *plural(size_t n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
 }
 
 static mg_status plan(ck_plan *pl, const ck_source *s, const ck_opts *o)
@@ -51,9 +59,10 @@ static int convert(const ck_opts *o)
         ck_source_free(s);
         mg_die_status(st);
     }
-    report_dropped(s);
+    report_dropped(s, o->quiet);
     if (!o->quiet)
-        mg_note("wrote %zu tensors in %zu files, %.1f MB, in %.2f s", pl.ntensors, pl.nfiles,
+        mg_note("wrote %zu %s in %zu %s, %.1f MB, in %.2f s", pl.ntensors,
+                plural(pl.ntensors, "tensor", "tensors"), pl.nfiles, plural(pl.nfiles, "file", "files"),
                 (double)pl.bytes / 1048576.0, mg_now() - t0);
     free(tmp);
     ck_plan_free(&pl);

@@ -195,8 +195,8 @@ static mg_status top_level(ck_source *s, rank_file *rf, const mg_pk_obj *root, c
                                         "rerun_state_machine"};
     for (int i = 0; i < 4; i++)
         if (first && mg_pk_get(root, extra[i]))
-            MG_FORWARD(ck_source_drop(s, "%s (%s and the other ranks): training state", extra[i],
-                                      rf->rel));
+            MG_FORWARD(ck_source_drop_notable(s, "%s (%s and the other ranks): training state",
+                                              extra[i], rf->rel));
     const mg_pk_obj *model = mg_pk_get(root, "model");
     MG_RETURN_IF(!model || (model->kind != MG_PK_DICT && model->kind != MG_PK_ODICT),
                  MG_ERR_FORMAT, "%s: no 'model' state dict", rf->rel);

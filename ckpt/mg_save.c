@@ -4,7 +4,8 @@
  *
  * Contract (ckpt.h; spec §1, §2.1-2.2): args come from the target model (mg_model_to_args);
  * when the source is a Megatron checkpoint its other arguments are kept (tokenizer and
- * vocab_size too, when the target leaves them unknown). `_extra_state` entries are None.
+ * vocab_size too, when the target leaves them unknown); transformer_impl names the spec
+ * the parameter names follow (--transformer-impl). `_extra_state` entries are None.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ typedef struct {
     mg_pk_obj *args;
     ck_progress *prog;
     int64_t iteration;
+    int threads;    /* per file (ck_threads_per_file) */
 } save_ctx;
 
 typedef struct {
@@ -104,7 +106,7 @@ static mg_status save_file(void *ctx, size_t i)
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", x->root, f->path);
     mg_pk_graph *g = mg_pk_graph_create();
-    fill_ctx fc = {.f = f, .prog = x->prog, .rd = {.s = x->s}};
+    fill_ctx fc = {.f = f, .prog = x->prog, .rd = {.s = x->s, .threads = x->threads}};
     fc.pk = mg_calloc(f->n ? f->n : 1, sizeof(*fc.pk));
     mg_pk_obj *root = NULL;
     mg_status st = g && fc.pk ? build_root(g, x, f, fc.pk, &root) : MG_ERR_NOMEM;
@@ -123,11 +125,15 @@ mg_status ck_write_megatron(const ck_plan *pl, const ck_source *s, const char *r
 {
     mg_pk_graph *g = mg_pk_graph_create();
     if (!g) return MG_ERR_NOMEM;
-    save_ctx x = {pl, s, root, NULL, prog, o->iteration >= 0 ? o->iteration : 0};
+    save_ctx x = {pl, s, root, NULL, prog, o->iteration >= 0 ? o->iteration : 0,
+                  ck_threads_per_file(pl->nfiles, o->workers)};
     mg_pk_obj *ours = NULL;
     mg_status st = mg_model_to_args(&pl->m, g, &ours);
     if (st == MG_OK && s->vocab_unknown) /* the rows kept are padded ones: V stays unknown */
         st = mg_pk_set(g, ours, "vocab_size", mg_pk_none(g));
+    mg_pk_obj *impl = mg_pk_str(g, o->te ? "transformer_engine" : "local");
+    if (st == MG_OK) /* the spec the names follow, as Megatron's saver records it */
+        st = impl ? mg_pk_set(g, ours, "transformer_impl", impl) : MG_ERR_NOMEM;
     if (st == MG_OK) st = merged_args(g, s->args, ours, &x.args);
     for (size_t i = 0; i < pl->nfiles && st == MG_OK; i++) {
         char path[4096];

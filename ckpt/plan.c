@@ -238,6 +238,34 @@ mg_status ck_tensor_fill_rows(const ck_source *s, const ck_tensor *t, int64_t r0
     return gather_rows(s, t, r0, r1, buf);
 }
 
+/* The run of t holding gathered row r, or NULL. */
+static const ck_run *run_of(const ck_tensor *t, int64_t r)
+{
+    for (size_t i = 0; i < t->nruns; i++)
+        if (r >= t->runs[i].out_row && r < t->runs[i].out_row + t->runs[i].nrows) return &t->runs[i];
+    return NULL;
+}
+
+int64_t ck_tensor_direct_rows(const ck_source *s, const ck_tensor *t, int64_t r0,
+                              int64_t max_rows, const uint8_t **p)
+{
+    const ck_run *run = run_of(t, r0);
+    if (t->transpose || t->none || !run || run->param == CK_ZERO || run->ncols != t->gcols)
+        return 0;
+    size_t rowb = (size_t)t->gcols * mg_tdtype_size(t->dtype);
+    int64_t end = run->out_row + run->nrows - r0, k = 0;
+    if (end > max_rows) end = max_rows;
+    for (; k < end; k++) {
+        ck_loc loc;
+        s->locate(s, run->param, run->src_row + (r0 - run->out_row) + k, run->col0, &loc);
+        if (loc.dtype != t->dtype || loc.step != (int64_t)mg_tdtype_size(t->dtype) ||
+            loc.avail < run->ncols || (k > 0 && loc.p != *p + (size_t)k * rowb))
+            break;
+        if (k == 0) *p = loc.p;
+    }
+    return k;
+}
+
 void ck_tensor_release(const ck_source *s, const ck_tensor *t)
 {
     if (!s->release) return;

@@ -1,18 +1,20 @@
-/* reader.c — chunked reading of a planned output tensor in its byte order, so that writers
- * hold at most ~16 MiB of a tensor (a transposed GPT-2 tensor is held whole), and the page
- * release helper that keeps the mapped inputs out of the resident set.
+/* reader.c — reading of a planned output tensor in its byte order, in pieces the writer
+ * chooses (a transposed GPT-2 tensor is held whole, otherwise at most one row), and the
+ * page release helper that keeps the mapped inputs out of the resident set.
  *
- * Contract (ckpt.h): ck_reader_read serves any byte range; sequential ranges refill the
- * buffer only when they leave it. When a tensor is finished its sources are released.
+ * Contract (ckpt.h): ck_reader_read serves any byte range; whole rows of a tensor that is
+ * not transposed are gathered straight into the caller's memory (by `threads` threads,
+ * each a slice of the rows, when the range holds >= 2 MiB; the first failure is returned),
+ * the partial rows at the edges of a range through a one-row buffer kept for the next,
+ * sequential, range. When a tensor's last byte is read its sources are released.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "ckpt.h"
-
-#define CHUNK ((uint64_t)8 << 20)
 
 void ck_release_pages(const void *p, size_t n)
 {
@@ -33,7 +35,57 @@ static mg_status grow(ck_reader *r, size_t n)
     return MG_OK;
 }
 
-/* Loads the chunk of t holding byte off. */
+#define PAR_MIN ((uint64_t)2 << 20) /* smallest row range split between threads */
+
+typedef struct {
+    const ck_source *s;
+    const ck_tensor *t;
+    int64_t r0, r1;
+    uint8_t *buf;
+    mg_status st;
+    char msg[MG_ERROR_MAX];
+    pthread_t th;
+    int started;
+} part;
+
+static void *fill_part(void *arg)
+{
+    part *p = arg;
+    p->st = ck_tensor_fill_rows(p->s, p->t, p->r0, p->r1, p->buf);
+    if (p->st != MG_OK) mg_error_copy(p->msg);
+    return NULL;
+}
+
+/* Rows [r0, r1) of t into buf, split between up to `threads` threads when large. */
+static mg_status fill_rows(const ck_source *s, const ck_tensor *t, int64_t r0, int64_t r1,
+                           uint8_t *buf, int threads)
+{
+    uint64_t rowb = (uint64_t)t->gcols * mg_tdtype_size(t->dtype);
+    int64_t n = r1 - r0;
+    if (threads > 8) threads = 8;
+    if (threads <= 1 || n < 2 || (uint64_t)n * rowb < PAR_MIN)
+        return ck_tensor_fill_rows(s, t, r0, r1, buf);
+    if (threads > n) threads = (int)n;
+    part ps[8];
+    for (int i = 0; i < threads; i++) {
+        int64_t a = r0 + n * i / threads, b = r0 + n * (i + 1) / threads;
+        ps[i] = (part){.s = s, .t = t, .r0 = a, .r1 = b, .buf = buf + (uint64_t)(a - r0) * rowb};
+        if (i > 0) ps[i].started = pthread_create(&ps[i].th, NULL, fill_part, &ps[i]) == 0;
+    }
+    fill_part(&ps[0]);
+    for (int i = 1; i < threads; i++) {
+        if (ps[i].started) pthread_join(ps[i].th, NULL);
+        else fill_part(&ps[i]);
+    }
+    for (int i = 0; i < threads; i++)
+        if (ps[i].st != MG_OK) {
+            mg_error_restore(ps[i].st, ps[i].msg);
+            return ps[i].st;
+        }
+    return MG_OK;
+}
+
+/* Loads the whole of a transposed t, or the one row of t holding byte off. */
 static mg_status load(ck_reader *r, uint64_t off)
 {
     const ck_tensor *t = r->t;
@@ -46,14 +98,21 @@ static mg_status load(ck_reader *r, uint64_t off)
         return MG_OK;
     }
     uint64_t rowb = (uint64_t)t->gcols * mg_tdtype_size(t->dtype);
-    uint64_t rows = CHUNK / rowb ? CHUNK / rowb : 1;
-    int64_t r0 = (int64_t)(off / rowb), r1 = r0 + (int64_t)rows;
-    if (r1 > t->grows) r1 = t->grows;
-    MG_FORWARD(grow(r, (size_t)((uint64_t)(r1 - r0) * rowb)));
-    MG_FORWARD(ck_tensor_fill_rows(r->s, t, r0, r1, r->buf));
-    r->b0 = (uint64_t)r0 * rowb;
-    r->b1 = (uint64_t)r1 * rowb;
+    int64_t row = (int64_t)(off / rowb);
+    MG_FORWARD(grow(r, (size_t)rowb));
+    MG_FORWARD(ck_tensor_fill_rows(r->s, t, row, row + 1, r->buf));
+    r->b0 = (uint64_t)row * rowb;
+    r->b1 = r->b0 + rowb;
     return MG_OK;
+}
+
+/* Whole rows [off, off + k * rowb) inside [off, off + len) of a tensor that is not
+ * transposed: their bytes (k >= 1), 0 when off is not at a row start or no row fits. */
+static uint64_t whole_rows(const ck_tensor *t, uint64_t off, size_t len)
+{
+    uint64_t rowb = (uint64_t)t->gcols * mg_tdtype_size(t->dtype);
+    if (t->transpose || rowb == 0 || off % rowb) return 0;
+    return (len / rowb) * rowb;
 }
 
 mg_status ck_reader_read(ck_reader *r, const ck_tensor *t, uint64_t off, void *out, size_t len)
@@ -64,9 +123,18 @@ mg_status ck_reader_read(ck_reader *r, const ck_tensor *t, uint64_t off, void *o
     }
     uint8_t *o = out;
     while (len > 0) {
-        if (off < r->b0 || off >= r->b1) MG_FORWARD(load(r, off));
-        size_t n = (size_t)(r->b1 - off) < len ? (size_t)(r->b1 - off) : len;
-        memcpy(o, r->buf + (off - r->b0), n);
+        size_t n;
+        uint64_t w = off >= r->b0 && off < r->b1 ? 0 : whole_rows(t, off, len);
+        if (w > 0) {
+            uint64_t rowb = (uint64_t)t->gcols * mg_tdtype_size(t->dtype);
+            int64_t r0 = (int64_t)(off / rowb);
+            MG_FORWARD(fill_rows(r->s, t, r0, r0 + (int64_t)(w / rowb), o, r->threads));
+            n = (size_t)w;
+        } else {
+            if (off < r->b0 || off >= r->b1) MG_FORWARD(load(r, off));
+            n = (size_t)(r->b1 - off) < len ? (size_t)(r->b1 - off) : len;
+            memcpy(o, r->buf + (off - r->b0), n);
+        }
         o += n;
         off += n;
         len -= n;

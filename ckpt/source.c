@@ -46,25 +46,45 @@ void ck_source_free(ck_source *s)
     if (s->close) s->close(s);
     for (size_t i = 0; i < s->ndropped; i++) free(s->dropped[i]);
     free(s->dropped);
+    free(s->drop_notable);
     free(s->params);
     mg_model_free(&s->m);
     free(s);
 }
 
-mg_status ck_source_drop(ck_source *s, const char *fmt, ...)
+static mg_status drop_v(ck_source *s, int notable, const char *fmt, va_list ap)
 {
     char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     char **d = mg_realloc(s->dropped, (s->ndropped + 1) * sizeof(*d));
     if (!d) return MG_ERR_NOMEM;
     s->dropped = d;
+    unsigned char *nb = mg_realloc(s->drop_notable, s->ndropped + 1);
+    if (!nb) return MG_ERR_NOMEM;
+    s->drop_notable = nb;
     d[s->ndropped] = mg_malloc(strlen(buf) + 1);
     if (!d[s->ndropped]) return MG_ERR_NOMEM;
+    nb[s->ndropped] = (unsigned char)notable;
     strcpy(d[s->ndropped++], buf);
     return MG_OK;
+}
+
+mg_status ck_source_drop(ck_source *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    mg_status st = drop_v(s, 0, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+mg_status ck_source_drop_notable(ck_source *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    mg_status st = drop_v(s, 1, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 mg_status ck_source_params(ck_source *s)

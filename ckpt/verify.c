@@ -103,8 +103,9 @@ mg_status ck_verify(const ck_source *s, const ck_plan *pl, const char *dir, int 
     for (size_t i = 0; i < s->nparams && st == MG_OK && loader == CK_MEGATRON; i++)
         st = zero_padding(w, i, pl);
     if (st == MG_OK)
-        printf("verify: %zu parameters (%zu tensors in %zu files, %llu bytes) identical to the "
-               "source\n", s->nparams, pl->ntensors, pl->nfiles, (unsigned long long)bytes);
+        printf("verify: %zu parameters (%zu tensor%s in %zu file%s, %llu bytes) identical to "
+               "the source\n", s->nparams, pl->ntensors, pl->ntensors == 1 ? "" : "s", pl->nfiles,
+               pl->nfiles == 1 ? "" : "s", (unsigned long long)bytes);
     ck_source_free(w);
     return st;
 }

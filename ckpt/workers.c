@@ -1,5 +1,6 @@
-/* workers.c — mg-convert's parallel file writing (a pthread pool over output files), the
- * shared progress line, and small file helpers (mkdir -p, atomic small files).
+/* workers.c — mg-convert's parallel file writing (a pthread pool over output files; the
+ * workers left over when there are fewer files go to the row gathering inside each file,
+ * reader.c), the shared progress line, and small file helpers (mkdir -p, atomic files).
  *
  * Contract (ckpt.h): ck_parallel runs fn(ctx, i) once for every i < n, on at most `workers`
  * threads (0: the number of online CPUs, capped by n); it returns the first failure (its
@@ -45,10 +46,21 @@ static void *worker(void *arg)
     }
 }
 
-mg_status ck_parallel(size_t n, int workers, mg_status (*fn)(void *ctx, size_t i), void *ctx)
+static size_t worker_count(int workers)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t nt = workers > 0 ? (size_t)workers : (size_t)(cpus > 0 ? cpus : 1);
+    return workers > 0 ? (size_t)workers : (size_t)(cpus > 0 ? cpus : 1);
+}
+
+int ck_threads_per_file(size_t n, int workers)
+{
+    size_t w = worker_count(workers);
+    return n == 0 || w <= n ? 1 : (int)(w / n > 64 ? 64 : w / n);
+}
+
+mg_status ck_parallel(size_t n, int workers, mg_status (*fn)(void *ctx, size_t i), void *ctx)
+{
+    size_t nt = worker_count(workers);
     if (nt > n) nt = n;
     if (nt <= 1) {
         for (size_t i = 0; i < n; i++) MG_FORWARD(fn(ctx, i));

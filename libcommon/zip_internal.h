@@ -16,6 +16,13 @@
 
 #include "mg/error.h"
 
+/* CRC-32 (IEEE) implementations behind mg_crc32 (zip_write.c), for the unit tests: the
+ * slicing-by-8 reference, and PCLMULQDQ folding (the reference where the CPU lacks it;
+ * mg_crc32_clmul_available says whether it has it). Same contract as mg_crc32. */
+uint32_t mg_crc32_table(uint32_t crc, const void *data, size_t len);
+uint32_t mg_crc32_clmul(uint32_t crc, const void *data, size_t len);
+int mg_crc32_clmul_available(void);
+
 #define MG_ZIP_HDR_MAX 160 /* fixed part + zip64 extra + FB padding, without the name */
 #define MG_ZIP_ALIGN 64
 #define MG_ZIP_U32_MAX 0xFFFFFFFFu
