@@ -1,13 +1,16 @@
-/* main.c — mg-train: Megatron-style GPT pretraining (issue 5). This build implements the
- * command line and --dry-run (the plan: parameters, memory per rank, FLOPs per iteration);
- * any other run answers "not supported yet: training" with exit status 2.
- * Exit status: 0 done, 1 runtime failure, 2 usage error or unsupported feature.
+/* main.c — mg-train: Megatron-style GPT pretraining (issue 5): the command line, --dry-run
+ * (the plan: parameters, memory per rank, FLOPs per iteration), --dump-samples N (the first
+ * N training samples as JSON lines) and training (loop.h: log lines on stdout, progress on
+ * stderr). Checkpoints (--save/--load) answer "not supported yet" (exit 2).
+ * Exit status: 0 done, 1 runtime failure (including a NaN/Inf loss), 2 usage error or
+ * unsupported feature.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "dry_run.h"
 #include "help.h"
+#include "loop.h"
 #include "mg/cli.h"
 #include "options.h"
 
@@ -32,6 +35,35 @@ static int dry_run(mg_train_opts *o)
     return MG_EXIT_OK;
 }
 
+/* Checkpoint flags this build does not implement: never silently ignored. */
+static const char *unsupported_flag(const mg_train_opts *o)
+{
+    if (o->save) return "--save";
+    if (o->load) return "--load";
+    return NULL;
+}
+
+static int train(mg_train_opts *o)
+{
+    const char *flag = unsupported_flag(o);
+    if (flag) {
+        fprintf(stderr, "%s: not supported yet: %s (checkpoints)\n", mg_cli_prog(), flag);
+        mg_train_opts_free(o);
+        return MG_EXIT_USAGE;
+    }
+    mg_status st = mg_train_resolve_vocab(o);
+    if (st != MG_OK) {
+        mg_train_opts_free(o);
+        die_parse(st);
+    }
+    if (o->dump_samples > 0) st = mg_train_dump_samples(o, stdout);
+    else st = mg_train_run(o, stdout);
+    mg_train_opts_free(o);
+    if (st == MG_ERR_ARG) mg_usage_error("%s", mg_last_error());
+    if (st != MG_OK) mg_die_status(st);
+    return MG_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     mg_cli_init("mg-train");
@@ -52,14 +84,11 @@ int main(int argc, char **argv)
         return MG_EXIT_OK;
     }
     if (o.dry_run) return dry_run(&o);
-    int precision = o.bf16 || o.fp16;
-    const char *flag = o.bf16 ? "--bf16" : "--fp16";
-    mg_train_opts_free(&o);
-    if (precision) {
-        fprintf(stderr, "%s: not supported on CPU: %s\n", mg_cli_prog(), flag);
+    if (o.bf16 || o.fp16) {
+        fprintf(stderr, "%s: not supported on CPU: %s\n", mg_cli_prog(),
+                o.bf16 ? "--bf16" : "--fp16");
+        mg_train_opts_free(&o);
         return MG_EXIT_USAGE;
     }
-    fprintf(stderr, "%s: not supported yet: training (only --dry-run works in this build)\n",
-            mg_cli_prog());
-    return MG_EXIT_USAGE;
+    return train(&o);
 }

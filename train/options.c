@@ -69,6 +69,8 @@ static const struct flag flags[] = {
     {"--untie-embeddings-and-output-weights", K_OFF, F(model.tied_embeddings), 0, NULL, NULL},
     {"--disable-bias-linear", K_OFF, F(model.add_bias_linear), 0, NULL, NULL},
     {"--add-qkv-bias", K_ON, F(model.add_qkv_bias), 0, NULL, NULL},
+    {"--openai-gelu", K_ON, F(openai_gelu), 0, NULL, NULL},
+    {"--no-bias-gelu-fusion", K_ON, F(no_bias_gelu_fusion), 0, NULL, NULL},
     {"--init-method-std", K_F64, F(init_method_std), 0, NULL, NULL},
     {"--hidden-dropout", K_F64, F(hidden_dropout), 0, NULL, NULL},
     {"--attention-dropout", K_F64, F(attention_dropout), 0, NULL, NULL},
@@ -135,6 +137,7 @@ static const struct flag flags[] = {
     {"--log-throughput", K_ON, F(log_throughput), 0, NULL, NULL},
     /* the tool */
     {"--dry-run", K_ON, F(dry_run), 0, NULL, NULL},
+    {"--dump-samples", K_I64, F(dump_samples), 1, NULL, NULL},
     {"--help", K_ON, F(help), 0, NULL, NULL},
     {"-h", K_ON, F(help), 0, NULL, NULL},
     {"--version", K_ON, F(version), 0, NULL, NULL},

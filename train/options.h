@@ -68,6 +68,8 @@ typedef struct {
     int log_throughput;
     /* planning (list 7) and the tool */
     int dry_run, help, version;
+    int64_t dump_samples;           /* --dump-samples N: print N training samples, exit */
+    int openai_gelu, no_bias_gelu_fusion; /* --openai-gelu, --no-bias-gelu-fusion */
     mg_lr_sched sched;              /* derived, in samples */
     const char *pos_type_;          /* --position-embedding-type as given (internal) */
 } mg_train_opts;

@@ -1,0 +1,313 @@
+/* loop.c — loop.h: the training loop, evaluation, stop conditions and --dump-samples. */
+#include "loop.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "batch.h"
+#include "flops.h"
+#include "log.h"
+#include "mg/cli.h"
+#include "model.h"
+#include "step.h"
+
+/* Set by the SIGTERM/SIGINT handler (--exit-signal-handler); the one mutable global a
+ * signal handler needs. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+static void install_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct {
+    const mg_train_opts *o;
+    mg_train_data *data;
+    mg_gpt *g;
+    mg_gpt_optim *opt;
+    mg_gpt_acts *acts;
+    mg_kctx k;
+    mg_train_log *log;
+    mg_train_batch *mb;   /* nmicro micro-batches */
+    mg_gpt_batch *views;
+    int64_t nmicro;
+    uint64_t valid_cursor;
+} run_state;
+
+static mg_status tokenizer_eod(const mg_train_opts *o, int64_t *eod)
+{
+    *eod = -1;
+    if (!o->tok.type) return MG_OK;
+    mg_tokenizer *tk = NULL;
+    MG_FORWARD(mg_tokenizer_create(&tk, &o->tok));
+    *eod = mg_tokenizer_eod(tk);
+    mg_tokenizer_free(tk);
+    return MG_OK;
+}
+
+static mg_status open_data(const mg_train_opts *o, mg_train_data **d)
+{
+    int64_t eod;
+    MG_FORWARD(tokenizer_eod(o, &eod));
+    return mg_train_data_create(d, o, eod);
+}
+
+static mgk_gelu_kind gelu_of(const mg_train_opts *o)
+{
+    if (o->openai_gelu) return MGK_GELU_TANH;
+    if (o->no_bias_gelu_fusion) return MGK_GELU_ERF;
+    return mg_gpt_default_gelu(&o->model);
+}
+
+static mg_status alloc_batches(run_state *s)
+{
+    const mg_train_opts *o = s->o;
+    s->nmicro = o->global_batch_size / o->micro_batch_size;
+    s->mb = mg_calloc((size_t)s->nmicro, sizeof *s->mb);
+    s->views = mg_calloc((size_t)s->nmicro, sizeof *s->views);
+    if (!s->mb || !s->views) return MG_ERR_NOMEM;
+    for (int64_t i = 0; i < s->nmicro; i++)
+        MG_FORWARD(mg_train_batch_alloc(&s->mb[i], o->micro_batch_size, o->model.seq_length));
+    return MG_OK;
+}
+
+static mg_status setup(run_state *s)
+{
+    const mg_train_opts *o = s->o;
+    MG_FORWARD(open_data(o, &s->data));
+    mg_gpt_layout lay = mg_gpt_layout_full(&o->model);
+    mg_gpt_opts go = {gelu_of(o), o->init_method_std, (uint64_t)o->seed};
+    MG_FORWARD(mg_gpt_create(&s->g, &o->model, &lay, &go));
+    mg_gpt_init_params(s->g);
+    MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
+    MG_FORWARD(mgk_ctx_init(&s->k, MGK_CPU_FAST, 0));
+    MG_FORWARD(mg_gpt_acts_create(&s->acts, s->g, &s->k, o->micro_batch_size,
+                                  o->model.seq_length));
+    return alloc_batches(s);
+}
+
+static void teardown(run_state *s)
+{
+    for (int64_t i = 0; s->mb && i < s->nmicro; i++) mg_train_batch_release(&s->mb[i]);
+    free(s->mb);
+    free(s->views);
+    mg_train_log_free(s->log);
+    mg_gpt_acts_free(s->acts);
+    mgk_ctx_free(&s->k);
+    mg_gpt_optim_free(s->opt);
+    mg_gpt_free(s->g);
+    mg_train_data_free(s->data);
+}
+
+/* Fills the nmicro micro-batches from split k starting at sample `first`. */
+static mg_status fill(run_state *s, int k, uint64_t first)
+{
+    uint64_t mbs = (uint64_t)s->o->micro_batch_size;
+    for (int64_t i = 0; i < s->nmicro; i++) {
+        MG_FORWARD(mg_train_batch_fill(&s->mb[i], s->data, k, first + (uint64_t)i * mbs));
+        s->views[i] = mg_train_batch_view(&s->mb[i], s->data);
+    }
+    return MG_OK;
+}
+
+static double mask_sum(const mg_train_batch *b)
+{
+    double n = 0;
+    for (int64_t i = 0; i < b->B * b->T; i++) n += b->loss_mask[i];
+    return n;
+}
+
+/* Megatron's evaluate(): eval_iters global batches, loss = masked token sum / count. */
+static mg_status evaluate(run_state *s, int k, uint64_t *cursor, double *loss)
+{
+    double sum = 0, count = 0;
+    for (int64_t it = 0; it < s->o->eval_iters; it++) {
+        MG_FORWARD(fill(s, k, *cursor));
+        *cursor += (uint64_t)s->o->global_batch_size;
+        for (int64_t i = 0; i < s->nmicro; i++) {
+            double l, n = mask_sum(&s->mb[i]);
+            MG_FORWARD(mg_gpt_forward(s->g, s->acts, &s->k, &s->views[i], &l));
+            if (n > 0) sum += l * n;
+            count += n;
+        }
+    }
+    *loss = count > 0 ? sum / count : NAN;
+    return MG_OK;
+}
+
+static mg_status eval_split(run_state *s, int k, int64_t iteration, uint64_t *cursor)
+{
+    if (s->o->eval_iters <= 0 || mg_gpt_data_len(s->data->d, k) == 0) return MG_OK;
+    double loss;
+    MG_FORWARD(evaluate(s, k, cursor, &loss));
+    return mg_train_log_eval(s->log, iteration, k == MG_SPLIT_TEST ? "test" : "validation",
+                             loss);
+}
+
+static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, double *secs)
+{
+    const mg_train_opts *o = s->o;
+    double t0 = now_s();
+    mg_step_hp hp;
+    mg_step_hp_at(o, it, &hp);
+    MG_FORWARD(fill(s, MG_SPLIT_TRAIN, (uint64_t)((it - 1) * o->global_batch_size)));
+    MG_FORWARD(mg_gpt_train_step(s->g, s->opt, s->acts, &s->k, s->views, s->nmicro, &hp, res));
+    *secs = now_s() - t0;
+    MG_RETURN_IF(!isfinite(res->loss), MG_ERR_FORMAT,
+                 "NaN/Inf loss at iteration %lld (lm loss %g, grad norm %g); stopping",
+                 (long long)it, res->loss, res->grad_norm);
+    return MG_OK;
+}
+
+static mg_status log_iteration(run_state *s, int64_t it, const mg_step_result *res, double secs)
+{
+    const mg_train_opts *o = s->o;
+    mg_log_iter li;
+    memset(&li, 0, sizeof li);
+    li.iteration = it;
+    li.train_iters = o->train_iters;
+    li.consumed_samples = it * o->global_batch_size;
+    li.global_batch_size = o->global_batch_size;
+    li.tokens = o->global_batch_size * o->model.seq_length;
+    li.seconds = secs;
+    li.flops = mg_flops_per_batch(&o->model, o->global_batch_size);
+    li.lr = mg_lr_at(&o->sched, (double)li.consumed_samples);
+    li.loss = res->loss;
+    li.grad_norm = res->grad_norm;
+    li.skipped = res->skipped;
+    return mg_train_log_iter(s->log, &li);
+}
+
+/* Whether to stop after iteration it (and why, on stderr). */
+static int should_stop(const run_state *s, int64_t it, double t_start)
+{
+    const mg_train_opts *o = s->o;
+    if (o->exit_signal_handler && stop_signal) {
+        mg_note("exiting program after receiving signal %d at iteration %lld", (int)stop_signal,
+                (long long)it);
+        return 1;
+    }
+    if (o->exit_duration_in_mins > 0 &&
+        (now_s() - t_start) / 60.0 > (double)o->exit_duration_in_mins) {
+        mg_note("exiting program after %lld minutes at iteration %lld",
+                (long long)o->exit_duration_in_mins, (long long)it);
+        return 1;
+    }
+    if (o->exit_interval > 0 && it % o->exit_interval == 0) {
+        mg_note("exiting program at iteration %lld", (long long)it);
+        return 1;
+    }
+    return 0;
+}
+
+static mg_status train(run_state *s, double t_start)
+{
+    const mg_train_opts *o = s->o;
+    int64_t it = 0;
+    uint64_t test_cursor = 0;
+    while (it < o->train_iters) {
+        mg_step_result res;
+        double secs;
+        it++;
+        MG_FORWARD(one_iteration(s, it, &res, &secs));
+        MG_FORWARD(log_iteration(s, it, &res, secs));
+        if (o->eval_interval > 0 && it % o->eval_interval == 0)
+            MG_FORWARD(eval_split(s, MG_SPLIT_VALID, it, &s->valid_cursor));
+        if (should_stop(s, it, t_start)) return MG_OK;
+    }
+    /* pretrain(): do_valid / do_test after training (also when the last in-loop
+     * evaluation was at this iteration, as Megatron) */
+    MG_FORWARD(eval_split(s, MG_SPLIT_VALID, it, &s->valid_cursor));
+    return eval_split(s, MG_SPLIT_TEST, it, &test_cursor);
+}
+
+static mg_status run(run_state *s, FILE *out)
+{
+    const mg_train_opts *o = s->o;
+    double t_start = now_s();
+    mg_note("building datasets and the model");
+    if (o->data_cache_path)
+        mg_warn("--data-cache-path %s: not used yet: the sample indices are built in memory "
+                "(the same samples; Megatron's cache files are neither read nor written)",
+                o->data_cache_path);
+    MG_FORWARD(setup(s));
+    double peak = mg_measure_gemm_peak(&s->k, 0.3);
+    mg_note("model: %lld parameters, %lld micro-batches of %lld x %lld tokens per iteration; "
+            "gemm peak %.1f GFLOP/s (%s, %d threads)",
+            (long long)s->g->nparams, (long long)s->nmicro, (long long)o->micro_batch_size,
+            (long long)o->model.seq_length, peak / 1e9, mgk_gemm_impl(), s->k.nthreads);
+    MG_FORWARD(mg_train_log_create(&s->log, out, o->log_file, o->log_interval, peak));
+    if (o->exit_signal_handler) install_handlers();
+    MG_FORWARD(train(s, t_start));
+    mg_note("done");
+    return MG_OK;
+}
+
+mg_status mg_train_run(const mg_train_opts *o, FILE *out)
+{
+    run_state s;
+    memset(&s, 0, sizeof s);
+    s.o = o;
+    mg_status st = run(&s, out);
+    teardown(&s);
+    return st;
+}
+
+static void print_i32(FILE *out, const char *key, const int32_t *v, int64_t n)
+{
+    fprintf(out, ", \"%s\": [", key);
+    for (int64_t i = 0; i < n; i++) fprintf(out, i ? ", %d" : "%d", v[i]);
+    fputc(']', out);
+}
+
+static void print_row(FILE *out, const mg_train_batch *b, int64_t i)
+{
+    int64_t T = b->T;
+    fprintf(out, "{\"sample\": %lld, \"dataset\": %d", (long long)i, b->dataset_id[0]);
+    print_i32(out, "tokens", b->ids, T);
+    print_i32(out, "labels", b->targets, T);
+    fprintf(out, ", \"loss_mask\": [");
+    for (int64_t j = 0; j < T; j++) fprintf(out, j ? ", %d" : "%d", (int)b->loss_mask[j]);
+    fputc(']', out);
+    print_i32(out, "position_ids", b->pos, T);
+    print_i32(out, "segments", b->seg, T);
+    fputs("}\n", out);
+}
+
+mg_status mg_train_dump_samples(const mg_train_opts *o, FILE *out)
+{
+    mg_train_data *d = NULL;
+    MG_FORWARD(open_data(o, &d));
+    mg_train_batch b;
+    mg_status st = mg_train_batch_alloc(&b, 1, o->model.seq_length);
+    uint64_t len = mg_gpt_data_len(d->d, MG_SPLIT_TRAIN);
+    if (st == MG_OK && (uint64_t)o->dump_samples > len)
+        st = mg_error_set(MG_ERR_ARG, "--dump-samples %lld: the train split has %llu samples",
+                          (long long)o->dump_samples, (unsigned long long)len);
+    for (int64_t i = 0; st == MG_OK && i < o->dump_samples; i++) {
+        st = mg_train_batch_fill(&b, d, MG_SPLIT_TRAIN, (uint64_t)i);
+        if (st == MG_OK) print_row(out, &b, i);
+    }
+    if (st == MG_OK && fflush(out) != 0) st = mg_error_errno(errno, "cannot write the samples");
+    mg_train_batch_release(&b);
+    mg_train_data_free(d);
+    return st;
+}
