@@ -1,4 +1,10 @@
-/* loop.c — loop.h: the training loop, evaluation, stop conditions and --dump-samples. */
+/* loop.c — loop.h: the training loop, evaluation, stop conditions and --dump-samples.
+ * Checkpoints (checkpoint.h): --load after the initialisation (iteration, moments, validation
+ * position; --finetune: weights only, iteration 0; --no-load-optim: new optimizer); --save
+ * after evaluation at every --save-interval iteration, when a stop condition ends the run,
+ * and after the last iteration (once per iteration). A checkpoint whose consumed samples are
+ * not iteration x --global-batch-size is refused (MG_ERR_UNSUPPORTED): the data position is
+ * derived from the iteration. */
 #include "loop.h"
 
 #include <errno.h>
@@ -9,6 +15,7 @@
 #include <time.h>
 
 #include "batch.h"
+#include "checkpoint.h"
 #include "flops.h"
 #include "log.h"
 #include "mg/cli.h"
@@ -50,6 +57,9 @@ typedef struct {
     mg_gpt_batch *views;
     int64_t nmicro;
     uint64_t valid_cursor;
+    int64_t start_iter;   /* iteration of the loaded checkpoint (0 without --load) */
+    int64_t saved_iter;   /* last iteration saved (-1: none) */
+    double flops_so_far;
 } run_state;
 
 static mg_status tokenizer_eod(const mg_train_opts *o, int64_t *eod)
@@ -89,6 +99,45 @@ static mg_status alloc_batches(run_state *s)
     return MG_OK;
 }
 
+/* --load: weights, and unless --no-load-optim / --finetune the optimizer and position. */
+static mg_status load_checkpoint(run_state *s)
+{
+    const mg_train_opts *o = s->o;
+    s->saved_iter = -1;
+    if (!o->load) return MG_OK;
+    mg_train_ckpt_state st;
+    int optim = !o->no_load_optim && !o->finetune;
+    MG_FORWARD(mg_train_ckpt_load(o->load, s->g, optim ? s->opt : NULL, &st));
+    if (o->finetune) {
+        mg_note("loaded %s for fine-tuning: iteration reset to 0, new optimizer", o->load);
+        return MG_OK;
+    }
+    MG_RETURN_IF(st.consumed_train_samples != 0 &&
+                     st.consumed_train_samples != st.iteration * o->global_batch_size,
+                 MG_ERR_UNSUPPORTED,
+                 "not supported yet: resuming %s (%lld samples in %lld iterations) with another "
+                 "--global-batch-size (%lld)", o->load, (long long)st.consumed_train_samples,
+                 (long long)st.iteration, (long long)o->global_batch_size);
+    s->start_iter = st.iteration;
+    s->valid_cursor = (uint64_t)st.consumed_valid_samples;
+    s->flops_so_far = st.flops_so_far;
+    mg_note("loaded %s at iteration %lld%s", o->load, (long long)st.iteration,
+            st.optim_loaded ? "" : " (optimizer not loaded)");
+    return MG_OK;
+}
+
+static mg_status save_checkpoint(run_state *s, int64_t it)
+{
+    const mg_train_opts *o = s->o;
+    if (!o->save || s->saved_iter == it) return MG_OK;
+    mg_train_ckpt_state st = {it, it * o->global_batch_size, (int64_t)s->valid_cursor,
+                              s->flops_so_far, 1};
+    MG_FORWARD(mg_train_ckpt_save(o->save, o, s->g, s->opt, &st));
+    s->saved_iter = it;
+    mg_note("saved checkpoint at iteration %lld to %s", (long long)it, o->save);
+    return MG_OK;
+}
+
 static mg_status setup(run_state *s)
 {
     const mg_train_opts *o = s->o;
@@ -98,6 +147,7 @@ static mg_status setup(run_state *s)
     MG_FORWARD(mg_gpt_create(&s->g, &o->model, &lay, &go));
     mg_gpt_init_params(s->g);
     MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
+    MG_FORWARD(load_checkpoint(s));
     MG_FORWARD(mgk_ctx_init(&s->k, MGK_CPU_FAST, 0));
     MG_FORWARD(mg_gpt_acts_create(&s->acts, s->g, &s->k, o->micro_batch_size,
                                   o->model.seq_length));
@@ -221,7 +271,7 @@ static int should_stop(const run_state *s, int64_t it, double t_start)
 static mg_status train(run_state *s, double t_start)
 {
     const mg_train_opts *o = s->o;
-    int64_t it = 0;
+    int64_t it = s->start_iter;
     uint64_t test_cursor = 0;
     while (it < o->train_iters) {
         mg_step_result res;
@@ -229,10 +279,14 @@ static mg_status train(run_state *s, double t_start)
         it++;
         MG_FORWARD(one_iteration(s, it, &res, &secs));
         MG_FORWARD(log_iteration(s, it, &res, secs));
+        s->flops_so_far += mg_flops_per_batch(&o->model, o->global_batch_size);
         if (o->eval_interval > 0 && it % o->eval_interval == 0)
             MG_FORWARD(eval_split(s, MG_SPLIT_VALID, it, &s->valid_cursor));
-        if (should_stop(s, it, t_start)) return MG_OK;
+        if (o->save_interval > 0 && it % o->save_interval == 0)
+            MG_FORWARD(save_checkpoint(s, it));
+        if (should_stop(s, it, t_start)) return save_checkpoint(s, it);
     }
+    MG_FORWARD(save_checkpoint(s, it));
     /* pretrain(): do_valid / do_test after training (also when the last in-loop
      * evaluation was at this iteration, as Megatron) */
     MG_FORWARD(eval_split(s, MG_SPLIT_VALID, it, &s->valid_cursor));

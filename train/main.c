@@ -1,7 +1,7 @@
 /* main.c — mg-train: Megatron-style GPT pretraining (issue 5): the command line, --dry-run
  * (the plan: parameters, memory per rank, FLOPs per iteration), --dump-samples N (the first
  * N training samples as JSON lines) and training (loop.h: log lines on stdout, progress on
- * stderr). Checkpoints (--save/--load) answer "not supported yet" (exit 2).
+ * stderr) with Megatron `torch`-format checkpoints (--save/--load, checkpoint.h).
  * Exit status: 0 done, 1 runtime failure (including a NaN/Inf loss), 2 usage error or
  * unsupported feature.
  */
@@ -35,22 +35,8 @@ static int dry_run(mg_train_opts *o)
     return MG_EXIT_OK;
 }
 
-/* Checkpoint flags this build does not implement: never silently ignored. */
-static const char *unsupported_flag(const mg_train_opts *o)
-{
-    if (o->save) return "--save";
-    if (o->load) return "--load";
-    return NULL;
-}
-
 static int train(mg_train_opts *o)
 {
-    const char *flag = unsupported_flag(o);
-    if (flag) {
-        fprintf(stderr, "%s: not supported yet: %s (checkpoints)\n", mg_cli_prog(), flag);
-        mg_train_opts_free(o);
-        return MG_EXIT_USAGE;
-    }
     mg_status st = mg_train_resolve_vocab(o);
     if (st != MG_OK) {
         mg_train_opts_free(o);

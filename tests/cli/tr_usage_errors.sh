@@ -1,5 +1,5 @@
 # mg-train usage errors (exit 2, the flag named), unsupported settings (exit 2,
-# "not supported yet": checkpoints, --mock-data, dropout, mrope), --bf16 on CPU, and a run
+# "not supported yet": --mock-data, dropout, mrope), --bf16 on CPU, and a run
 # without data.
 M="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
    --max-position-embeddings 32 --micro-batch-size 2 --train-iters 10 --lr 1e-3 --vocab-size 100"
@@ -24,8 +24,6 @@ t $M --position-embedding-type mrope
 t $M --hidden-dropout 0.1
 t $M --bf16
 t $M --mock-data
-t $M --save ckpt --save-interval 5
-t $M --load ckpt
 t $M --data-path missing_text_document
 t $M --dump-samples 0
 t $M

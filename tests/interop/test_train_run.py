@@ -339,8 +339,6 @@ def test_exit_signal_handler(botchan):
 
 
 @pytest.mark.parametrize("flag,message", [
-    (["--save", "ck", "--save-interval", "5"], "not supported yet: --save"),
-    (["--load", "ck"], "not supported yet: --load"),
     (["--bf16"], "not supported on CPU: --bf16"),
     (["--mock-data"], "not supported yet: --mock-data"),
 ])

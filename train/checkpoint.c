@@ -1,0 +1,456 @@
+/* checkpoint.c — checkpoint.h: Megatron `torch`-format save and load for mg-train. */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mg/dtype_convert.h"
+#include "mg/file.h"
+#include "mg/torchfile.h"
+
+#define CKPT_FILE "mp_rank_00/model_optim_rng.pt"
+#define TRACKER "latest_checkpointed_iteration.txt"
+
+/* ---- save ---- */
+
+/* The optimizer's parameter order: decay tensors in model order, then the others. */
+static size_t param_order(const mg_gpt *g, size_t *order)
+{
+    size_t n = 0, ndecay;
+    for (size_t i = 0; i < g->nt; i++)
+        if (g->t[i].decay) order[n++] = i;
+    ndecay = n;
+    for (size_t i = 0; i < g->nt; i++)
+        if (!g->t[i].decay) order[n++] = i;
+    return ndecay;
+}
+
+static mg_pk_obj *tensor_of(mg_pk_graph *pg, const mg_gpt_tensor *t, const float *buf)
+{
+    int64_t shape[2] = {t->shape[0], t->shape[1]};
+    return mg_pk_tensor_new(pg, MG_TD_F32, t->ndim, shape, buf + t->offset);
+}
+
+static mg_status put_int(mg_pk_graph *pg, mg_pk_obj *m, const char *k, int64_t v)
+{
+    mg_pk_obj *x = mg_pk_int(pg, v);
+    return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
+}
+
+static mg_status put_float(mg_pk_graph *pg, mg_pk_obj *m, const char *k, double v)
+{
+    mg_pk_obj *x = mg_pk_float(pg, v);
+    return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
+}
+
+static mg_status put_str(mg_pk_graph *pg, mg_pk_obj *m, const char *k, const char *v)
+{
+    mg_pk_obj *x = mg_pk_str(pg, v);
+    return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
+}
+
+static mg_status build_args(mg_pk_graph *pg, const mg_train_opts *o,
+                            const mg_train_ckpt_state *st, mg_pk_obj **ns)
+{
+    MG_FORWARD(mg_model_to_args(&o->model, pg, ns));
+    MG_FORWARD(put_str(pg, *ns, "transformer_impl", "transformer_engine"));
+    MG_FORWARD(put_int(pg, *ns, "iteration", st->iteration));
+    MG_FORWARD(put_int(pg, *ns, "consumed_train_samples", st->consumed_train_samples));
+    MG_FORWARD(put_int(pg, *ns, "consumed_valid_samples", st->consumed_valid_samples));
+    MG_FORWARD(put_int(pg, *ns, "train_iters", o->train_iters));
+    MG_FORWARD(put_int(pg, *ns, "global_batch_size", o->global_batch_size));
+    MG_FORWARD(put_int(pg, *ns, "micro_batch_size", o->micro_batch_size));
+    MG_FORWARD(put_int(pg, *ns, "seed", o->seed));
+    MG_FORWARD(put_float(pg, *ns, "lr", o->lr));
+    return put_float(pg, *ns, "min_lr", o->min_lr);
+}
+
+static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, mg_pk_obj **model)
+{
+    *model = mg_pk_container(pg, MG_PK_ODICT);
+    if (!*model) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < g->nt; i++) {
+        mg_pk_obj *t = tensor_of(pg, &g->t[i], g->params);
+        if (!t) return MG_ERR_NOMEM;
+        MG_FORWARD(mg_pk_set(pg, *model, g->t[i].name, t));
+    }
+    return MG_OK;
+}
+
+static mg_status build_group(mg_pk_graph *pg, const mg_train_opts *o, double wd, size_t first,
+                             size_t end, mg_pk_obj **grp)
+{
+    mg_pk_obj *d = mg_pk_container(pg, MG_PK_DICT), *betas = mg_pk_container(pg, MG_PK_TUPLE);
+    mg_pk_obj *params = mg_pk_container(pg, MG_PK_LIST);
+    mg_pk_obj *b1 = mg_pk_float(pg, o->adam_beta1), *b2 = mg_pk_float(pg, o->adam_beta2);
+    if (!d || !betas || !params || !b1 || !b2) return MG_ERR_NOMEM;
+    MG_FORWARD(mg_pk_append(pg, betas, b1));
+    MG_FORWARD(mg_pk_append(pg, betas, b2));
+    MG_FORWARD(put_float(pg, d, "lr", o->lr));
+    MG_FORWARD(mg_pk_set(pg, d, "betas", betas));
+    MG_FORWARD(put_float(pg, d, "eps", o->adam_eps));
+    MG_FORWARD(put_float(pg, d, "weight_decay", wd));
+    for (size_t i = first; i < end; i++) {
+        mg_pk_obj *x = mg_pk_int(pg, (int64_t)i);
+        if (!x) return MG_ERR_NOMEM;
+        MG_FORWARD(mg_pk_append(pg, params, x));
+    }
+    MG_FORWARD(mg_pk_set(pg, d, "params", params));
+    *grp = d;
+    return MG_OK;
+}
+
+static mg_status build_state(mg_pk_graph *pg, const mg_gpt *g, const mg_gpt_optim *opt,
+                             const size_t *order, const float *step, mg_pk_obj *state)
+{
+    for (size_t i = 0; i < g->nt; i++) {
+        const mg_gpt_tensor *t = &g->t[order[i]];
+        mg_pk_obj *e = mg_pk_container(pg, MG_PK_DICT), *k = mg_pk_int(pg, (int64_t)i);
+        mg_pk_obj *s = mg_pk_tensor_new(pg, MG_TD_F32, 0, NULL, step);
+        mg_pk_obj *m = tensor_of(pg, t, opt->m), *v = tensor_of(pg, t, opt->v);
+        if (!e || !k || !s || !m || !v) return MG_ERR_NOMEM;
+        MG_FORWARD(mg_pk_set(pg, e, "step", s));
+        MG_FORWARD(mg_pk_set(pg, e, "exp_avg", m));
+        MG_FORWARD(mg_pk_set(pg, e, "exp_avg_sq", v));
+        MG_FORWARD(mg_pk_set_obj(pg, state, k, e));
+    }
+    return MG_OK;
+}
+
+static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
+                             const mg_gpt_optim *opt, size_t *order, const float *step,
+                             mg_pk_obj **out)
+{
+    size_t ndecay = param_order(g, order);
+    mg_pk_obj *d = mg_pk_container(pg, MG_PK_DICT), *state = mg_pk_container(pg, MG_PK_DICT);
+    mg_pk_obj *groups = mg_pk_container(pg, MG_PK_LIST), *g0 = NULL, *g1 = NULL;
+    if (!d || !state || !groups) return MG_ERR_NOMEM;
+    MG_FORWARD(build_state(pg, g, opt, order, step, state));
+    MG_FORWARD(build_group(pg, o, o->weight_decay, 0, ndecay, &g0));
+    MG_FORWARD(build_group(pg, o, 0.0, ndecay, g->nt, &g1));
+    MG_FORWARD(mg_pk_append(pg, groups, g0));
+    MG_FORWARD(mg_pk_append(pg, groups, g1));
+    MG_FORWARD(mg_pk_set(pg, d, "state", state));
+    MG_FORWARD(mg_pk_set(pg, d, "param_groups", groups));
+    *out = d;
+    return MG_OK;
+}
+
+/* Megatron's OptimizerParamScheduler.state_dict() (steps in samples). */
+static mg_status build_sched(mg_pk_graph *pg, const mg_train_opts *o,
+                             const mg_train_ckpt_state *st, mg_pk_obj **out)
+{
+    const mg_lr_sched *s = &o->sched;
+    mg_pk_obj *d = *out = mg_pk_container(pg, MG_PK_DICT);
+    if (!d) return MG_ERR_NOMEM;
+    MG_FORWARD(put_float(pg, d, "max_lr", s->max_lr));
+    MG_FORWARD(put_float(pg, d, "lr_warmup_steps", s->warmup_steps));
+    MG_FORWARD(put_int(pg, d, "num_steps", st->consumed_train_samples));
+    MG_FORWARD(put_str(pg, d, "lr_decay_style", mg_lr_style_name(s->style)));
+    MG_FORWARD(put_float(pg, d, "lr_decay_steps", s->decay_steps));
+    MG_FORWARD(put_float(pg, d, "min_lr", s->min_lr));
+    MG_FORWARD(put_float(pg, d, "start_wd", s->start_wd));
+    MG_FORWARD(put_float(pg, d, "end_wd", s->end_wd));
+    MG_FORWARD(put_str(pg, d, "wd_incr_style", mg_wd_style_name(s->wd_style)));
+    return put_float(pg, d, "wd_incr_steps", s->wd_incr_steps);
+}
+
+typedef struct {
+    size_t *order;
+    float step;
+} save_bufs;
+
+static mg_status build_root(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
+                            const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
+                            save_bufs *b, mg_pk_obj **root)
+{
+    mg_pk_obj *r = *root = mg_pk_container(pg, MG_PK_DICT), *x = NULL;
+    if (!r) return MG_ERR_NOMEM;
+    MG_FORWARD(build_args(pg, o, st, &x));
+    MG_FORWARD(mg_pk_set(pg, r, "args", x));
+    MG_FORWARD(put_float(pg, r, "checkpoint_version", 3.0));
+    MG_FORWARD(put_int(pg, r, "iteration", st->iteration));
+    MG_FORWARD(build_model(pg, g, &x));
+    MG_FORWARD(mg_pk_set(pg, r, "model", x));
+    MG_FORWARD(build_optim(pg, o, g, opt, b->order, &b->step, &x));
+    MG_FORWARD(mg_pk_set(pg, r, "optimizer", x));
+    MG_FORWARD(build_sched(pg, o, st, &x));
+    MG_FORWARD(mg_pk_set(pg, r, "opt_param_scheduler", x));
+    return put_float(pg, r, "num_floating_point_operations_so_far", st->flops_so_far);
+}
+
+static mg_status make_dir(const char *path)
+{
+    if (mkdir(path, 0777) == 0 || (errno == EEXIST && mg_is_dir(path))) return MG_OK;
+    return mg_error_errno(errno, "cannot create the directory %s", path);
+}
+
+/* Removes DIR/mp_rank_00/model_optim_rng.pt, DIR/mp_rank_00 and DIR (what a save wrote). */
+static void remove_iter_dir(const char *dir)
+{
+    char p[8192];
+    snprintf(p, sizeof p, "%s/" CKPT_FILE, dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/mp_rank_00", dir);
+    rmdir(p);
+    rmdir(dir);
+}
+
+static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt *g,
+                           const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+{
+    char p[8192];
+    MG_FORWARD(make_dir(tmp));
+    snprintf(p, sizeof p, "%s/mp_rank_00", tmp);
+    MG_FORWARD(make_dir(p));
+    snprintf(p, sizeof p, "%s/" CKPT_FILE, tmp);
+    mg_pk_graph *pg = mg_pk_graph_create();
+    save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)), (float)opt->step};
+    mg_pk_obj *root = NULL;
+    mg_status s = pg && b.order ? build_root(pg, o, g, opt, st, &b, &root) : MG_ERR_NOMEM;
+    mg_torch_save_opts so = {.archive_name = "model_optim_rng"};
+    if (s == MG_OK) s = mg_torch_save(p, root, &so);
+    free(b.order);
+    mg_pk_graph_free(pg);
+    return s;
+}
+
+static mg_status write_tracker(const char *dir, int64_t iteration)
+{
+    char p[8192], text[32];
+    snprintf(p, sizeof p, "%s/" TRACKER, dir);
+    int n = snprintf(text, sizeof text, "%lld", (long long)iteration);
+    mg_out *out = NULL;
+    mg_status s = mg_out_create(&out, p);
+    if (s == MG_OK) s = mg_out_write(out, text, (size_t)n);
+    if (s == MG_OK) s = mg_out_commit(out);
+    mg_out_free(out);
+    return s;
+}
+
+mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
+                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+{
+    char final[4200], tmp[4300], old[4300];
+    MG_RETURN_IF(strlen(dir) > 4000, MG_ERR_ARG, "--save: directory name too long");
+    MG_FORWARD(make_dir(dir));
+    snprintf(final, sizeof final, "%s/iter_%07lld", dir, (long long)st->iteration);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
+    snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
+    mg_status s = write_tmp(tmp, o, g, opt, st);
+    if (s != MG_OK) {
+        remove_iter_dir(tmp);
+        return s;
+    }
+    int had_old = mg_is_dir(final) && rename(final, old) == 0;
+    if (rename(tmp, final) != 0) {
+        s = mg_error_errno(errno, "cannot rename %s to %s", tmp, final);
+        remove_iter_dir(tmp);
+        return s;
+    }
+    if (had_old) remove_iter_dir(old);
+    return write_tracker(dir, st->iteration);
+}
+
+/* ---- load ---- */
+
+static mg_status read_tracker(const char *dir, int64_t *iteration, int *release)
+{
+    char p[8192], *text = NULL, *end;
+    size_t len;
+    snprintf(p, sizeof p, "%s/" TRACKER, dir);
+    MG_FORWARD(mg_read_file(p, &text, &len));
+    char *s = text;
+    while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r') s++;
+    long long v = strtoll(s, &end, 10);
+    while (*end == ' ' || *end == '\n' || *end == '\t' || *end == '\r') end++;
+    *release = end == s && !strncmp(s, "release", 7);
+    int ok = (end != s && *end == 0) || *release;
+    free(text);
+    MG_RETURN_IF(!ok, MG_ERR_FORMAT, "%s: not an iteration number or 'release'", p);
+    *iteration = *release ? 0 : (int64_t)v;
+    return MG_OK;
+}
+
+static int contiguous(const mg_pk_tensor *t)
+{
+    int64_t s = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->size[d] != 1 && t->stride[d] != s) return 0;
+        s *= t->size[d];
+    }
+    return 1;
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *size)
+{
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, d ? ", %lld" : "%lld", (long long)size[d]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+/* Copies tensor obj (named name in the file path) into dst after checking it against t. */
+static mg_status copy_tensor(const char *path, const char *what, const mg_gpt_tensor *t,
+                             const mg_pk_obj *obj, float *dst)
+{
+    MG_RETURN_IF(!obj, MG_ERR_FORMAT, "%s: %s '%s' is missing", path, what, t->name);
+    MG_RETURN_IF(obj->kind != MG_PK_TENSOR, MG_ERR_FORMAT, "%s: %s '%s' is a %s, not a tensor",
+                 path, what, t->name, mg_pk_kind_name(obj->kind));
+    const mg_pk_tensor *x = obj->tensor;
+    int64_t want[2] = {t->shape[0], t->shape[1]};
+    int same = x->ndim == t->ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = x->size[d] == want[d];
+    if (!same) {
+        char a[128], b[128];
+        shape_str(a, sizeof a, x->ndim, x->size);
+        shape_str(b, sizeof b, t->ndim, want);
+        return mg_error_set(MG_ERR_FORMAT, "%s: %s '%s' has shape %s, the model needs %s", path,
+                            what, t->name, a, b);
+    }
+    MG_RETURN_IF(x->dtype != MG_TD_F32 && x->dtype != MG_TD_BF16 && x->dtype != MG_TD_F16 &&
+                     x->dtype != MG_TD_F64,
+                 MG_ERR_FORMAT, "%s: %s '%s' is %s, not a floating-point tensor", path, what,
+                 t->name, mg_tdtype_name(x->dtype));
+    MG_RETURN_IF(!contiguous(x) || !x->data || x->offset < 0 ||
+                     x->offset + t->numel > x->storage_numel,
+                 MG_ERR_FORMAT, "%s: %s '%s': not a contiguous tensor inside its storage", path,
+                 what, t->name);
+    const uint8_t *src = x->data + (size_t)x->offset * mg_tdtype_size(x->dtype);
+    return mg_dtype_convert(dst + t->offset, MG_TD_F32, src, x->dtype, (size_t)t->numel);
+}
+
+static mg_status load_model(const char *path, mg_gpt *g, const mg_pk_obj *model)
+{
+    MG_RETURN_IF(!model || (model->kind != MG_PK_DICT && model->kind != MG_PK_ODICT),
+                 MG_ERR_FORMAT, "%s: no 'model' state dict", path);
+    for (size_t i = 0; i < g->nt; i++)
+        MG_FORWARD(copy_tensor(path, "tensor", &g->t[i], mg_pk_get(model, g->t[i].name),
+                               g->params));
+    for (size_t i = 0; i < model->n; i++) {
+        const mg_pk_obj *k = model->items[2 * i], *v = model->items[2 * i + 1];
+        if (k->kind != MG_PK_STR || v->kind == MG_PK_NONE) continue; /* _extra_state */
+        MG_RETURN_IF(!mg_gpt_find(g, k->str), MG_ERR_FORMAT,
+                     "%s: tensor '%s' is not a parameter of this model", path, k->str);
+    }
+    return MG_OK;
+}
+
+static const mg_pk_obj *int_key(const mg_pk_obj *d, int64_t key)
+{
+    for (size_t i = 0; d && i < d->n; i++)
+        if (d->items[2 * i]->kind == MG_PK_INT && d->items[2 * i]->i == key)
+            return d->items[2 * i + 1];
+    return NULL;
+}
+
+static double num_of(const mg_pk_obj *x)
+{
+    if (!x) return -1;
+    if (x->kind == MG_PK_INT) return (double)x->i;
+    if (x->kind == MG_PK_FLOAT) return x->f;
+    if (x->kind == MG_PK_TENSOR && x->tensor->data && x->tensor->dtype == MG_TD_F32) {
+        float f;
+        memcpy(&f, x->tensor->data + (size_t)x->tensor->offset * 4, 4);
+        return f;
+    }
+    return -1;
+}
+
+static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od)
+{
+    const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
+    MG_RETURN_IF(!state || state->kind != MG_PK_DICT, MG_ERR_FORMAT,
+                 "%s: no optimizer state (pass --no-load-optim or --finetune to start a new "
+                 "optimizer)", path);
+    size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
+    if (!order) return MG_ERR_NOMEM;
+    param_order(g, order);
+    mg_status s = MG_OK;
+    double step = -1;
+    for (size_t i = 0; s == MG_OK && i < g->nt; i++) {
+        const mg_gpt_tensor *t = &g->t[order[i]];
+        const mg_pk_obj *e = int_key(state, (int64_t)i);
+        if (!e || (e->kind != MG_PK_DICT && e->kind != MG_PK_ODICT)) {
+            s = mg_error_set(MG_ERR_FORMAT, "%s: optimizer state of '%s' (index %zu) is missing",
+                             path, t->name, i);
+            break;
+        }
+        s = copy_tensor(path, "optimizer exp_avg of", t, mg_pk_get(e, "exp_avg"), opt->m);
+        if (s == MG_OK)
+            s = copy_tensor(path, "optimizer exp_avg_sq of", t, mg_pk_get(e, "exp_avg_sq"),
+                            opt->v);
+        if (s == MG_OK) step = num_of(mg_pk_get(e, "step"));
+    }
+    free(order);
+    MG_FORWARD(s);
+    MG_RETURN_IF(g->nt && step < 0, MG_ERR_FORMAT, "%s: optimizer step count missing", path);
+    opt->step = (int64_t)step;
+    return MG_OK;
+}
+
+static int64_t int_of(const mg_pk_obj *x, int64_t dflt)
+{
+    return x && x->kind == MG_PK_INT ? x->i : dflt;
+}
+
+/* The model arguments the tensors' shapes do not pin down (heads, groups) and the rest. */
+static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *args)
+{
+    static const char *const keys[] = {"num_layers", "hidden_size", "num_attention_heads",
+                                       "num_query_groups", "kv_channels", "ffn_hidden_size",
+                                       "padded_vocab_size"};
+    const mg_model_desc *m = &g->m;
+    const int64_t mine[] = {m->num_layers, m->hidden_size, m->num_attention_heads,
+                            m->num_query_groups, m->kv_channels, m->ffn_hidden_size,
+                            m->padded_vocab_size};
+    MG_RETURN_IF(!args || args->kind != MG_PK_NAMESPACE, MG_ERR_FORMAT,
+                 "%s: no 'args' Namespace", path);
+    for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
+        const mg_pk_obj *v = mg_pk_get(args, keys[i]);
+        if (!v || v->kind != MG_PK_INT || mine[i] <= 0) continue;
+        MG_RETURN_IF(v->i != mine[i], MG_ERR_FORMAT,
+                     "%s: the checkpoint has %s %lld, the model %lld", path, keys[i],
+                     (long long)v->i, (long long)mine[i]);
+    }
+    return MG_OK;
+}
+
+static mg_status load_root(const char *path, const mg_pk_obj *root, int release, mg_gpt *g,
+                           mg_gpt_optim *opt, mg_train_ckpt_state *st)
+{
+    MG_RETURN_IF(root->kind != MG_PK_DICT && root->kind != MG_PK_ODICT, MG_ERR_FORMAT,
+                 "%s: the pickled object is a %s, not a dict", path, mg_pk_kind_name(root->kind));
+    MG_FORWARD(load_model(path, g, mg_pk_get(root, "model")));
+    const mg_pk_obj *args = mg_pk_get(root, "args");
+    MG_FORWARD(check_args(path, g, args));
+    st->iteration = release ? 0 : int_of(mg_pk_get(root, "iteration"), 0);
+    st->consumed_train_samples = int_of(args ? mg_pk_get(args, "consumed_train_samples") : NULL, 0);
+    st->consumed_valid_samples = int_of(args ? mg_pk_get(args, "consumed_valid_samples") : NULL, 0);
+    double f = num_of(mg_pk_get(root, "num_floating_point_operations_so_far"));
+    st->flops_so_far = f > 0 ? f : 0;
+    if (opt) MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer")));
+    st->optim_loaded = opt != NULL;
+    return MG_OK;
+}
+
+mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
+                             mg_train_ckpt_state *st)
+{
+    int64_t it = 0;
+    int release = 0;
+    char path[8192];
+    memset(st, 0, sizeof *st);
+    MG_FORWARD(read_tracker(dir, &it, &release));
+    if (release) snprintf(path, sizeof path, "%s/release/" CKPT_FILE, dir);
+    else snprintf(path, sizeof path, "%s/iter_%07lld/" CKPT_FILE, dir, (long long)it);
+    mg_torch_file *f = NULL;
+    MG_FORWARD(mg_torch_open(&f, path));
+    mg_status s = load_root(path, mg_torch_root(f), release, g, release ? NULL : opt, st);
+    mg_torch_close(f);
+    return s;
+}

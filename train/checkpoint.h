@@ -1,0 +1,50 @@
+/* checkpoint.h — mg-train's Megatron `torch`-format checkpoints (--save / --load).
+ *
+ * Contract (../shared/specs/megatron-ckpt.md §1-2):
+ *   - Layout: DIR/iter_%07d/mp_rank_00/model_optim_rng.pt and the tracker
+ *     DIR/latest_checkpointed_iteration.txt ("<iteration>", no newline). A save writes the
+ *     iteration folder under a temporary name, renames it into place (replacing an older
+ *     folder of the same iteration) and writes the tracker last (atomic rename), so a
+ *     crash never leaves a tracker pointing at a partial folder.
+ *   - The file: {'args': Namespace (mg_model_to_args + transformer_impl
+ *     "transformer_engine", iteration, consumed_train_samples, consumed_valid_samples,
+ *     train_iters, global/micro batch size, seed, lr), 'checkpoint_version': 3.0,
+ *     'iteration', 'model': OrderedDict of fp32 tensors under the model's Megatron-Core
+ *     (TE spec) names, 'optimizer': torch.optim.AdamW state_dict ({'state': {i: {'step',
+ *     'exp_avg', 'exp_avg_sq'}}, 'param_groups': [decay group, no-decay group]}; parameter
+ *     indices: the decay tensors in model order, then the others), 'opt_param_scheduler'
+ *     (Megatron's OptimizerParamScheduler.state_dict, steps in samples),
+ *     'num_floating_point_operations_so_far'}. There is no 'rng_state': mg-train draws no
+ *     random numbers after the seeded initialisation (dropout 0), so nothing is lost.
+ *   - Load checks every model tensor: present, floating-point (F32; BF16, F16 and F64 are
+ *     converted to fp32, e.g. mg-convert --target-dtype bf16), contiguous, same shape; an extra
+ *     tensor is refused too (MG_ERR_FORMAT naming the file, the tensor and the mismatch);
+ *     then args' num_layers, hidden_size, heads, query groups, kv_channels, FFN size and
+ *     padded vocabulary, where present, must equal the model's.
+ *     With optim != NULL the moments and step count are restored (same checks).
+ */
+#ifndef MG_TRAIN_CHECKPOINT_H
+#define MG_TRAIN_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "mg/error.h"
+#include "model.h"
+#include "options.h"
+#include "step.h"
+
+typedef struct {
+    int64_t iteration;
+    int64_t consumed_train_samples, consumed_valid_samples;
+    double flops_so_far;
+    int optim_loaded;             /* the moments were restored (not for 'release') */
+} mg_train_ckpt_state;
+
+mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
+                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st);
+
+/* Reads DIR's latest checkpoint into g (and opt when not NULL) and *st. */
+mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
+                             mg_train_ckpt_state *st);
+
+#endif
