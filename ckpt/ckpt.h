@@ -56,6 +56,9 @@ struct ck_source {
     /* Optional: the mapped pages of parameter pi may be dropped from memory (they are
      * re-read from the page cache when needed again): keeps RSS at a few tensors. */
     void (*release)(const ck_source *s, size_t pi);
+    /* Optional: 1 when mapped byte p of an input lies in an open file (*fd, at *off), so
+     * that a writer may copy it file to file; 0 otherwise. */
+    int (*file_of)(const ck_source *s, const uint8_t *p, int *fd, uint64_t *off);
     char **dropped;              /* "what (where)" lines: intentionally not converted */
     unsigned char *drop_notable; /* per line: 1 = worth reporting even with --quiet */
     size_t ndropped;

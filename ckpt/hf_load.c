@@ -6,17 +6,26 @@
  * dropped and listed (GPT-2 attn.bias/masked_bias, rotary inv_freq, a tied lm_head copy), or
  * a refusal (MG_ERR_UNSUPPORTED naming it). pytorch_model.bin checkpoints are refused.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ckpt.h"
 #include "mg/file.h"
 #include "mg/safetensors.h"
 
 typedef struct {
+    int fd;               /* -1: not opened (no file-to-file copies from it) */
+    const uint8_t *base;  /* the data section in the mapping */
+    uint64_t len, off;    /* its length, and its offset in the file */
+} hf_extent;
+
+typedef struct {
     mg_st_file **files;
+    hf_extent *ext;       /* per file */
     size_t nfiles;
     const mg_st_tensor *(*pt)[3]; /* per parameter */
     int64_t qkv_w;                /* c_attn columns */
@@ -78,14 +87,45 @@ static void hf_release(const ck_source *s, size_t pi)
         if (h->pt[pi][k]) ck_release_pages(h->pt[pi][k]->data, (size_t)h->pt[pi][k]->nbytes);
 }
 
+static int hf_file_of(const ck_source *s, const uint8_t *p, int *fd, uint64_t *off)
+{
+    const hf_impl *h = s->impl;
+    for (size_t i = 0; i < h->nfiles; i++) {
+        const hf_extent *e = &h->ext[i];
+        if (e->fd < 0 || !e->base || p < e->base || p >= e->base + e->len) continue;
+        *fd = e->fd;
+        *off = e->off + (uint64_t)(p - e->base);
+        return 1;
+    }
+    return 0;
+}
+
 static void hf_close(ck_source *s)
 {
     hf_impl *h = s->impl;
     if (!h) return;
-    for (size_t i = 0; i < h->nfiles; i++) mg_st_close(h->files[i]);
+    for (size_t i = 0; i < h->nfiles; i++) {
+        mg_st_close(h->files[i]);
+        if (h->ext[i].fd >= 0) close(h->ext[i].fd);
+    }
     free(h->files);
+    free(h->ext);
     free(h->pt);
     free(h);
+}
+
+/* The data section of f in memory and in the file, with a descriptor for copies; fd -1
+ * when the file cannot be opened again (then its bytes are written from the mapping). */
+static void set_extent(hf_extent *e, const mg_st_file *f, const char *path)
+{
+    *e = (hf_extent){.fd = -1, .off = 8 + mg_st_header_len(f)};
+    for (size_t i = 0; i < mg_st_count(f); i++) {
+        const mg_st_tensor *t = mg_st_at(f, i);
+        if (t->nbytes == 0 || !t->data) continue;
+        e->base = (const uint8_t *)t->data - t->offset;
+        if (t->offset + t->nbytes > e->len) e->len = t->offset + t->nbytes;
+    }
+    if (e->base) e->fd = open(path, O_RDONLY | O_CLOEXEC);
 }
 
 static mg_status open_file(hf_impl *h, const char *dir, const char *name)
@@ -95,7 +135,11 @@ static mg_status open_file(hf_impl *h, const char *dir, const char *name)
     mg_st_file **f = mg_realloc(h->files, (h->nfiles + 1) * sizeof(*f));
     if (!f) return MG_ERR_NOMEM;
     h->files = f;
+    hf_extent *e = mg_realloc(h->ext, (h->nfiles + 1) * sizeof(*e));
+    if (!e) return MG_ERR_NOMEM;
+    h->ext = e;
     MG_FORWARD(mg_st_open(&h->files[h->nfiles], path));
+    set_extent(&h->ext[h->nfiles], h->files[h->nfiles], path);
     h->nfiles++;
     return MG_OK;
 }
@@ -270,6 +314,7 @@ mg_status ck_hf_open(ck_source **out, const char *dir, const ck_opts *o)
     s->locate = hf_locate;
     s->close = hf_close;
     s->release = hf_release;
+    s->file_of = hf_file_of;
     snprintf(s->format, sizeof s->format, "hf safetensors");
     s->tp = s->pp = 1;
     mg_status st = read_config(s, dir, o);

@@ -1,7 +1,8 @@
 /* hf_save.c — Hugging Face saver: config.json, model.safetensors or model-0000i-of-0000n
  * shards + model.safetensors.index.json, and tokenizer files from --tokenizer-dir. Shards
  * are written in parallel, each tensor streamed into its file: rows that lie back to back
- * in an input are written straight from its mapping, the others gathered in 8 MiB pieces.
+ * in an input are copied file to file (copy_file_range; from the mapping when the source
+ * has no descriptor for them), the others gathered in 8 MiB pieces.
  *
  * Contract (ckpt.h): safetensors metadata {"format": "pt"}; tensors of a shard are laid out
  * by the safetensors writer (save_file order); config.json from mg_model_to_hf_config.
@@ -36,8 +37,8 @@ static const ck_tensor *by_name(const ck_file *f, const char *name)
 #define DIRECT_MIN ((uint64_t)1 << 20) /* contiguous input written straight from the mapping */
 #define DIRECT_MAX ((uint64_t)64 << 20)
 
-/* Bytes [off, n) of t: rows that lie back to back in the input go straight from the mapping
- * into the writer (which writes large pieces with no copy); the rest through buf. */
+/* Bytes [off, n) of t: rows that lie back to back in an input file are copied from it
+ * (or written straight from the mapping); the rest go through buf. */
 static mg_status write_rows(const hf_ctx *x, ck_reader *rd, const ck_tensor *t, uint8_t *buf,
                             mg_st_writer *w)
 {
@@ -48,9 +49,13 @@ static mg_status write_rows(const hf_ctx *x, ck_reader *rd, const ck_tensor *t, 
         const uint8_t *p = NULL;
         int64_t k = ck_tensor_direct_rows(x->s, t, (int64_t)(off / rowb),
                                           (int64_t)(DIRECT_MAX / rowb), &p);
-        uint64_t len = (uint64_t)k * rowb;
+        uint64_t len = (uint64_t)k * rowb, foff = 0;
+        int fd = -1;
         if (len >= DIRECT_MIN) {
-            st = mg_st_writer_write(w, p, (size_t)len);
+            if (x->s->file_of && x->s->file_of(x->s, p, &fd, &foff))
+                st = mg_st_writer_copy(w, fd, foff, len);
+            else
+                st = mg_st_writer_write(w, p, (size_t)len);
             ck_release_pages(p, (size_t)len);
         } else {
             len = n - off < STAGE ? n - off : (STAGE / rowb) * rowb;

@@ -7,10 +7,12 @@
  * listed; optimizer state is refused unless --drop-optimizer-state; anything else outside
  * the schema, virtual pipeline, torch_dist and MoE are refused. Errors name file and tensor.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ckpt.h"
 #include "mg/file.h"
@@ -27,6 +29,7 @@ typedef struct {
     char rel[4096]; /* DIR/iterdir/mp_rank_../model_optim_rng.pt */
     entry *e;
     size_t n, cap;
+    int fd1;               /* a descriptor of the file + 1 for file-to-file copies; 0: none */
 } rank_file;
 
 typedef struct {
@@ -81,12 +84,27 @@ static void mg_release(const ck_source *s, size_t pi)
     }
 }
 
+static int mg_file_of(const ck_source *s, const uint8_t *p, int *fd, uint64_t *off)
+{
+    const mg_impl *h = s->impl;
+    for (size_t i = 0; i < h->nfiles; i++) {
+        size_t n = 0;
+        const uint8_t *base = h->files[i].f ? mg_torch_mapping(h->files[i].f, &n) : NULL;
+        if (h->files[i].fd1 <= 0 || !base || p < base || p >= base + n) continue;
+        *fd = h->files[i].fd1 - 1;
+        *off = (uint64_t)(p - base);
+        return 1;
+    }
+    return 0;
+}
+
 static void mg_close(ck_source *s)
 {
     mg_impl *h = s->impl;
     if (!h) return;
     for (size_t i = 0; i < h->nfiles; i++) {
         mg_torch_close(h->files[i].f);
+        if (h->files[i].fd1 > 0) close(h->files[i].fd1 - 1);
         free(h->files[i].e);
     }
     free(h->files);
@@ -241,6 +259,7 @@ static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *
         MG_FORWARD(ck_source_drop(s, "distrib_optim.pt (%s): optimizer state", dpath));
     }
     MG_FORWARD(mg_torch_open(&rf->f, path));
+    rf->fd1 = open(path, O_RDONLY | O_CLOEXEC) + 1; /* failure: 0, copies from memory */
     const mg_pk_obj *root = mg_torch_root(rf->f);
     MG_FORWARD(top_level(s, rf, root, o, first));
     MG_FORWARD(same_args(s, rf, root));
@@ -486,6 +505,7 @@ mg_status ck_mg_open(ck_source **out, const char *dir, const ck_opts *o)
     s->locate = mg_locate;
     s->close = mg_close;
     s->release = mg_release;
+    s->file_of = mg_file_of;
     mg_status st = load_all(s, h, dir, o);
     if (st != MG_OK) {
         ck_source_free(s);

@@ -1,6 +1,8 @@
 /* mg_save.c — Megatron `torch`-format saver: one model_optim_rng.pt per (TP, PP) rank, each
  * {'args': Namespace, 'checkpoint_version': 3.0, 'iteration': N, 'model': OrderedDict}, and
- * the tracker file; the rank files are written in parallel, tensors streamed one at a time.
+ * the tracker file; the rank files are written in parallel, tensors streamed one at a time:
+ * rows that lie back to back in an input file are copied file to file (copy_file_range),
+ * the others gathered through the reader.
  *
  * Contract (ckpt.h; spec §1, §2.1-2.2): args come from the target model (mg_model_to_args);
  * when the source is a Megatron checkpoint its other arguments are kept (tokenizer and
@@ -60,11 +62,15 @@ typedef struct {
     size_t cur;     /* index of the tensor being written */
     ck_reader rd;
     ck_progress *prog;
+    const ck_source *s;
+    const uint8_t *done_p;   /* the last piece copied file to file: its pages are released */
+    size_t done_n;           /* at the next call (the writer reads them for the CRC first) */
+    const ck_tensor *done_t; /* a tensor whose last byte that piece was, or NULL */
 } fill_ctx;
 
-static mg_status fill(void *ctx, const mg_pk_tensor *t, uint64_t off, void *out, size_t len)
+/* The planned tensor behind t (they are asked for in order: usually the current one). */
+static const ck_tensor *current(fill_ctx *c, const mg_pk_tensor *t)
 {
-    fill_ctx *c = ctx;
     if (!c->pk[c->cur] || c->pk[c->cur]->tensor != t) {
         size_t i = c->cur, k = 0;
         for (; k < c->f->n; k++, i = (i + 1) % c->f->n)
@@ -72,10 +78,50 @@ static mg_status fill(void *ctx, const mg_pk_tensor *t, uint64_t off, void *out,
         MG_ASSERT(k < c->f->n);
         c->cur = i;
     }
-    const ck_tensor *ct = &c->f->t[c->cur];
+    return &c->f->t[c->cur];
+}
+
+static void release_done(fill_ctx *c)
+{
+    if (c->done_n) ck_release_pages(c->done_p, c->done_n);
+    if (c->done_t) ck_tensor_release(c->s, c->done_t);
+    c->done_n = 0;
+    c->done_t = NULL;
+}
+
+static mg_status fill(void *ctx, const mg_pk_tensor *t, uint64_t off, void *out, size_t len)
+{
+    fill_ctx *c = ctx;
+    release_done(c);
+    const ck_tensor *ct = current(c, t);
     MG_FORWARD(ck_reader_read(&c->rd, ct, off, out, len));
     if (off + len == ck_tensor_bytes(ct)) ck_progress_add(c->prog, 1, off + len);
     return MG_OK;
+}
+
+#define DIRECT_MIN ((uint64_t)1 << 20) /* smaller contiguous pieces go through fill */
+
+/* Whole rows from off on that lie back to back in an input file, in their own dtype. */
+static size_t direct(void *ctx, const mg_pk_tensor *t, uint64_t off, size_t max,
+                     const uint8_t **data, int *fd, uint64_t *file_off)
+{
+    fill_ctx *c = ctx;
+    release_done(c);
+    const ck_tensor *ct = current(c, t);
+    uint64_t rowb = (uint64_t)ct->gcols * mg_tdtype_size(ct->dtype);
+    if (!c->s->file_of || rowb == 0 || off % rowb) return 0;
+    const uint8_t *p = NULL;
+    int64_t k = ck_tensor_direct_rows(c->s, ct, (int64_t)(off / rowb), (int64_t)(max / rowb), &p);
+    uint64_t len = (uint64_t)k * rowb;
+    if (len < DIRECT_MIN || !c->s->file_of(c->s, p, fd, file_off)) return 0;
+    *data = p;
+    c->done_p = p;
+    c->done_n = (size_t)len;
+    if (off + len == ck_tensor_bytes(ct)) {
+        c->done_t = ct;
+        ck_progress_add(c->prog, 1, off + len);
+    }
+    return (size_t)len;
 }
 
 static mg_status build_root(mg_pk_graph *g, const save_ctx *x, const ck_file *f, mg_pk_obj **pk,
@@ -106,13 +152,15 @@ static mg_status save_file(void *ctx, size_t i)
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", x->root, f->path);
     mg_pk_graph *g = mg_pk_graph_create();
-    fill_ctx fc = {.f = f, .prog = x->prog, .rd = {.s = x->s, .threads = x->threads}};
+    fill_ctx fc = {.f = f, .prog = x->prog, .rd = {.s = x->s, .threads = x->threads}, .s = x->s};
     fc.pk = mg_calloc(f->n ? f->n : 1, sizeof(*fc.pk));
     mg_pk_obj *root = NULL;
     mg_status st = g && fc.pk ? build_root(g, x, f, fc.pk, &root) : MG_ERR_NOMEM;
     if (st == MG_OK) {
-        mg_torch_save_opts so = {.archive_name = "model_optim_rng", .fill = fill, .ctx = &fc};
+        mg_torch_save_opts so = {.archive_name = "model_optim_rng", .fill = fill,
+                                 .direct = direct, .ctx = &fc};
         st = mg_torch_save(path, root, &so);
+        release_done(&fc);
     }
     ck_reader_free(&fc.rd);
     free(fc.pk);

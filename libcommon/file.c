@@ -9,6 +9,9 @@
  *     and fsyncs the directory. Any failure leaves the temporary file for mg_out_abort()
  *     (or mg_out_free()) to delete; after the first failed write every further call
  *     fails again, so a caller cannot commit a file with a hole in it.
+ *   - mg_out_copy_from() flushes the buffer and appends a range of another file with
+ *     copy_file_range() at explicit offsets, falling back to pread() + pwrite() through the
+ *     buffer where the kernel refuses (other filesystem, old kernel, special file).
  *   - Errors name the path: "PATH: write failed: No space left on device" (MG_ERR_NOSPACE
  *     for ENOSPC/EDQUOT through mg_error_errno()).
  */
@@ -173,6 +176,52 @@ mg_status mg_out_write(mg_out *o, const void *data, size_t len)
     if (len >= OUT_BUF_SIZE) return write_at(o, p, len); /* large writes bypass the buffer */
     memcpy(o->buf, p, len);
     o->used = len;
+    return MG_OK;
+}
+
+/* pread + pwrite through the buffer (empty on entry). */
+static mg_status copy_by_read(mg_out *o, int fd, uint64_t off, uint64_t len)
+{
+    while (len > 0) {
+        size_t chunk = len < OUT_BUF_SIZE ? (size_t)len : OUT_BUF_SIZE;
+        ssize_t r = pread(fd, o->buf, chunk, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            o->failed = r < 0 ? mg_error_errno(errno, "%s: read of the copy source failed", o->path)
+                              : mg_error_set(MG_ERR_IO, "%s: copy source ends early", o->path);
+            return o->failed;
+        }
+        MG_FORWARD(write_at(o, o->buf, (size_t)r));
+        off += (uint64_t)r;
+        len -= (uint64_t)r;
+    }
+    return MG_OK;
+}
+
+static int copy_unsupported(int e)
+{
+    return e == EXDEV || e == ENOSYS || e == EINVAL || e == EOPNOTSUPP;
+}
+
+mg_status mg_out_copy_from(mg_out *o, int src_fd, uint64_t src_off, uint64_t len)
+{
+    MG_FORWARD(check_writable(o));
+    MG_FORWARD(flush_buf(o));
+    while (len > 0) {
+        loff_t in = (loff_t)src_off, out = (loff_t)o->flushed;
+        size_t chunk = len < ((uint64_t)1 << 30) ? (size_t)len : ((size_t)1 << 30);
+        ssize_t w = copy_file_range(src_fd, &in, o->fd, &out, chunk, 0);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && copy_unsupported(errno)) return copy_by_read(o, src_fd, src_off, len);
+        if (w <= 0) {
+            o->failed = w < 0 ? mg_error_errno(errno, "%s: copy failed", o->path)
+                              : mg_error_set(MG_ERR_IO, "%s: copy source ends early", o->path);
+            return o->failed;
+        }
+        o->flushed += (uint64_t)w;
+        src_off += (uint64_t)w;
+        len -= (uint64_t)w;
+    }
     return MG_OK;
 }
 

@@ -8,7 +8,7 @@
  * strings escaped like serde_json: \" \\ \b \f \n \r \t, other control characters as
  * \u00xx, everything else raw UTF-8) padded with spaces to a multiple of 8, and writes it
  * through an atomic mg_out. The data then streams in that order; only the declarations
- * are held in memory.
+ * are held in memory; data may also be copied from another file (mg_st_writer_copy).
  */
 #include "mg/safetensors.h"
 
@@ -391,6 +391,22 @@ mg_status mg_st_writer_write(mg_st_writer *w, const void *data, size_t len)
         MG_FORWARD(mg_out_write(w->out, p, k));
         w->cur_wr += k;
         p += k;
+        len -= k;
+        advance(w);
+    }
+    return MG_OK;
+}
+
+mg_status mg_st_writer_copy(mg_st_writer *w, int src_fd, uint64_t src_off, uint64_t len)
+{
+    MG_RETURN_IF(!w->begun, MG_ERR_ARG, "%s: tensor data written before the header", w->path);
+    while (len > 0) {
+        MG_RETURN_IF(w->cur >= w->n, MG_ERR_ARG, "%s: %llu bytes written past the end of the "
+                     "last tensor", w->path, (unsigned long long)len);
+        uint64_t room = w->t[w->cur].nbytes - w->cur_wr, k = room < len ? room : len;
+        MG_FORWARD(mg_out_copy_from(w->out, src_fd, src_off, k));
+        w->cur_wr += k;
+        src_off += k;
         len -= k;
         advance(w);
     }

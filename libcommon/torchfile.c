@@ -15,6 +15,7 @@
 #include "mg/torchfile.h"
 
 #define FILL_CHUNK ((size_t)8 << 20)
+#define DIRECT_CHUNK ((size_t)64 << 20) /* largest piece asked of opts->direct */
 
 struct mg_torch_file {
     mg_map map;
@@ -124,6 +125,12 @@ mg_status mg_torch_open(mg_torch_file **out, const char *path)
     }
     (*out)->map = m;
     return MG_OK;
+}
+
+const uint8_t *mg_torch_mapping(const mg_torch_file *f, size_t *size)
+{
+    *size = f->map.size;
+    return f->map.data;
 }
 
 void mg_torch_close(mg_torch_file *f)
@@ -272,6 +279,17 @@ static mg_status write_storage(saver *s, const char *key, const mg_pk_tensor *t,
     MG_FORWARD(begin_rec(s, name, t->storage_nbytes));
     for (uint64_t off = 0; off < t->storage_nbytes;) {
         size_t n = t->storage_nbytes - off < FILL_CHUNK ? (size_t)(t->storage_nbytes - off) : FILL_CHUNK;
+        const uint8_t *p = NULL;
+        int fd = -1;
+        uint64_t foff = 0;
+        uint64_t rest = t->storage_nbytes - off;
+        size_t dmax = rest < DIRECT_CHUNK ? (size_t)rest : DIRECT_CHUNK;
+        size_t d = o->direct ? o->direct(o->ctx, t, off, dmax, &p, &fd, &foff) : 0;
+        if (d > 0) {
+            MG_FORWARD(mg_zip_writer_copy(s->w, p, fd, foff, d));
+            off += d;
+            continue;
+        }
         MG_FORWARD(o->fill(o->ctx, t, off, *buf, n));
         MG_FORWARD(mg_zip_writer_write(s->w, *buf, n));
         off += n;

@@ -328,6 +328,19 @@ mg_status mg_zip_writer_write(mg_zip_writer *w, const void *data, size_t len)
     return mg_out_write(w->out, data, len);
 }
 
+mg_status mg_zip_writer_copy(mg_zip_writer *w, const void *data, int src_fd, uint64_t src_off,
+                             size_t len)
+{
+    MG_ASSERT(w->open);
+    mg_zip_rec *r = &w->recs[w->n - 1];
+    if (len > r->uncomp - w->written)
+        return mg_error_set(MG_ERR_ARG, "%s: zip entry \"%s\" longer than announced",
+                            mg_out_path(w->out), r->name);
+    r->crc = mg_crc32(r->crc, data, len);
+    w->written += len;
+    return mg_out_copy_from(w->out, src_fd, src_off, len);
+}
+
 mg_status mg_zip_writer_end(mg_zip_writer *w)
 {
     MG_ASSERT(w->open);

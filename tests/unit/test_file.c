@@ -2,6 +2,7 @@
  * failures, full disk), mg_read_file, mg_is_dir. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -74,6 +75,53 @@ MG_TEST(file_out_commit_large_and_small_writes)
     MG_CHECK(t, got && n == big && memcmp(got, data, big) == 0);
     MG_CHECK_EQ_INT(t, count_entries(t->dir), 1); /* no temporary file left */
     free(got);
+    free(data);
+}
+
+/* Copies [off, off + len) of src into a new file after a buffered prefix; 1 if it matches. */
+static int copy_matches(mg_test_ctx *t, const char *src, const uint8_t *data, uint64_t off,
+                        uint64_t len)
+{
+    const char *path = mg_test_path(t, "copy.bin");
+    mg_out *o;
+    int fd = open(src, O_RDONLY);
+    if (fd < 0 || mg_out_create(&o, path) != MG_OK) return 0;
+    int ok = mg_out_write(o, "head", 4) == MG_OK &&
+             mg_out_copy_from(o, fd, off, len) == MG_OK && mg_out_offset(o) == 4 + len &&
+             mg_out_write(o, "tail", 4) == MG_OK && mg_out_commit(o) == MG_OK;
+    mg_out_free(o);
+    close(fd);
+    size_t n = 0;
+    char *got = mg_test_read_file(path, &n);
+    ok = ok && got && n == len + 8 && memcmp(got, "head", 4) == 0 &&
+         memcmp(got + 4, data + off, len) == 0 && memcmp(got + 4 + len, "tail", 4) == 0;
+    free(got);
+    return ok;
+}
+
+MG_TEST(file_out_copy_from_ranges_and_short_source)
+{
+    size_t big = (3u << 20) + 11;
+    uint8_t *data = malloc(big);
+    for (size_t i = 0; i < big; i++) data[i] = (uint8_t)(i * 7 + (i >> 11));
+    const char *src = mg_test_write_file(t, "src.bin", data, big);
+    MG_CHECK(t, copy_matches(t, src, data, 0, big));
+    MG_CHECK(t, copy_matches(t, src, data, 12345, (2u << 20) + 3));
+    MG_CHECK(t, copy_matches(t, src, data, 5, 0));
+    /* a second filesystem where there is one (/dev/shm): copy_file_range or the fallback */
+    char shm[64];
+    snprintf(shm, sizeof shm, "/dev/shm/mg-test-copy.%ld", (long)getpid());
+    FILE *f = fopen(shm, "wb");
+    int written = f && fwrite(data, 1, big, f) == big;
+    if (f && fclose(f) == 0 && written) MG_CHECK(t, copy_matches(t, shm, data, 77, big - 77));
+    unlink(shm);
+    mg_out *o;
+    int fd = open(src, O_RDONLY);
+    MG_CHECK_OK(t, mg_out_create(&o, mg_test_path(t, "short.bin")));
+    MG_CHECK_ERR(t, mg_out_copy_from(o, fd, big - 10, 20), MG_ERR_IO, "ends early");
+    MG_CHECK_ERR(t, mg_out_write(o, "x", 1), MG_ERR_IO, "earlier write failed");
+    mg_out_free(o);
+    close(fd);
     free(data);
 }
 

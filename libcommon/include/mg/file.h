@@ -33,6 +33,10 @@ typedef struct mg_out mg_out; /* opaque */
 /* Creates the temporary file for final path `path`. *out is NULL on failure. */
 mg_status mg_out_create(mg_out **out, const char *path);
 mg_status mg_out_write(mg_out *o, const void *data, size_t len);
+/* Appends len bytes read from src_fd at src_off (src_fd's own offset is not used): by
+ * copy_file_range() where the kernel can (no copy through user space), otherwise (EXDEV,
+ * ENOSYS, EINVAL, EOPNOTSUPP) by pread + write. A source shorter than asked is MG_ERR_IO. */
+mg_status mg_out_copy_from(mg_out *o, int src_fd, uint64_t src_off, uint64_t len);
 /* Bytes written so far (the current offset). */
 uint64_t mg_out_offset(const mg_out *o);
 /* Flush + fsync + rename to the final path. The handle stays valid for mg_out_free. */

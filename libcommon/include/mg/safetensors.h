@@ -110,6 +110,9 @@ const char *mg_st_writer_next(const mg_st_writer *w, uint64_t *nbytes, uint64_t 
 /* Appends bytes to the data section; they may span tensor boundaries. Writing past the
  * declared total is MG_ERR_ARG. */
 mg_status mg_st_writer_write(mg_st_writer *w, const void *data, size_t len);
+/* Same for bytes [src_off, src_off + len) of the open file src_fd, copied file to file
+ * (mg_out_copy_from: copy_file_range where the kernel can). */
+mg_status mg_st_writer_copy(mg_st_writer *w, int src_fd, uint64_t src_off, uint64_t len);
 /* Writes a whole tensor: name must be the one due next and len its full byte size
  * (MG_ERR_ARG naming the expected tensor otherwise). Empty tensors are never due (next()
  * skips them); writing one with len 0 is accepted at any time and does nothing. */

@@ -64,6 +64,11 @@ void mg_zip_writer_free(mg_zip_writer *w); /* accepts NULL; does not touch the m
 /* One record: begin with its exact size, write the bytes in any chunks, end. */
 mg_status mg_zip_writer_begin(mg_zip_writer *w, const char *name, uint64_t size);
 mg_status mg_zip_writer_write(mg_zip_writer *w, const void *data, size_t len);
+/* Like mg_zip_writer_write for bytes that are also bytes [src_off, src_off + len) of file
+ * src_fd: the CRC-32 is computed from data, the bytes are copied file to file
+ * (mg_out_copy_from). */
+mg_status mg_zip_writer_copy(mg_zip_writer *w, const void *data, int src_fd, uint64_t src_off,
+                             size_t len);
 mg_status mg_zip_writer_end(mg_zip_writer *w);
 mg_status mg_zip_writer_add(mg_zip_writer *w, const char *name, const void *data, size_t len);
 /* Central directory + end records. */
@@ -78,6 +83,9 @@ mg_status mg_torch_open(mg_torch_file **f, const char *path);
 mg_status mg_torch_open_mem(mg_torch_file **f, const uint8_t *data, size_t size,
                             const char *label);
 void mg_torch_close(mg_torch_file *f); /* accepts NULL */
+/* The whole file's mapping (byte i is byte i of the file) of a file opened by path, with
+ * its size in *size; NULL (and 0) for mg_torch_open_mem. */
+const uint8_t *mg_torch_mapping(const mg_torch_file *f, size_t *size);
 mg_pk_obj *mg_torch_root(const mg_torch_file *f);
 mg_pk_graph *mg_torch_graph(const mg_torch_file *f);
 const char *mg_torch_archive_name(const mg_torch_file *f); /* "model_optim_rng", "archive" */
@@ -86,9 +94,17 @@ const char *mg_torch_archive_name(const mg_torch_file *f); /* "model_optim_rng",
 typedef mg_status (*mg_torch_fill_fn)(void *ctx, const mg_pk_tensor *t, uint64_t offset,
                                       void *buf, size_t len);
 
+/* Optional: how many bytes (<= max) from offset on of t's storage are, unconverted, bytes
+ * of an open file: *data points at them (in memory), *fd and *file_off name them in the file;
+ * 0 when none (fill is used). */
+typedef size_t (*mg_torch_direct_fn)(void *ctx, const mg_pk_tensor *t, uint64_t offset,
+                                     size_t max, const uint8_t **data, int *fd,
+                                     uint64_t *file_off);
+
 typedef struct {
     const char *archive_name; /* NULL: the file name without directory and extension */
     mg_torch_fill_fn fill;    /* for tensors whose data is NULL */
+    mg_torch_direct_fn direct; /* NULL: fill only; else tried first, per piece */
     void *ctx;
 } mg_torch_save_opts;
 
