@@ -75,6 +75,9 @@ mg_status ck_hf_open(ck_source **s, const char *dir, const ck_opts *o);
 mg_status ck_mg_open(ck_source **s, const char *dir, const ck_opts *o);
 /* Picks the loader (o->loader, or auto: config.json / latest_checkpointed_iteration.txt). */
 mg_status ck_source_open(ck_source **s, const char *dir, const ck_opts *o, int loader);
+/* For loaders: a zeroed source owning a zeroed implementation struct of impl_size bytes
+ * (s->impl), its model description initialised; NULL when out of memory. */
+ck_source *ck_source_alloc(size_t impl_size);
 void ck_source_free(ck_source *s);
 /* Lists an entry as intentionally not converted: routine (metadata, buffers, tied copies,
  * optimizer state dropped on request), or notable (state a resumed run would miss), which

@@ -302,15 +302,9 @@ static mg_status read_config(ck_source *s, const char *dir, const ck_opts *o)
 
 mg_status ck_hf_open(ck_source **out, const char *dir, const ck_opts *o)
 {
-    ck_source *s = mg_calloc(1, sizeof(*s));
-    hf_impl *h = mg_calloc(1, sizeof(*h));
-    if (!s || !h) {
-        free(s);
-        free(h);
-        return MG_ERR_NOMEM;
-    }
-    mg_model_init(&s->m);
-    s->impl = h;
+    ck_source *s = ck_source_alloc(sizeof(hf_impl));
+    if (!s) return MG_ERR_NOMEM;
+    hf_impl *h = s->impl;
     s->locate = hf_locate;
     s->close = hf_close;
     s->release = hf_release;

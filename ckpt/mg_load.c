@@ -493,15 +493,9 @@ static mg_status load_all(ck_source *s, mg_impl *h, const char *dir, const ck_op
 
 mg_status ck_mg_open(ck_source **out, const char *dir, const ck_opts *o)
 {
-    ck_source *s = mg_calloc(1, sizeof(*s));
-    mg_impl *h = mg_calloc(1, sizeof(*h));
-    if (!s || !h) {
-        free(s);
-        free(h);
-        return MG_ERR_NOMEM;
-    }
-    mg_model_init(&s->m);
-    s->impl = h;
+    ck_source *s = ck_source_alloc(sizeof(mg_impl));
+    if (!s) return MG_ERR_NOMEM;
+    mg_impl *h = s->impl;
     s->locate = mg_locate;
     s->close = mg_close;
     s->release = mg_release;

@@ -40,6 +40,20 @@ mg_status ck_source_open(ck_source **s, const char *dir, const ck_opts *o, int l
     return loader == CK_HF ? ck_hf_open(s, dir, o) : ck_mg_open(s, dir, o);
 }
 
+ck_source *ck_source_alloc(size_t impl_size)
+{
+    ck_source *s = mg_calloc(1, sizeof(*s));
+    void *impl = mg_calloc(1, impl_size);
+    if (!s || !impl) {
+        free(s);
+        free(impl);
+        return NULL;
+    }
+    mg_model_init(&s->m);
+    s->impl = impl;
+    return s;
+}
+
 void ck_source_free(ck_source *s)
 {
     if (!s) return;
