@@ -18,6 +18,8 @@
 #define MAX_TRIE_RESULTS 32
 static const uint8_t space_symbol[3] = {0xE2, 0x96, 0x81};
 
+static void find_plain_bytes(mg_spm_normalizer *nz);
+
 static mg_status decode_charsmap(mg_spm_normalizer *nz, mg_spm_str blob)
 {
     MG_RETURN_IF(blob.n <= 4, MG_ERR_FORMAT, "precompiled_charsmap is broken (%zu bytes)",
@@ -51,9 +53,9 @@ mg_status mg_spm_normalizer_init(mg_spm_normalizer *nz, const mg_spm_model *md)
     nz->escape_ws = md->proto.escape_ws;
     nz->ws_suffix = md->proto.treat_ws_as_suffix;
     nz->user = md->user;
-    if (md->proto.charsmap.n == 0) return MG_OK;
-    mg_status st = decode_charsmap(nz, md->proto.charsmap);
+    mg_status st = md->proto.charsmap.n ? decode_charsmap(nz, md->proto.charsmap) : MG_OK;
     if (st != MG_OK) mg_spm_normalizer_free(nz);
+    else find_plain_bytes(nz);
     return st;
 }
 
@@ -72,6 +74,38 @@ static uint32_t unit_offset(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >
 static uint32_t unit_label(uint32_t u) { return u & ((1u << 31) | 0xFF); }
 static int unit_has_leaf(uint32_t u) { return (u >> 8) & 1; }
 static uint32_t unit_value(uint32_t u) { return u & ((1u << 31) - 1); }
+
+/* The double-array child of pos by byte (pos = its base offset), or SIZE_MAX. */
+static size_t unit_child(const mg_spm_normalizer *nz, size_t pos, uint32_t b)
+{
+    pos ^= b;
+    if (pos >= nz->n_units || unit_label(nz->units[pos]) != b) return SIZE_MAX;
+    return pos;
+}
+
+/* The class of ASCII byte b in the rules: 1 no key starts with it; 2 no key is b alone or
+ * b + an ASCII byte (so b then ASCII or the end matches no rule); 0 otherwise. */
+static uint8_t rule_class(const mg_spm_normalizer *nz, uint32_t b)
+{
+    if (nz->n_units == 0) return 1;
+    size_t pos = unit_child(nz, unit_offset(nz->units[0]), b);
+    if (pos == SIZE_MAX) return 1;
+    uint32_t u = nz->units[pos];
+    if (unit_has_leaf(u)) return 0;
+    for (uint32_t c = 0; c < 0x80; c++)
+        if (unit_child(nz, pos ^ unit_offset(u), c) != SIZE_MAX) return 0;
+    return 2;
+}
+
+/* plain[b] (see spm_proto.h): the rule class of ASCII bytes no user-defined symbol starts
+ * with. */
+static void find_plain_bytes(mg_spm_normalizer *nz)
+{
+    for (uint32_t b = 0; b < 0x80; b++) {
+        int user = nz->user && mg_spm_trie_step(nz->user, 0, (uint8_t)b) >= 0;
+        nz->plain[b] = user ? 0 : rule_class(nz, b);
+    }
+}
 
 /* commonPrefixSearch: the longest of the first MAX_TRIE_RESULTS matches; 0 if none. */
 static size_t longest_rule(const mg_spm_normalizer *nz, const uint8_t *s, size_t n,
@@ -157,9 +191,12 @@ static mg_status emit(const mg_spm_normalizer *nz, span sp, int *prev_space, mg_
     if (*prev_space)
         while (sp.n > 0 && sp.p[0] == ' ') sp.p++, sp.n--;
     if (sp.n == 0) return MG_OK;
-    for (size_t i = 0; i < sp.n; i++) {
-        if (nz->escape_ws && sp.p[i] == ' ') MG_FORWARD(mg_spm_buf_append(out, space_symbol, 3));
-        else MG_FORWARD(mg_spm_buf_append(out, sp.p + i, 1));
+    for (size_t i = 0; i < sp.n;) {
+        size_t j = i;
+        while (j < sp.n && !(nz->escape_ws && sp.p[j] == ' ')) j++;
+        MG_FORWARD(mg_spm_buf_append(out, sp.p + i, j - i));
+        if (j < sp.n) MG_FORWARD(mg_spm_buf_append(out, space_symbol, 3));
+        i = j + 1;
     }
     *prev_space = sp.p[sp.n - 1] == ' ';
     return MG_OK;
@@ -170,6 +207,21 @@ static void drop_trailing_space(const mg_spm_normalizer *nz, mg_spm_buf *out)
     const uint8_t *sym = nz->escape_ws ? space_symbol : (const uint8_t *)" ";
     size_t k = nz->escape_ws ? 3 : 1;
     while (out->n >= k && memcmp(out->v + out->n - k, sym, k) == 0) out->n -= k;
+}
+
+/* No rule or user-defined symbol matches at in[k] (k < n). */
+static int is_plain(const mg_spm_normalizer *nz, const uint8_t *in, size_t k, size_t n)
+{
+    uint8_t c = nz->plain[in[k]];
+    return c == 1 || (c == 2 && (k + 1 == n || in[k + 1] < 0x80));
+}
+
+/* The length of the run of plain bytes other than ' ' at in. */
+static size_t plain_run(const mg_spm_normalizer *nz, const uint8_t *in, size_t n)
+{
+    size_t k = 0;
+    while (k < n && in[k] != ' ' && is_plain(nz, in, k, n)) k++;
+    return k;
 }
 
 mg_status mg_spm_normalize(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
@@ -189,11 +241,21 @@ mg_status mg_spm_normalize(const mg_spm_normalizer *nz, const uint8_t *in, size_
     if (!nz->ws_suffix && nz->add_dummy_prefix) MG_FORWARD(add_ws(nz, out));
     int prev_space = nz->remove_extra_ws;
     while (n > 0) {
-        size_t k = normalize_prefix(nz, in, n, &sp);
-        MG_FORWARD(emit(nz, sp, &prev_space, out));
+        size_t k = plain_run(nz, in, n);
+        if (k > 0) { /* what normalize_prefix + emit do to these bytes, in one step */
+            MG_FORWARD(mg_spm_buf_append(out, in, k));
+            prev_space = 0;
+        } else if (in[0] == ' ' && is_plain(nz, in, 0, n)) {
+            if (!prev_space) MG_FORWARD(add_ws(nz, out));
+            prev_space = nz->remove_extra_ws;
+            k = 1;
+        } else {
+            k = normalize_prefix(nz, in, n, &sp);
+            MG_FORWARD(emit(nz, sp, &prev_space, out));
+            if (!nz->remove_extra_ws) prev_space = 0;
+        }
         in += k;
         n -= k;
-        if (!nz->remove_extra_ws) prev_space = 0;
     }
     if (nz->remove_extra_ws) drop_trailing_space(nz, out);
     if (nz->ws_suffix && nz->add_dummy_prefix) MG_FORWARD(add_ws(nz, out));
@@ -207,6 +269,7 @@ mg_status mg_spm_charsmap_init(mg_spm_normalizer *nz, const uint8_t *blob, size_
     memset(nz, 0, sizeof *nz);
     mg_status st = decode_charsmap(nz, (mg_spm_str){blob, n});
     if (st != MG_OK) mg_spm_normalizer_free(nz);
+    else find_plain_bytes(nz);
     return st;
 }
 

@@ -217,19 +217,28 @@ typedef struct {
 struct mg_spm_trie {
     int32_t *values;  /* per node */
     size_t n_nodes, nodes_cap;
-    uint64_t *keys;   /* (parent << 8 | byte) + 1, 0 = empty slot */
-    int32_t *childs;
-    size_t slots;     /* power of two */
+    mg_spm_edge *edges; /* open addressing, see spm_proto.h */
+    size_t slots;       /* power of two */
     /* exact lookups: a second hash table over whole keys (entry index + 1, 0 = empty) */
     exact_entry *entries;
     size_t n_entries, entries_cap;
     uint32_t *ex_slots;
     size_t n_ex_slots; /* power of two */
+    mg_spm_frozen *frozen; /* NULL: not frozen */
+    size_t max_len;        /* of the keys */
 };
 
-static size_t slot_of(uint64_t key, size_t slots)
+size_t mg_spm_trie_max_len(const mg_spm_trie *t) { return t->max_len; }
+
+static void unfreeze(mg_spm_trie *t)
 {
-    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 32) & (slots - 1);
+    if (!t->frozen) return;
+    free(t->frozen->nodes);
+    free(t->frozen->labels);
+    free(t->frozen->kids);
+    free(t->frozen->dense);
+    free(t->frozen);
+    t->frozen = NULL;
 }
 
 mg_status mg_spm_trie_create(mg_spm_trie **out)
@@ -240,9 +249,8 @@ mg_status mg_spm_trie_create(mg_spm_trie **out)
     t->nodes_cap = 256;
     t->slots = 512;
     t->values = mg_malloc(t->nodes_cap * sizeof *t->values);
-    t->keys = mg_calloc(t->slots, sizeof *t->keys);
-    t->childs = mg_malloc(t->slots * sizeof *t->childs);
-    if (!t->values || !t->keys || !t->childs) {
+    t->edges = mg_calloc(t->slots, sizeof *t->edges);
+    if (!t->values || !t->edges) {
         mg_spm_trie_free(t);
         return MG_ERR_NOMEM;
     }
@@ -256,48 +264,42 @@ void mg_spm_trie_free(mg_spm_trie *t)
 {
     if (!t) return;
     free(t->values);
-    free(t->keys);
-    free(t->childs);
+    unfreeze(t);
+    free(t->edges);
     free(t->entries);
     free(t->ex_slots);
     free(t);
 }
 
+mg_spm_trie_view mg_spm_trie_view_of(const mg_spm_trie *t)
+{
+    return (mg_spm_trie_view){t->edges, t->slots - 1};
+}
+
 int32_t mg_spm_trie_step(const mg_spm_trie *t, int32_t node, uint8_t byte)
 {
-    uint64_t key = ((uint64_t)node << 8 | byte) + 1;
-    for (size_t i = slot_of(key, t->slots);; i = (i + 1) & (t->slots - 1)) {
-        if (t->keys[i] == key) return t->childs[i];
-        if (t->keys[i] == 0) return -1;
-    }
+    const mg_spm_edge *e = mg_spm_view_step(mg_spm_trie_view_of(t), node, byte);
+    return e ? e->child : -1;
 }
 
 int32_t mg_spm_trie_value(const mg_spm_trie *t, int32_t node) { return t->values[node]; }
 
-static void put_edge(uint64_t *keys, int32_t *childs, size_t slots, uint64_t key, int32_t c)
+static void put_edge(mg_spm_edge *edges, size_t slots, mg_spm_edge e)
 {
-    size_t i = slot_of(key, slots);
-    while (keys[i]) i = (i + 1) & (slots - 1);
-    keys[i] = key;
-    childs[i] = c;
+    size_t i = mg_spm_edge_slot(e.key, slots - 1);
+    while (edges[i].key) i = (i + 1) & (slots - 1);
+    edges[i] = e;
 }
 
 static mg_status grow_edges(mg_spm_trie *t)
 {
     size_t slots = t->slots * 2;
-    uint64_t *keys = mg_calloc(slots, sizeof *keys);
-    int32_t *childs = mg_malloc(slots * sizeof *childs);
-    if (!keys || !childs) {
-        free(keys);
-        free(childs);
-        return MG_ERR_NOMEM;
-    }
+    mg_spm_edge *edges = mg_calloc(slots, sizeof *edges);
+    if (!edges) return MG_ERR_NOMEM;
     for (size_t i = 0; i < t->slots; i++)
-        if (t->keys[i]) put_edge(keys, childs, slots, t->keys[i], t->childs[i]);
-    free(t->keys);
-    free(t->childs);
-    t->keys = keys;
-    t->childs = childs;
+        if (t->edges[i].key) put_edge(edges, slots, t->edges[i]);
+    free(t->edges);
+    t->edges = edges;
     t->slots = slots;
     return MG_OK;
 }
@@ -315,7 +317,8 @@ static mg_status add_child(mg_spm_trie *t, int32_t node, uint8_t byte, int32_t *
     if (t->n_nodes * 2 >= t->slots) MG_FORWARD(grow_edges(t));
     *child = (int32_t)t->n_nodes++;
     t->values[*child] = -1;
-    put_edge(t->keys, t->childs, t->slots, ((uint64_t)node << 8 | byte) + 1, *child);
+    put_edge(t->edges, t->slots,
+             (mg_spm_edge){((uint64_t)node << 8 | byte) + 1, *child, -1});
     return MG_OK;
 }
 
@@ -376,16 +379,99 @@ static mg_status add_exact(mg_spm_trie *t, const uint8_t *key, size_t len, int32
 mg_status mg_spm_trie_insert(mg_spm_trie *t, const uint8_t *key, size_t len, int32_t value,
                              int *added)
 {
-    int32_t node = 0;
+    int32_t node = 0, parent = 0;
+    unfreeze(t);
     for (size_t i = 0; i < len; i++) {
         int32_t c = mg_spm_trie_step(t, node, key[i]);
         if (c < 0) MG_FORWARD(add_child(t, node, key[i], &c));
+        parent = node;
         node = c;
     }
     *added = t->values[node] < 0;
     if (!*added) return MG_OK;
     t->values[node] = value;
+    if (len > t->max_len) t->max_len = len;
+    if (len > 0) /* the edge into node carries its value too */
+        t->edges[mg_spm_view_step(mg_spm_trie_view_of(t), parent, key[len - 1]) - t->edges]
+            .value = value;
     return add_exact(t, key, len, value);
+}
+
+/* ---- frozen tries ---- */
+
+#define DENSE_MIN 8 /* nodes with more children get a dense row */
+
+const mg_spm_frozen *mg_spm_trie_frozen(const mg_spm_trie *t) { return t->frozen; }
+
+/* Counts the children per node, then lays out the lists and the dense rows; fill[i] =
+ * where node i's list starts. */
+static mg_status layout_frozen(const mg_spm_trie *t, mg_spm_frozen *f, uint32_t *fill,
+                               size_t *n_dense)
+{
+    for (size_t i = 0; i < t->n_nodes; i++) f->nodes[i] = (mg_spm_fnode){t->values[i], 0, 0, 0};
+    for (size_t i = 0; i < t->slots; i++)
+        if (t->edges[i].key) f->nodes[(t->edges[i].key - 1) >> 8].count++;
+    uint32_t first = 0;
+    *n_dense = 0;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        mg_spm_fnode *nd = &f->nodes[i];
+        fill[i] = nd->first = first;
+        if (nd->count > DENSE_MIN) {
+            nd->first = (uint32_t)(*n_dense)++;
+            nd->count = MG_SPM_DENSE;
+        } else {
+            first += nd->count;
+        }
+    }
+    f->dense = mg_malloc((*n_dense ? *n_dense : 1) * 256 * sizeof *f->dense);
+    return f->dense ? MG_OK : MG_ERR_NOMEM;
+}
+
+static void fill_frozen(const mg_spm_trie *t, mg_spm_frozen *f, uint32_t *fill, size_t n_dense)
+{
+    for (size_t i = 0; i < n_dense * 256; i++) f->dense[i] = -1;
+    for (size_t i = 0; i < t->slots; i++) {
+        const mg_spm_edge *e = &t->edges[i];
+        if (!e->key) continue;
+        size_t parent = (size_t)((e->key - 1) >> 8);
+        const mg_spm_fnode *nd = &f->nodes[parent];
+        uint8_t byte = (uint8_t)((e->key - 1) & 0xFF);
+        if (nd->count == MG_SPM_DENSE) {
+            f->dense[(size_t)nd->first * 256 + byte] = e->child;
+        } else {
+            f->labels[fill[parent]] = byte;
+            f->kids[fill[parent]++] = e->child;
+        }
+    }
+}
+
+void mg_spm_trie_frozen_scores(mg_spm_trie *t, const float *score)
+{
+    if (!t->frozen) return;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        mg_spm_fnode *nd = &t->frozen->nodes[i];
+        nd->score = nd->value >= 0 ? score[nd->value] : 0.0f;
+    }
+}
+
+mg_status mg_spm_trie_freeze(mg_spm_trie *t)
+{
+    unfreeze(t);
+    MG_RETURN_IF(t->n_nodes >= INT32_MAX / 2, MG_ERR_LIMIT, "too many trie nodes");
+    mg_spm_frozen *f = mg_calloc(1, sizeof *f);
+    if (!f) return MG_ERR_NOMEM;
+    t->frozen = f;
+    size_t edges = t->n_nodes - 1, n_dense;
+    f->nodes = mg_malloc(t->n_nodes * sizeof *f->nodes);
+    f->labels = mg_malloc((edges ? edges : 1) * sizeof *f->labels);
+    f->kids = mg_malloc((edges ? edges : 1) * sizeof *f->kids);
+    uint32_t *fill = mg_malloc(t->n_nodes * sizeof *fill);
+    mg_status st = f->nodes && f->labels && f->kids && fill
+                       ? layout_frozen(t, f, fill, &n_dense) : MG_ERR_NOMEM;
+    if (st == MG_OK) fill_frozen(t, f, fill, n_dense);
+    else unfreeze(t);
+    free(fill);
+    return st;
 }
 
 int32_t mg_spm_trie_find(const mg_spm_trie *t, const uint8_t *key, size_t len)
@@ -475,6 +561,39 @@ static mg_status add_to_sets(mg_spm_model *md, size_t i)
     return mg_spm_trie_insert(md->user, pc->piece.p, pc->piece.n, (int32_t)i, &added);
 }
 
+/* mg_spm_model.ws_bounded */
+static int ws_bounded(const mg_spm_proto *p)
+{
+    for (size_t i = 0; i < p->n_pieces; i++) {
+        const mg_spm_piece *pc = &p->pieces[i];
+        if (pc->type == SPM_UNUSED) return 0;
+        if (pc->type != SPM_NORMAL && pc->type != SPM_USER_DEFINED) continue;
+        for (size_t k = 1; k + 3 <= pc->piece.n; k++)
+            if (memcmp(pc->piece.p + k, "\xE2\x96\x81", 3) == 0) return 0;
+    }
+    return 1;
+}
+
+/* The Unigram candidates: md->lattice and md->lattice_score (after score_range). */
+static mg_status build_lattice(mg_spm_model *md)
+{
+    MG_FORWARD(mg_spm_trie_create(&md->lattice));
+    md->lattice_score = mg_malloc((md->proto.n_pieces ? md->proto.n_pieces : 1) * sizeof(float));
+    if (!md->lattice_score) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < md->proto.n_pieces; i++) {
+        const mg_spm_piece *pc = &md->proto.pieces[i];
+        md->lattice_score[i] = pc->score;
+        if (pc->type != SPM_NORMAL && pc->type != SPM_USER_DEFINED) continue;
+        if (pc->type == SPM_USER_DEFINED)
+            md->lattice_score[i] = (float)((double)((float)pc->piece.n * md->max_score) - 0.1);
+        int added;
+        MG_FORWARD(mg_spm_trie_insert(md->lattice, pc->piece.p, pc->piece.n, (int32_t)i, &added));
+    }
+    MG_FORWARD(mg_spm_trie_freeze(md->lattice));
+    mg_spm_trie_frozen_scores(md->lattice, md->lattice_score);
+    return MG_OK;
+}
+
 static void score_range(mg_spm_model *md)
 {
     md->min_score = FLT_MAX;
@@ -504,7 +623,9 @@ mg_status mg_spm_model_init(mg_spm_model *md)
             MG_RETURN_IF(!bytes_seen[b], MG_ERR_FORMAT, "there are not 256 byte pieces "
                          "although byte_fallback is true (<0x%02X> is missing)", b);
     score_range(md);
-    return MG_OK;
+    md->ws_bounded = ws_bounded(&md->proto);
+    MG_FORWARD(mg_spm_trie_freeze(md->pieces)); /* BPE pair lookups */
+    return build_lattice(md);
 }
 
 void mg_spm_model_free(mg_spm_model *md)
@@ -513,7 +634,10 @@ void mg_spm_model_free(mg_spm_model *md)
     mg_spm_trie_free(md->pieces);
     mg_spm_trie_free(md->reserved);
     mg_spm_trie_free(md->user);
-    md->pieces = md->reserved = md->user = NULL;
+    mg_spm_trie_free(md->lattice);
+    free(md->lattice_score);
+    md->pieces = md->reserved = md->user = md->lattice = NULL;
+    md->lattice_score = NULL;
 }
 
 /* ---- buffers ---- */
@@ -533,15 +657,21 @@ mg_status mg_spm_buf_append(mg_spm_buf *b, const void *s, size_t n)
     return MG_OK;
 }
 
+mg_status mg_spm_refs_reserve(mg_spm_refs *r, size_t extra)
+{
+    if (r->cap - r->n >= extra) return MG_OK;
+    size_t cap = r->cap ? r->cap * 2 : 64;
+    while (cap - r->n < extra) cap *= 2;
+    mg_spm_ref *v = mg_realloc(r->v, cap * sizeof *v);
+    if (!v) return MG_ERR_NOMEM;
+    r->v = v;
+    r->cap = cap;
+    return MG_OK;
+}
+
 mg_status mg_spm_refs_push(mg_spm_refs *r, uint32_t off, uint32_t len, int32_t id)
 {
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 64;
-        mg_spm_ref *v = mg_realloc(r->v, cap * sizeof *v);
-        if (!v) return MG_ERR_NOMEM;
-        r->v = v;
-        r->cap = cap;
-    }
+    if (r->n == r->cap) MG_FORWARD(mg_spm_refs_reserve(r, 1));
     r->v[r->n++] = (mg_spm_ref){off, len, id};
     return MG_OK;
 }

@@ -69,20 +69,91 @@ mg_status mg_spm_trie_insert(mg_spm_trie *t, const uint8_t *key, size_t len, int
 int32_t mg_spm_trie_step(const mg_spm_trie *t, int32_t node, uint8_t byte);
 /* The value stored at node, -1 if none. */
 int32_t mg_spm_trie_value(const mg_spm_trie *t, int32_t node);
+/* The length of the longest key (0 if none). */
+size_t mg_spm_trie_max_len(const mg_spm_trie *t);
 /* Exact lookup, -1 if absent. */
 int32_t mg_spm_trie_find(const mg_spm_trie *t, const uint8_t *key, size_t len);
 /* Length of the longest key that is a prefix of s[0, n), 0 if none. */
 size_t mg_spm_trie_longest(const mg_spm_trie *t, const uint8_t *s, size_t n);
 
+/* The edge table for inlined walks (valid until the next insert): an edge is keyed by
+ * (parent << 8 | byte) + 1 (0: an empty slot) and holds the child and the child's value. */
+typedef struct {
+    uint64_t key;
+    int32_t child, value;
+} mg_spm_edge;
+
+typedef struct {
+    const mg_spm_edge *edges;
+    size_t mask; /* slots - 1, slots a power of two */
+} mg_spm_trie_view;
+
+mg_spm_trie_view mg_spm_trie_view_of(const mg_spm_trie *t);
+
+static inline size_t mg_spm_edge_slot(uint64_t key, size_t mask)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+}
+
+/* The edge from node by byte, NULL if none. */
+static inline const mg_spm_edge *mg_spm_view_step(mg_spm_trie_view v, int32_t node,
+                                                  uint8_t byte)
+{
+    uint64_t key = ((uint64_t)(uint32_t)node << 8 | byte) + 1;
+    for (size_t i = mg_spm_edge_slot(key, v.mask);; i = (i + 1) & v.mask) {
+        if (v.edges[i].key == key) return &v.edges[i];
+        if (v.edges[i].key == 0) return NULL;
+    }
+}
+
+/* A frozen copy of a trie for fast walks: per node its value, a score (set by the caller,
+ * 0 at first) and its children, as a list (labels[first + i] -> kids[first + i],
+ * i < count) or, with many (count == MG_SPM_DENSE), the 256-entry row `first` of dense
+ * (child or -1). mg_spm_trie_freeze makes it; an insert drops it. */
+#define MG_SPM_DENSE UINT32_MAX
+typedef struct {
+    int32_t value;
+    float score;
+    uint32_t first, count;
+} mg_spm_fnode;
+
+typedef struct {
+    mg_spm_fnode *nodes;
+    uint8_t *labels;
+    int32_t *kids;
+    int32_t *dense;
+} mg_spm_frozen;
+
+mg_status mg_spm_trie_freeze(mg_spm_trie *t);
+/* Sets each frozen node's score to score[its value] (nodes without a value: 0). */
+void mg_spm_trie_frozen_scores(mg_spm_trie *t, const float *score);
+/* The frozen copy, NULL if none. */
+const mg_spm_frozen *mg_spm_trie_frozen(const mg_spm_trie *t);
+
+/* The child of node by byte in a frozen trie, -1 if none. */
+static inline int32_t mg_spm_frozen_step(const mg_spm_frozen *f, int32_t node, uint8_t byte)
+{
+    const mg_spm_fnode *nd = &f->nodes[node];
+    if (nd->count == MG_SPM_DENSE) return f->dense[(size_t)nd->first * 256 + byte];
+    for (uint32_t i = nd->first, end = nd->first + nd->count; i < end; i++)
+        if (f->labels[i] == byte) return f->kids[i];
+    return -1;
+}
+
 /* ---- the model ---- */
 
 typedef struct {
     mg_spm_proto proto;
-    mg_spm_trie *pieces;   /* NORMAL/USER_DEFINED/UNUSED piece -> id */
+    mg_spm_trie *pieces;   /* NORMAL/USER_DEFINED/UNUSED piece -> id (frozen) */
     mg_spm_trie *reserved; /* UNKNOWN/CONTROL/BYTE piece -> id */
     mg_spm_trie *user;     /* USER_DEFINED pieces (prefix matcher), NULL if none */
+    mg_spm_trie *lattice;  /* NORMAL/USER_DEFINED piece -> id: the Unigram candidates */
+    float *lattice_score;  /* per id: the Unigram score (USER_DEFINED: len * max - 0.1) */
     int32_t unk_id;
     float min_score, max_score; /* over NORMAL pieces, from FLT_MAX / FLT_MIN (unigram) */
+    /* no UNUSED piece, and no matchable piece holds "▁" past its start: BPE never merges
+     * across the start of a "▁", so each "▁"-led span is encoded on its own (spm_bpe.c) */
+    int ws_bounded;
 } mg_spm_model;
 
 /* InitializePieces on a parsed proto (taken over by md). */
@@ -112,6 +183,8 @@ typedef struct {
 
 mg_status mg_spm_buf_append(mg_spm_buf *b, const void *s, size_t n);
 mg_status mg_spm_refs_push(mg_spm_refs *r, uint32_t off, uint32_t len, int32_t id);
+/* Room for `extra` more refs (r->cap - r->n >= extra). */
+mg_status mg_spm_refs_reserve(mg_spm_refs *r, size_t extra);
 
 /* Normalizer (normalizer.cc): the precompiled charsmap plus the options. */
 typedef struct {
@@ -121,6 +194,10 @@ typedef struct {
     size_t strs_len;
     int add_dummy_prefix, remove_extra_ws, escape_ws, ws_suffix;
     const mg_spm_trie *user; /* user-defined symbols pass through unnormalized */
+    /* plain[b], ASCII b no user-defined symbol starts with: 1 no rule starts with b, 2 no
+     * rule is b or b + an ASCII byte, 0 otherwise; plain bytes are copied as is (' ' is
+     * escaped and collapsed as the options say) */
+    uint8_t plain[256];
 } mg_spm_normalizer;
 
 mg_status mg_spm_normalizer_init(mg_spm_normalizer *nz, const mg_spm_model *md);
@@ -150,21 +227,22 @@ typedef struct {
     size_t revs_n, revs_cap;
     uint32_t *stack;  /* bpe: resegmentation stack */
     size_t stack_cap;
-    const void *root_trie; /* unigram: the trie whose root children root[] holds, or NULL */
-    int32_t root[256];
+    const void *root_trie; /* unigram: the trie whose root edges root[] holds, or NULL */
+    int32_t froot[256];    /* unigram, frozen trie: the root's children */
+    const mg_spm_edge *root[256];
 } mg_spm_scratch;
 
 void mg_spm_scratch_free(mg_spm_scratch *s);
 
 /* The Unigram Viterbi (spm_unigram.c), shared with the HF Unigram model (tok_hf_unigram.c):
- * the pieces of `trie` (value = id) are the candidates. Exactly one of spm / score is set:
- * spm = sentencepiece's pieces (types, float scores; max_score for USER_DEFINED; float
- * sums), score = an f64 score per id (HF tokenizers, f64 sums). unk_id -1: none (an unk
+ * the pieces of `trie` (value = id) are the candidates. Exactly one of fscore / score is
+ * set: fscore = sentencepiece's float score per id (float sums), score = an f64 score per
+ * id (HF tokenizers, f64 sums). With fscore and a frozen trie, the frozen node scores are
+ * used (they must be fscore[value]: mg_spm_trie_frozen_scores). unk_id -1: none (an unk
  * needed is an error). Appends (offset, length, id) of the best path to out. */
 typedef struct {
     const mg_spm_trie *trie;
-    const mg_spm_piece *spm;
-    float max_score;
+    const float *fscore;
     const double *score;
     double unk_score;
     int32_t unk_id;

@@ -8,16 +8,21 @@
  * candidate replaces the node's best only if strictly greater (the earliest start wins
  * ties). If no piece covers exactly the first character, an unk candidate scores
  * unk_score. Backtracking yields the pieces.
- *   - sentencepiece (lattice.spm set): UNUSED pieces are skipped, USER_DEFINED score
- *     len * max_score - 0.1, and scores and sums are floats — sentencepiece 0.2.3's wheel
- *     breaks near-ties this way (checked on botchan.txt: comparing the double sums
- *     differs). Sums are kept in double rounded to float, which is float addition.
+ *   - sentencepiece (lattice.fscore set; the trie holds no UNUSED pieces and the
+ *     USER_DEFINED scores are len * max_score - 0.1): scores and sums are floats —
+ *     sentencepiece 0.2.3's wheel breaks near-ties this way (checked on botchan.txt:
+ *     comparing the double sums differs). Sums are float additions, stored in the
+ *     double of the node.
+ * Speed: the sentencepiece path walks a frozen copy of the trie (child lists or dense
+ * rows, the score in the node), nodes are initialized just ahead of the starts that can
+ * reach them, and the best path is written backwards into reserved room.
  *   - HF (lattice.score set): every piece is a candidate with its f64 score; sums in f64;
  *     an unk needed without an unk id is an error, as tokenizers' MissingUnkId.
  */
 #include "tok/spm_proto.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define UNK_PENALTY 10.0f
 
@@ -37,24 +42,7 @@ static mg_status ensure_nodes(mg_spm_scratch *s, size_t n)
     return MG_OK;
 }
 
-/* The path score through piece `id` of `length` bytes, or 0 if it is no candidate. */
-static int piece_score(const mg_unigram_lattice *L, int32_t id, size_t length, double till,
-                       double *cand)
-{
-    if (!L->spm) {
-        *cand = L->score[id] + till;
-        return 1;
-    }
-    const mg_spm_piece *pc = &L->spm[id];
-    if (pc->type == SPM_UNUSED) return 0;
-    float score = pc->type == SPM_USER_DEFINED
-                      ? (float)((double)((float)length * L->max_score) - 0.1)
-                      : pc->score;
-    *cand = (float)(score + till);
-    return 1;
-}
-
-static void relax(best_node *target, double cand, size_t start, int32_t id)
+static inline void relax(best_node *target, double cand, size_t start, int32_t id)
 {
     if (target->starts_at == -1 || cand > target->score) {
         target->score = cand;
@@ -64,17 +52,39 @@ static void relax(best_node *target, double cand, size_t start, int32_t id)
 }
 
 /* The candidates of all pieces starting at `start`; returns 1 if one spans mblen bytes. */
-static int piece_candidates(const mg_unigram_lattice *L, const int32_t *root, best_node *nodes,
-                            const uint8_t *t, size_t n, size_t start, size_t mblen)
+static int piece_candidates(const mg_unigram_lattice *L, const mg_spm_edge *const *root,
+                            best_node *nodes, const uint8_t *t, size_t n, size_t start,
+                            size_t mblen)
 {
-    double till = nodes[start].score, cand;
+    mg_spm_trie_view v = mg_spm_trie_view_of(L->trie);
+    double till = nodes[start].score;
+    float ftill = (float)till;
     int has_single = 0;
-    int32_t node = 0;
-    for (size_t k = start; k < n; k++) {
-        node = k == start ? root[t[k]] : mg_spm_trie_step(L->trie, node, t[k]);
-        if (node < 0) break;
-        int32_t id = mg_spm_trie_value(L->trie, node);
-        if (id < 0 || !piece_score(L, id, k + 1 - start, till, &cand)) continue;
+    const mg_spm_edge *e = root[t[start]];
+    for (size_t k = start; e; e = ++k < n ? mg_spm_view_step(v, e->child, t[k]) : NULL) {
+        int32_t id = e->value;
+        if (id < 0) continue;
+        double cand = L->fscore ? (double)(L->fscore[id] + ftill) : L->score[id] + till;
+        relax(&nodes[k + 1], cand, start, id);
+        if (k + 1 - start == mblen) has_single = 1;
+    }
+    return has_single;
+}
+
+/* piece_candidates on a frozen trie; froot = the root's children. */
+static int frozen_candidates(const mg_unigram_lattice *L, const mg_spm_frozen *f,
+                             const int32_t *froot, best_node *nodes, const uint8_t *t,
+                             size_t n, size_t start, size_t mblen)
+{
+    double till = nodes[start].score;
+    float ftill = (float)till;
+    int has_single = 0;
+    int32_t node = froot[t[start]];
+    for (size_t k = start; node >= 0; node = ++k < n ? mg_spm_frozen_step(f, node, t[k]) : -1) {
+        const mg_spm_fnode *nd = &f->nodes[node];
+        int32_t id = nd->value;
+        if (id < 0) continue;
+        double cand = L->fscore ? (double)(nd->score + ftill) : L->score[id] + till;
         relax(&nodes[k + 1], cand, start, id);
         if (k + 1 - start == mblen) has_single = 1;
     }
@@ -87,27 +97,33 @@ static mg_status unk_candidate(const mg_unigram_lattice *L, best_node *nodes, si
     MG_RETURN_IF(L->unk_id < 0, MG_ERR_ARG, "Unigram model without an unk id cannot encode "
                  "the character at normalized byte %zu (no piece covers it)", start);
     double till = nodes[start].score;
-    double cand = L->spm ? (double)(float)(L->unk_score + till) : L->unk_score + till;
+    double cand = L->fscore ? (double)(float)(L->unk_score + till) : L->unk_score + till;
     relax(&nodes[start + mblen], cand, start, L->unk_id);
     return MG_OK;
 }
 
-/* Appends the best path ending at n, in text order. */
+/* Appends the best path ending at n, in text order: fills it in from the back of room for
+ * n pieces (each is at least one byte long), then moves it to the front. */
 static mg_status backtrack(const best_node *nodes, size_t n, mg_spm_refs *out)
 {
-    size_t first = out->n;
-    for (size_t end = n; end > 0;) {
+    MG_FORWARD(mg_spm_refs_reserve(out, n));
+    mg_spm_ref *v = out->v + out->n;
+    size_t i = n;
+    for (size_t end = n; end > 0; end = (size_t)nodes[end].starts_at) {
         const best_node *nd = &nodes[end];
-        MG_FORWARD(mg_spm_refs_push(out, (uint32_t)nd->starts_at,
-                                    (uint32_t)(end - (size_t)nd->starts_at), nd->id));
-        end = (size_t)nd->starts_at;
+        v[--i] = (mg_spm_ref){(uint32_t)nd->starts_at, (uint32_t)(end - (size_t)nd->starts_at),
+                              nd->id};
     }
-    for (size_t i = first, j = out->n; i + 1 < j; i++, j--) {
-        mg_spm_ref tmp = out->v[i];
-        out->v[i] = out->v[j - 1];
-        out->v[j - 1] = tmp;
-    }
+    memmove(v, v + i, (n - i) * sizeof *v);
+    out->n += n - i;
     return MG_OK;
+}
+
+/* mg_spm_char_len, inlined. */
+static inline size_t char_len(uint8_t first)
+{
+    static const uint8_t len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return len[first >> 4];
 }
 
 mg_status mg_unigram_viterbi(const mg_unigram_lattice *L, mg_spm_scratch *s, const uint8_t *t,
@@ -117,15 +133,27 @@ mg_status mg_unigram_viterbi(const mg_unigram_lattice *L, mg_spm_scratch *s, con
     MG_RETURN_IF(n >= INT32_MAX, MG_ERR_LIMIT, "normalized text of %zu bytes is too long", n);
     MG_FORWARD(ensure_nodes(s, n + 1));
     best_node *nodes = s->nodes;
-    if (s->root_trie != L->trie) { /* the root's children, looked up once per encoder */
-        for (int b = 0; b < 256; b++) s->root[b] = mg_spm_trie_step(L->trie, 0, (uint8_t)b);
+    const mg_spm_frozen *f = mg_spm_trie_frozen(L->trie);
+    if (s->root_trie != L->trie) { /* the root's edges, looked up once per encoder */
+        mg_spm_trie_view v = mg_spm_trie_view_of(L->trie);
+        for (int b = 0; b < 256; b++) {
+            s->root[b] = mg_spm_view_step(v, 0, (uint8_t)b);
+            s->froot[b] = f ? mg_spm_frozen_step(f, 0, (uint8_t)b) : -1;
+        }
         s->root_trie = L->trie;
     }
-    for (size_t i = 0; i <= n; i++) nodes[i] = (best_node){-1, -1, 0.0};
+    /* nodes are set unreached just ahead of the starts that can reach them (while cached) */
+    size_t reach = mg_spm_trie_max_len(L->trie), ready = 1;
+    if (reach < 4) reach = 4; /* an unk spans one character */
+    nodes[0] = (best_node){-1, -1, 0.0};
     for (size_t start = 0; start < n;) {
-        size_t mblen = mg_spm_char_len(t[start]);
+        size_t upto = n - start > reach ? start + reach : n;
+        for (; ready <= upto; ready++) nodes[ready] = (best_node){-1, -1, 0.0};
+        size_t mblen = char_len(t[start]);
         if (mblen > n - start) mblen = n - start;
-        if (!piece_candidates(L, s->root, nodes, t, n, start, mblen))
+        int single = f ? frozen_candidates(L, f, s->froot, nodes, t, n, start, mblen)
+                       : piece_candidates(L, s->root, nodes, t, n, start, mblen);
+        if (!single)
             MG_FORWARD(unk_candidate(L, nodes, start, mblen));
         start += mblen;
     }
@@ -136,9 +164,8 @@ mg_status mg_spm_unigram_encode(const mg_spm_model *md, mg_spm_scratch *s, const
                                 size_t n, mg_spm_refs *out)
 {
     mg_unigram_lattice L = {
-        .trie = md->pieces,
-        .spm = md->proto.pieces,
-        .max_score = md->max_score,
+        .trie = md->lattice,
+        .fscore = md->lattice_score,
         .unk_score = (float)(md->min_score - UNK_PENALTY),
         .unk_id = md->unk_id,
     };

@@ -63,23 +63,35 @@ static void spm_encoder_free(void *state)
     free(s);
 }
 
+/* mg_ids_push without the call while there is room. */
+static inline mg_status push_id(mg_ids *out, int64_t id)
+{
+    if (out->n == out->cap) return mg_ids_push(out, id);
+    out->v[out->n++] = id;
+    return MG_OK;
+}
+
 /* PopulateSentencePieceText on the normalized text t, keeping only the ids. */
 static mg_status populate(const spm_impl *im, const uint8_t *t, const mg_spm_refs *refs,
                           mg_ids *out)
 {
     const mg_spm_piece *pcs = im->md.proto.pieces;
-    int prev_unk = 0;
+    int mt = im->md.proto.model_type, prev_unk = 0;
+    /* the Unigram model yields only NORMAL and USER_DEFINED pieces and unk_id */
+    int unigram = mt != SPM_BPE && mt != SPM_WORD && mt != SPM_CHAR;
     for (size_t i = 0; i < refs->n; i++) {
         const mg_spm_ref *r = &refs->v[i];
-        int type = pcs[r->id].type;
+        int type = !unigram                   ? pcs[r->id].type
+                   : r->id == im->md.unk_id ? SPM_UNKNOWN
+                                            : SPM_NORMAL;
         MG_RETURN_IF(type == SPM_CONTROL, MG_ERR_FORMAT, "sentencepiece: the model produced "
                      "control piece %d: all normalized characters are not consumed", r->id);
         int unk = type == SPM_UNKNOWN;
         if (unk && im->md.proto.byte_fallback) {
             for (uint32_t k = 0; k < r->len; k++)
-                MG_FORWARD(mg_ids_push(out, im->byte_ids[t[r->off + k]]));
+                MG_FORWARD(push_id(out, im->byte_ids[t[r->off + k]]));
         } else if (!(unk && prev_unk)) {
-            MG_FORWARD(mg_ids_push(out, r->id));
+            MG_FORWARD(push_id(out, r->id));
         }
         prev_unk = unk;
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "mg/file.h"
 #include "mg/tokenizer.h"
 #include "tok/spm_proto.h"
 
@@ -225,6 +226,53 @@ MG_TEST(spm_shared_test_model)
     check_ids(t, tk, "\xe6\x97\xa5\xe6\x9c\xac", IDS(4, 0));
     check_ids(t, tk, "   ", NO_IDS);
     mg_tokenizer_free(tk);
+}
+
+/* Letters followed by a combining mark take the rules (e + U+0301 -> U+00E9); ASCII runs and
+ * spaces take the normalizer's fast path (ids from sentencepiece 0.2.3). */
+MG_TEST(spm_shared_ja_model_fast_paths)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/sentencepiece/test_ja_model.model", mg_test_vocab_dir());
+    mg_tokenizer *tk = open_type(t, "SentencePieceTokenizer", path);
+    if (!tk) return;
+    check_ids(t, tk, "Cafe\xcc\x81 x", IDS(6, 1531, 931, 5642, 7592, 6, 5887));
+    check_ids(t, tk, "A\xcc\x8a\tb  c", IDS(6, 0, 7715, 4717, 6, 2355));
+    check_ids(t, tk, "e\xcc\x81", IDS(6, 7592));
+    mg_tokenizer_free(tk);
+}
+
+/* The frozen trie walks like the hash trie, for every byte at every node on each piece's
+ * path (list nodes and dense rows alike). */
+MG_TEST(spm_frozen_trie_matches)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/sentencepiece/test_ja_model.model", mg_test_vocab_dir());
+    char *file = NULL;
+    size_t n = 0;
+    mg_spm_model md = {0};
+    MG_CHECK_OK(t, mg_read_file(path, &file, &n));
+    if (file && mg_spm_proto_parse(&md.proto, (const uint8_t *)file, n) == MG_OK &&
+        mg_spm_model_init(&md) == MG_OK) {
+        const mg_spm_frozen *f = mg_spm_trie_frozen(md.lattice);
+        MG_CHECK(t, f != NULL);
+        size_t bad = 0;
+        for (size_t i = 0; f && i < md.proto.n_pieces; i++) {
+            const mg_spm_str *pc = &md.proto.pieces[i].piece;
+            int32_t node = 0;
+            for (size_t k = 0; node >= 0 && k <= pc->n; k++) {
+                for (int b = 0; b < 256; b++)
+                    bad += mg_spm_frozen_step(f, node, (uint8_t)b) !=
+                           mg_spm_trie_step(md.lattice, node, (uint8_t)b);
+                bad += f->nodes[node].value != mg_spm_trie_value(md.lattice, node);
+                node = k < pc->n ? mg_spm_trie_step(md.lattice, node, pc->p[k]) : -1;
+            }
+        }
+        MG_CHECK_EQ_INT(t, bad, 0);
+        MG_CHECK(t, md.ws_bounded);
+    }
+    mg_spm_model_free(&md);
+    free(file);
 }
 
 /* ---- the proto reader and load errors ---- */
