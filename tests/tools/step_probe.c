@@ -15,20 +15,9 @@
 #include <string.h>
 
 #include "mg/safetensors.h"
-#include "train/model.h"
-#include "train/options.h"
+#define PROBE_NAME "step_probe"
+#include "probe_model.h"
 #include "train/step.h"
-
-__attribute__((noreturn)) static void die(const char *what)
-{
-    fprintf(stderr, "step_probe: error: %s: %s\n", what, mg_last_error());
-    exit(2);
-}
-
-static void ok(mg_status st, const char *what)
-{
-    if (st != MG_OK) die(what);
-}
 
 typedef struct {
     int64_t iters, gbs, T;
@@ -115,13 +104,6 @@ static void train(mg_gpt *g, const mg_train_opts *o, mg_kctx *k, const batches *
     mg_gpt_acts_free(a);
 }
 
-static mgk_gelu_kind gelu_of(const char *s, const mg_model_desc *m)
-{
-    if (strcmp(s, "erf") == 0) return MGK_GELU_ERF;
-    if (strcmp(s, "tanh") == 0) return MGK_GELU_TANH;
-    return mg_gpt_default_gelu(m);
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 6) {
@@ -129,20 +111,11 @@ int main(int argc, char **argv)
                         "FLAGS...\n");
         return 2;
     }
-    const char *backend = argv[1], *gelu = argv[2], *weights = argv[3];
-    const char *bpath = argv[4], *outdir = argv[5];
+    const char *bpath = argv[4];
+    const char *outdir = argv[5]; /* probe_setup() reuses the argv slot, not the string */
     mg_train_opts o;
-    argv[5] = argv[0];
-    ok(mg_train_parse(&o, argc - 5, argv + 5), "flags");
-    ok(mg_train_resolve_vocab(&o), "vocabulary");
     mg_kctx k;
-    ok(mgk_ctx_init(&k, strcmp(backend, "fast") == 0 ? MGK_CPU_FAST : MGK_CPU_REF, 0), "kernels");
-    mg_gpt_layout lay = mg_gpt_layout_full(&o.model);
-    mg_gpt_opts mo = {gelu_of(gelu, &o.model), o.init_method_std, (uint64_t)o.seed};
-    mg_gpt *g = NULL;
-    ok(mg_gpt_create(&g, &o.model, &lay, &mo), "model");
-    if (strcmp(weights, "init") == 0) mg_gpt_init_params(g);
-    else ok(mg_gpt_load_hf(g, weights), "weights");
+    mg_gpt *g = probe_setup(argc, argv, &o, &k);
     mg_st_file *f = NULL;
     ok(mg_st_open(&f, bpath), "batches");
     batches b = {0, 0, 0, NULL, NULL, NULL};
