@@ -4,7 +4,9 @@
  * after evaluation at every --save-interval iteration, when a stop condition ends the run,
  * and after the last iteration (once per iteration). A checkpoint whose consumed samples are
  * not iteration x --global-batch-size is refused (MG_ERR_UNSUPPORTED): the data position is
- * derived from the iteration. */
+ * derived from the iteration. Every collective goes through comm.h on the run's world
+ * communicator (single process for now): the training step's (step.h) and the validation
+ * loss's sum over the data-parallel group. */
 #include "loop.h"
 
 #include <errno.h>
@@ -16,6 +18,7 @@
 
 #include "batch.h"
 #include "checkpoint.h"
+#include "comm.h"
 #include "flops.h"
 #include "log.h"
 #include "mg/cli.h"
@@ -52,6 +55,7 @@ typedef struct {
     mg_gpt_optim *opt;
     mg_gpt_acts *acts;
     mg_kctx k;
+    mg_comm *comm;        /* the world; its groups carry the collectives */
     mg_train_log *log;
     mg_train_batch *mb;   /* nmicro micro-batches */
     mg_gpt_batch *views;
@@ -141,6 +145,7 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
 static mg_status setup(run_state *s)
 {
     const mg_train_opts *o = s->o;
+    MG_FORWARD(mg_comm_create_single(&s->comm));
     MG_FORWARD(open_data(o, &s->data));
     mg_gpt_layout lay = mg_gpt_layout_full(&o->model);
     mg_gpt_opts go = {gelu_of(o), o->init_method_std, (uint64_t)o->seed};
@@ -165,6 +170,7 @@ static void teardown(run_state *s)
     mg_gpt_optim_free(s->opt);
     mg_gpt_free(s->g);
     mg_train_data_free(s->data);
+    mg_comm_free(s->comm);
 }
 
 /* Fills the nmicro micro-batches from split k starting at sample `first`. */
@@ -188,18 +194,19 @@ static double mask_sum(const mg_train_batch *b)
 /* Megatron's evaluate(): eval_iters global batches, loss = masked token sum / count. */
 static mg_status evaluate(run_state *s, int k, uint64_t *cursor, double *loss)
 {
-    double sum = 0, count = 0;
+    double acc[2] = {0, 0}; /* masked token loss sum, token count */
     for (int64_t it = 0; it < s->o->eval_iters; it++) {
         MG_FORWARD(fill(s, k, *cursor));
         *cursor += (uint64_t)s->o->global_batch_size;
         for (int64_t i = 0; i < s->nmicro; i++) {
             double l, n = mask_sum(&s->mb[i]);
             MG_FORWARD(mg_gpt_forward(s->g, s->acts, &s->k, &s->views[i], &l));
-            if (n > 0) sum += l * n;
-            count += n;
+            if (n > 0) acc[0] += l * n;
+            acc[1] += n;
         }
     }
-    *loss = count > 0 ? sum / count : NAN;
+    MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(s->comm, MG_COMM_DATA), acc, 2));
+    *loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
     return MG_OK;
 }
 
@@ -219,7 +226,8 @@ static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, do
     mg_step_hp hp;
     mg_step_hp_at(o, it, &hp);
     MG_FORWARD(fill(s, MG_SPLIT_TRAIN, (uint64_t)((it - 1) * o->global_batch_size)));
-    MG_FORWARD(mg_gpt_train_step(s->g, s->opt, s->acts, &s->k, s->views, s->nmicro, &hp, res));
+    MG_FORWARD(mg_gpt_train_step_comm(s->g, s->opt, s->acts, &s->k, s->comm, s->views,
+                                      s->nmicro, &hp, res));
     *secs = now_s() - t0;
     MG_RETURN_IF(!isfinite(res->loss), MG_ERR_FORMAT,
                  "NaN/Inf loss at iteration %lld (lm loss %g, grad norm %g); stopping",

@@ -1,7 +1,9 @@
 /* step.c — step.h: gradient accumulation, global norm + clipping, AdamW.
  *
  * Contract (step.h). The per-tensor sums of squares are added in tensor order in double,
- * so the norm does not depend on the thread count.
+ * so the norm does not depend on the thread count; the collectives (comm.h) come after all
+ * the micro-batches: gradients and loss over the data-parallel group, then the norm's sum
+ * of squares over the model-parallel group.
  */
 #include "step.h"
 
@@ -45,11 +47,22 @@ void mg_step_hp_at(const mg_train_opts *opts, int64_t iteration, mg_step_hp *hp)
     hp->clip_grad = opts->clip_grad;
 }
 
-double mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k)
+mg_status mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k, mg_comm *comm, double *norm)
 {
     double s = 0;
     for (size_t i = 0; i < g->nt; i++) s += mgk_sumsq(k, g->grads + g->t[i].offset, g->t[i].numel);
-    return sqrt(s);
+    MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(comm, MG_COMM_MODEL), &s, 1));
+    *norm = sqrt(s);
+    return MG_OK;
+}
+
+/* Data-parallel gradient average: sum over the replicas, divided by their number. */
+static mg_status reduce_grads(mg_gpt *g, const mg_kctx *k, mg_comm *comm)
+{
+    mg_comm *dp = mg_comm_group(comm, MG_COMM_DATA);
+    MG_FORWARD(mg_comm_allreduce_sum_f32(dp, g->grads, g->numel));
+    if (mg_comm_size(dp) > 1) mgk_scale(k, g->grads, g->numel, 1.0f / (float)mg_comm_size(dp));
+    return MG_OK;
 }
 
 static void adamw_all(mg_gpt *g, mg_gpt_optim *o, const mg_kctx *k, const mg_step_hp *hp,
@@ -67,19 +80,32 @@ mg_status mg_gpt_train_step(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a, const mg
                             const mg_gpt_batch *micro, int64_t nmicro, const mg_step_hp *hp,
                             mg_step_result *res)
 {
+    mg_comm *comm = NULL;
+    MG_FORWARD(mg_comm_create_single(&comm));
+    mg_status st = mg_gpt_train_step_comm(g, o, a, k, comm, micro, nmicro, hp, res);
+    mg_comm_free(comm);
+    return st;
+}
+
+mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a,
+                                 const mg_kctx *k, mg_comm *comm, const mg_gpt_batch *micro,
+                                 int64_t nmicro, const mg_step_hp *hp, mg_step_result *res)
+{
     MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
     MG_RETURN_IF(o->numel != g->numel, MG_ERR_ARG, "train step: optimizer of another model");
-    double sum = 0, tokens = 0;
+    double lsum[2] = {0, 0}; /* masked token loss sum, token count */
     mg_gpt_zero_grads(g);
     for (int64_t i = 0; i < nmicro; i++) {
         double loss;
         MG_FORWARD(mg_gpt_forward(g, a, k, &micro[i], &loss));
-        sum += loss * a->denom;
-        tokens += a->denom;
+        lsum[0] += loss * a->denom;
+        lsum[1] += a->denom;
         MG_FORWARD(mg_gpt_backward(g, a, k, 1.0 / (double)nmicro));
     }
-    res->loss = tokens > 0 ? sum / tokens : 0.0;
-    res->grad_norm = mg_gpt_grad_norm(g, k);
+    MG_FORWARD(reduce_grads(g, k, comm));
+    MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(comm, MG_COMM_DATA), lsum, 2));
+    res->loss = lsum[1] > 0 ? lsum[0] / lsum[1] : 0.0;
+    MG_FORWARD(mg_gpt_grad_norm(g, k, comm, &res->grad_norm));
     res->skipped = !isfinite(res->grad_norm);
     if (res->skipped) return MG_OK;
     double coeff = hp->clip_grad > 0 ? hp->clip_grad / (res->grad_norm + 1.0e-6) : 1.0;

@@ -17,12 +17,22 @@
  *     parsed options' scheduler, evaluated at (iteration - 1) * global batch size samples
  *     (Megatron's scheduler steps after the optimizer).
  *   - The optimizer state (m, v) has the model's buffer layout.
+ *   - Collectives go through comm.h on the groups of the world communicator passed to
+ *     mg_gpt_train_step_comm(): after the micro-batches the gradients are all-reduced
+ *     (summed, then divided by the group size when it is > 1) over the data-parallel group,
+ *     the loss numerator and token count are summed over the data-parallel group, and the
+ *     gradient sum of squares over the model-parallel group (tensor x pipeline; data-
+ *     parallel replicas hold the same reduced gradients, so they are not added again;
+ *     tensor-parallel duplicates such as norms are not excluded yet: TP = 1 only). With the
+ *     single-process communicator these are no-ops and the results are bit-identical.
+ *     mg_gpt_train_step() is the same step on a single-process communicator of its own.
  */
 #ifndef MG_TRAIN_STEP_H
 #define MG_TRAIN_STEP_H
 
 #include <stdint.h>
 
+#include "comm.h"
 #include "model.h"
 #include "options.h"
 
@@ -47,11 +57,16 @@ void mg_gpt_optim_free(mg_gpt_optim *o); /* accepts NULL */
 
 void mg_step_hp_at(const mg_train_opts *opts, int64_t iteration, mg_step_hp *hp);
 
-/* Global L2 norm of g->grads (sqrt of the sum of per-tensor sums of squares). */
-double mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k);
+/* Global L2 norm of g->grads (sqrt of the sum of per-tensor sums of squares, summed over
+ * the model-parallel group of comm's world). */
+mg_status mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k, mg_comm *comm, double *norm);
 
 mg_status mg_gpt_train_step(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a, const mg_kctx *k,
                             const mg_gpt_batch *micro, int64_t nmicro, const mg_step_hp *hp,
                             mg_step_result *res);
+/* The step with its collectives on comm's groups (see the contract). */
+mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a,
+                                 const mg_kctx *k, mg_comm *comm, const mg_gpt_batch *micro,
+                                 int64_t nmicro, const mg_step_hp *hp, mg_step_result *res);
 
 #endif
