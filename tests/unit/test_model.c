@@ -13,6 +13,7 @@
 #include "model.h"
 #include "options.h"
 #include "step.h"
+#include "train_cmdline.h"
 
 #define BASE "--num-layers 2 --hidden-size 64 --num-attention-heads 8 --seq-length 16 " \
              "--max-position-embeddings 32 --micro-batch-size 2 --train-iters 10 --lr 1e-3 " \
@@ -23,14 +24,7 @@
 
 static mg_status parse(mg_train_opts *o, const char *cmd)
 {
-    static char buf[4096], prog[] = "mg-train";
-    char *argv[256];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", cmd);
-    argv[argc++] = prog;
-    for (char *w = strtok(buf, " "); w && argc < 255; w = strtok(NULL, " ")) argv[argc++] = w;
-    argv[argc] = NULL;
-    mg_status st = mg_train_parse(o, argc, argv);
+    mg_status st = train_cmdline_parse(o, cmd);
     return st == MG_OK ? mg_train_resolve_vocab(o) : st;
 }
 

@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "memory_plan.h"
 #include "options.h"
+#include "train_cmdline.h"
 
 #define BASE "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 " \
              "--max-position-embeddings 32 --micro-batch-size 2 --train-iters 10 --lr 1e-3 "
@@ -17,14 +18,7 @@
 /* Splits a space-separated command line (no quoting) and parses it. */
 static mg_status parse(mg_train_opts *o, const char *cmd)
 {
-    static char buf[4096], prog[] = "mg-train";
-    char *argv[256];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", cmd);
-    argv[argc++] = prog;
-    for (char *w = strtok(buf, " "); w && argc < 255; w = strtok(NULL, " ")) argv[argc++] = w;
-    argv[argc] = NULL;
-    return mg_train_parse(o, argc, argv);
+    return train_cmdline_parse(o, cmd);
 }
 
 MG_TEST(train_options_defaults)
