@@ -4,7 +4,7 @@ Paths
   root           the repository root (the parent of tests/)
   vocab_dir      $MG_VOCAB_DIR or <root>/../shared/vocab (must exist)
   bin_dir        built tools: <root>/$MG_BIN (default <root>/bin)
-  tools_dir      test programs: <root>/build/tests/tools
+  tools_dir      test programs: <root>/$MG_BUILD/tests/tools (default <root>/build/tests/tools)
   mg_preprocess  <bin_dir>/mg-preprocess; a missing binary FAILS the test (never skips)
   test_tool      test_tool(name) -> path of <tools_dir>/<name>, failing if it was not built
 
@@ -170,7 +170,7 @@ def bin_dir_path():
 
 
 def tools_dir_path():
-    return ROOT / "build" / "tests" / "tools"
+    return ROOT / os.environ.get("MG_BUILD", "build") / "tests" / "tools"
 
 
 def _resolve(prog):
