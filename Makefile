@@ -154,6 +154,7 @@ bench: all
 	scripts/bench-preprocess.sh
 	scripts/bench-tokenizers.sh
 	scripts/bench-convert.sh
+	scripts/bench-train.sh
 
 demo: all
 	scripts/demo.sh
