@@ -5,23 +5,11 @@
  * dataset; the document index is shuffled first (one shuffle over all epochs, or one over the
  * first E-1 epochs and one over the last), then the shuffle index (one or two shuffles).
  */
-#include "mg/gptds.h"
+#include "gptds_internal.h" /* struct mg_gptds, the index caches */
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct mg_gptds {
-    const mg_idx *idx;
-    mg_gptds_config cfg;
-    int64_t epochs;
-    int separate;
-    int32_t *doc_index;
-    size_t n_doc_index;
-    int64_t *sample_index; /* rows x 2 */
-    size_t rows;
-    int64_t *shuffle_index; /* rows - 1 */
-};
 
 mg_status mg_gpt_num_epochs(int64_t tokens_per_epoch, int64_t num_samples, int64_t seq_length,
                             int extra, int64_t *epochs)
@@ -79,7 +67,7 @@ void mg_gpt_build_document_index(mg_nprandom *rs, int32_t beg, size_t n, int64_t
     document_epochs(rs, beg, n, 1, out + (size_t)(epochs - 1) * n);
 }
 
-static int64_t sample_count(int64_t epochs, int64_t tokens_per_epoch, int64_t seq_length,
+int64_t mg_gpt_sample_count(int64_t epochs, int64_t tokens_per_epoch, int64_t seq_length,
                             int drop_last, int extra)
 {
     int64_t tokens = epochs * tokens_per_epoch - extra;
@@ -122,7 +110,7 @@ mg_status mg_gpt_build_sample_index(const int32_t *seq_lengths, const int32_t *d
     /* helpers.cpp asserts seq_length > 1 and tokens_per_epoch > 1, but the compiled module
      * megatron-core ships is built with NDEBUG: an empty split simply has 0 samples (C
      * division truncates (0 - 1) / S to 0). */
-    int64_t n = sample_count(epochs, tokens_per_epoch, seq_length, drop_last, extra);
+    int64_t n = mg_gpt_sample_count(epochs, tokens_per_epoch, seq_length, drop_last, extra);
     if (n < 0) n = 0;
     MG_RETURN_IF(n > 0 && n_doc_index == 0, MG_ERR_ARG,
                  "%lld samples requested from an empty document index", (long long)n);
@@ -147,10 +135,10 @@ void mg_gpt_build_shuffle_index(mg_nprandom *rs, size_t n, size_t total, int64_t
     if (n < total) mg_nprandom_shuffle_i64(rs, out + n, total - n);
 }
 
-static int64_t tokens_in_range(const mg_idx *idx, uint64_t beg, uint64_t end)
+static int64_t tokens_in_range(const int32_t *lengths, uint64_t beg, uint64_t end)
 {
     int64_t t = 0;
-    for (uint64_t i = beg; i < end; i++) t += idx->lengths[i];
+    for (uint64_t i = beg; i < end; i++) t += lengths[i];
     return t;
 }
 
@@ -160,7 +148,7 @@ static mg_status build_indices(mg_gptds *ds, uint64_t beg, uint64_t end, int64_t
 {
     const mg_gptds_config *c = &ds->cfg;
     int extra = c->add_extra_token ? 1 : 0;
-    int64_t tokens = tokens_in_range(ds->idx, beg, end), sans;
+    int64_t tokens = tokens_in_range(ds->src.lengths, beg, end), sans;
     MG_FORWARD(mg_gpt_num_epochs(tokens, num_samples, c->seq_length, extra, &ds->epochs));
     MG_FORWARD(mg_gpt_separate_final_epoch(tokens, num_samples, c->seq_length, extra,
                                            ds->epochs, &ds->separate, &sans));
@@ -169,7 +157,7 @@ static mg_status build_indices(mg_gptds *ds, uint64_t beg, uint64_t end, int64_t
     ds->doc_index = mg_malloc((ds->n_doc_index ? ds->n_doc_index : 1) * sizeof *ds->doc_index);
     if (!ds->doc_index) return MG_ERR_NOMEM;
     mg_gpt_build_document_index(rs, (int32_t)beg, n, ds->epochs, ds->separate, ds->doc_index);
-    MG_FORWARD(mg_gpt_build_sample_index(ds->idx->lengths, ds->doc_index, ds->n_doc_index,
+    MG_FORWARD(mg_gpt_build_sample_index(ds->src.lengths, ds->doc_index, ds->n_doc_index,
                                          c->seq_length, ds->epochs, tokens, c->drop_last, extra,
                                          &ds->sample_index, &ds->rows));
     size_t total = ds->rows - 1;
@@ -180,21 +168,42 @@ static mg_status build_indices(mg_gptds *ds, uint64_t beg, uint64_t end, int64_t
     return MG_OK;
 }
 
+static int64_t idx_token(const void *ctx, uint64_t seq, uint64_t j)
+{
+    return mg_idx_token((const mg_idx *)ctx, seq, j);
+}
+
+mg_gpt_source mg_gpt_source_of_idx(const mg_idx *idx)
+{
+    mg_gpt_source s = {idx->n_sequences, idx->lengths, idx_token, idx};
+    return s;
+}
+
 mg_status mg_gptds_create(mg_gptds **out, const mg_idx *idx, uint64_t beg, uint64_t end,
                           int64_t num_samples, const mg_gptds_config *cfg)
 {
+    mg_gpt_source src = mg_gpt_source_of_idx(idx);
+    return mg_gptds_create_source(out, &src, beg, end, num_samples, cfg);
+}
+
+mg_status mg_gptds_create_source(mg_gptds **out, const mg_gpt_source *src, uint64_t beg,
+                                 uint64_t end, int64_t num_samples, const mg_gptds_config *cfg)
+{
     *out = NULL;
-    MG_RETURN_IF(beg > end || end > idx->n_sequences || end > INT32_MAX, MG_ERR_ARG,
+    MG_RETURN_IF(beg > end || end > src->n_sequences || end > INT32_MAX, MG_ERR_ARG,
                  "sequence range [%llu, %llu) outside the %llu sequences of the dataset",
                  (unsigned long long)beg, (unsigned long long)end,
-                 (unsigned long long)idx->n_sequences);
+                 (unsigned long long)src->n_sequences);
     mg_nprandom rs;
     MG_FORWARD(mg_nprandom_seed(&rs, cfg->seed));
     mg_gptds *ds = mg_calloc(1, sizeof *ds);
     if (!ds) return MG_ERR_NOMEM;
-    ds->idx = idx;
+    ds->src = *src;
     ds->cfg = *cfg;
-    mg_status st = build_indices(ds, beg, end, num_samples, &rs);
+    ds->num_samples = num_samples;
+    mg_status st = cfg->ident ? mg_gptds_cache_indices(ds, beg, end, num_samples, &rs,
+                                                       build_indices)
+                              : build_indices(ds, beg, end, num_samples, &rs);
     if (st != MG_OK) {
         mg_gptds_free(ds);
         return st;
@@ -250,12 +259,13 @@ static mg_status copy_part(const mg_gptds *ds, int64_t di, int64_t from, int64_t
                            int64_t *out, size_t cap, size_t *len)
 {
     uint64_t seq = (uint64_t)ds->doc_index[di];
-    int64_t seq_len = ds->idx->lengths[seq];
+    int64_t seq_len = ds->src.lengths[seq];
     MG_RETURN_IF(from < 0 || from > to || to > seq_len || (size_t)(to - from) > cap - *len,
                  MG_ERR_FORMAT, "sample part [%lld, %lld) of sequence %llu (length %lld) "
                  "does not fit the sample", (long long)from, (long long)to,
                  (unsigned long long)seq, (long long)seq_len);
-    for (int64_t j = from; j < to; j++) out[(*len)++] = mg_idx_token(ds->idx, seq, (uint64_t)j);
+    for (int64_t j = from; j < to; j++)
+        out[(*len)++] = ds->src.token(ds->src.ctx, seq, (uint64_t)j);
     return MG_OK;
 }
 
@@ -269,7 +279,7 @@ mg_status mg_gptds_sample(const mg_gptds *ds, uint64_t i, int64_t pad_id, int64_
     int64_t b = row[0], bo = row[1], e = row[2], eo = row[3];
     for (int64_t di = b; di <= e; di++) {
         int64_t from = di == b ? bo : 0;
-        int64_t to = di == e ? eo + extra : ds->idx->lengths[ds->doc_index[di]];
+        int64_t to = di == e ? eo + extra : ds->src.lengths[ds->doc_index[di]];
         MG_FORWARD(copy_part(ds, di, from, to, out, cap, &len));
     }
     while (len < cap) out[len++] = pad_id;

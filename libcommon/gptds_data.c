@@ -4,8 +4,9 @@
  *
  * All opened .idx files live in one array; split k uses entries [base[k], base[k] + n[k])
  * (the same entries for every split with --data-path, its own with per-split blends).
+ * With --mock-data there is no .idx: every split reads the one mock source.
  */
-#include "mg/gptds.h"
+#include "gptds_internal.h" /* struct mg_gptds, the index caches */
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@ typedef struct {
 struct mg_gpt_data {
     size_t n_idx, cap_idx;
     mg_idx *idx; /* [n_idx], all opened */
+    mg_gpt_mock *mock; /* --mock-data, else NULL */
+    const mg_gpt_desc_ctx *desc; /* cache identity during create (NULL: no cache) */
     split_data split[MG_SPLIT_COUNT];
 };
 
@@ -38,6 +41,7 @@ void mg_gpt_data_free(mg_gpt_data *d)
     }
     for (size_t p = 0; p < d->n_idx; p++) mg_idx_close(&d->idx[p]);
     free(d->idx);
+    mg_gpt_mock_free(d->mock);
     free(d);
 }
 
@@ -80,8 +84,10 @@ static mg_status build_prefix(mg_gpt_data *d, const mg_gpt_data_config *c,
         const mg_idx *idx = &d->idx[s->base + p];
         uint64_t beg, end;
         mg_split_range(m, k, idx->n_sequences, &beg, &end);
+        struct mg_gptds_ident id = {d->desc, b->prefixes[p], k};
         mg_gptds_config gc = {c->seed, c->seq_length, c->add_extra_token,
-                              k == MG_SPLIT_VALID ? c->drop_last_partial_validation : 1};
+                              k == MG_SPLIT_VALID ? c->drop_last_partial_validation : 1,
+                              d->desc ? &id : NULL};
         mg_status st = mg_gptds_create(&s->ds[p], idx, beg, end, num_samples[k], &gc);
         if (st != MG_OK) {
             mg_error_prefix("%s split of %s", mg_split_name(k), b->prefixes[p]);
@@ -121,6 +127,27 @@ static mg_status alloc_blend(split_data *s, uint64_t size)
     return s->ds_index && s->ds_sample ? MG_OK : MG_ERR_NOMEM;
 }
 
+/* The blending indices of split k (weights w, or exhaustive over lens when w is NULL; size
+ * < 0: None): read from the cache when it holds them (Megatron then skips its oversampling
+ * check; the cached values are bounds-checked instead), else built, checked, saved. */
+static mg_status blend_indices(mg_gpt_data *d, const mg_gpt_blend *b, int k, const double *w,
+                               const int64_t *lens, int64_t size)
+{
+    split_data *s = &d->split[k];
+    uint64_t count = 0;
+    for (size_t p = 0; p < s->n && size < 0; p++) count += (uint64_t)lens[p];
+    if (size >= 0) count = (uint64_t)size;
+    MG_FORWARD(alloc_blend(s, count));
+    mg_blend_desc bd = {d->desc, k, b->prefixes, s->ds, s->n, w, lens, size};
+    int loaded = 0;
+    MG_FORWARD(mg_blend_cache_load(&bd, s->ds_index, s->ds_sample, count, &loaded));
+    if (loaded) return MG_OK;
+    if (w) MG_FORWARD(mg_blend_build_indices(w, s->n, size, s->ds_index, s->ds_sample));
+    else MG_FORWARD(mg_blend_build_exhaustive(lens, s->n, s->ds_index, s->ds_sample));
+    MG_FORWARD(check_oversampling(d, b, k));
+    return mg_blend_cache_save(&bd, s->ds_index, s->ds_sample, count);
+}
+
 /* The BlendedDataset of split k asked for size samples (< 0: None). w: normalized client
  * weights or NULL. */
 static mg_status build_blend(mg_gpt_data *d, const mg_gpt_blend *b, int k, const double *w,
@@ -146,15 +173,13 @@ static mg_status build_blend(mg_gpt_data *d, const mg_gpt_blend *b, int k, const
         else
             size = want < total ? want : total;
         mg_np_normalize(bw, n, bw); /* BlendedDataset normalizes (again) when size is set */
-        st = alloc_blend(s, (uint64_t)size);
-        if (st == MG_OK) st = mg_blend_build_indices(bw, n, size, s->ds_index, s->ds_sample);
+        if (st == MG_OK) st = blend_indices(d, b, k, bw, lens, size);
     } else if (st == MG_OK) {
-        st = alloc_blend(s, (uint64_t)total);
-        if (st == MG_OK) st = mg_blend_build_exhaustive(lens, n, s->ds_index, s->ds_sample);
+        st = blend_indices(d, b, k, NULL, lens, -1);
     }
     free(bw);
     free(lens);
-    return st == MG_OK ? check_oversampling(d, b, k) : st;
+    return st;
 }
 
 /* Megatron's blend branch for the splits of m with requested sizes[k]. */
@@ -223,8 +248,41 @@ static mg_status check_blend(const mg_gpt_blend *b, const char *what)
     return MG_OK;
 }
 
+/* The builder's mock branch: one MockGPTLowLevelDataset, split "1,1,1" whatever --split
+ * says, one plain MockGPTDataset of sizes[k] samples (< 0: None) per split. */
+static mg_status build_mock(mg_gpt_data *d, const mg_gpt_data_config *c)
+{
+    MG_FORWARD(mg_gpt_mock_create(&d->mock, c->mock_vocab_size, c->mock_eod));
+    mg_gpt_source src = mg_gpt_mock_source(d->mock);
+    mg_split_matrix m;
+    MG_FORWARD(mg_split_parse("1,1,1", &m));
+    MG_FORWARD(assign_splits(d, &m, 0, 1));
+    for (int k = 0; k < MG_SPLIT_COUNT; k++) {
+        split_data *s = &d->split[k];
+        uint64_t beg, end;
+        mg_split_range(&m, k, src.n_sequences, &beg, &end);
+        /* MockGPTDataset caches only in an explicit --data-cache-path (dataset_path None) */
+        struct mg_gptds_ident id = {d->desc, NULL, k};
+        mg_gptds_config gc;
+        memset(&gc, 0, sizeof gc);
+        gc.seed = c->seed;
+        gc.seq_length = c->seq_length;
+        gc.add_extra_token = c->add_extra_token;
+        gc.drop_last = k == MG_SPLIT_VALID ? c->drop_last_partial_validation : 1;
+        gc.ident = d->desc ? &id : NULL;
+        mg_status st = mg_gptds_create_source(&s->ds[0], &src, beg, end, c->sizes[k], &gc);
+        if (st != MG_OK) {
+            mg_error_prefix("%s split of the mock data", mg_split_name(k));
+            return st;
+        }
+        s->size = mg_gptds_len(s->ds[0]);
+    }
+    return MG_OK;
+}
+
 static mg_status build_all(mg_gpt_data *d, const mg_gpt_data_config *c)
 {
+    if (c->mock) return build_mock(d, c);
     size_t total = 0;
     if (c->blend) {
         MG_FORWARD(check_blend(c->blend, "--data-path"));
@@ -254,7 +312,17 @@ mg_status mg_gpt_data_create(mg_gpt_data **out, const mg_gpt_data_config *cfg)
     *out = NULL;
     mg_gpt_data *d = mg_calloc(1, sizeof *d);
     if (!d) return MG_ERR_NOMEM;
-    mg_status st = build_all(d, cfg);
+    mg_gpt_desc_ctx desc = {cfg->cache, cfg->seed, cfg->seq_length, NULL, NULL, cfg->mock};
+    mg_split_matrix m;
+    mg_status st = MG_OK;
+    if (cfg->cache && (cfg->blend || cfg->mock)) { /* config.split, config.split_matrix */
+        desc.split = cfg->mock ? "1,1,1" : cfg->split;
+        st = mg_split_parse(desc.split, &m);
+        desc.matrix = &m;
+    }
+    d->desc = cfg->cache ? &desc : NULL;
+    if (st == MG_OK) st = build_all(d, cfg);
+    d->desc = NULL;
     if (st != MG_OK) {
         mg_gpt_data_free(d);
         return st;

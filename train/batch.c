@@ -15,27 +15,38 @@ static void requested_sizes(const mg_train_opts *o, int64_t sizes[MG_SPLIT_COUNT
 
 static mg_status build(mg_train_data *t, const mg_train_opts *o)
 {
-    MG_FORWARD(mg_gpt_blend_parse(&t->blend, o->data_path, o->n_data_path));
     mg_gpt_data_config c;
     memset(&c, 0, sizeof c);
-    c.blend = &t->blend;
-    c.split = o->split;
+    if (o->mock_data) { /* MockGPTDataset: tokenizer.vocab_size (unpadded) and eod */
+        c.mock = 1;
+        c.mock_vocab_size = o->model.vocab_size;
+        c.mock_eod = t->eod;
+    } else {
+        MG_FORWARD(mg_gpt_blend_parse(&t->blend, o->data_path, o->n_data_path));
+        c.blend = &t->blend;
+        c.split = o->split;
+    }
     memcpy(c.sizes, t->sizes, sizeof c.sizes);
     c.seed = (uint64_t)o->seed;
     c.seq_length = o->model.seq_length;
     c.add_extra_token = 1;
     c.drop_last_partial_validation = 1;
     c.surplus = 0.005;
-    return mg_gpt_data_create(&t->d, &c);
+    /* Megatron's index caches: --data-cache-path, else its default next to each prefix */
+    mg_gpt_cache cache = {o->data_cache_path, NULL, 0};
+    MG_FORWARD(mg_gpt_cache_set_tokenizer(&cache, &o->tok));
+    c.cache = &cache;
+    mg_status st = mg_gpt_data_create(&t->d, &c);
+    mg_gpt_cache_clear_tokenizer(&cache);
+    return st;
 }
 
 mg_status mg_train_data_create(mg_train_data **out, const mg_train_opts *o, int64_t eod)
 {
     *out = NULL;
-    MG_RETURN_IF(o->mock_data, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --mock-data (Megatron's MockGPTDataset draws from numpy's "
-                 "PCG64; give --data-path)");
-    MG_RETURN_IF(o->n_data_path == 0, MG_ERR_ARG, "training needs --data-path");
+    MG_RETURN_IF(o->mock_data && eod < 0, MG_ERR_ARG, "--mock-data needs --tokenizer-type "
+                 "(Megatron's mock documents end with the tokenizer's eod)");
+    MG_RETURN_IF(!o->mock_data && o->n_data_path == 0, MG_ERR_ARG, "training needs --data-path");
     mg_train_data *t = mg_calloc(1, sizeof *t);
     if (!t) return MG_ERR_NOMEM;
     t->seq_length = o->model.seq_length;

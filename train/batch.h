@@ -6,8 +6,9 @@
  *     --data-path + --split with Megatron's requested sizes: train = train_iters x global
  *     batch size (--train-samples when given), valid = (train_iters // eval_interval + 1) x
  *     eval_iters x global batch size (eval_interval 1000, Megatron's default, when not
- *     given), test = eval_iters x global batch size. --mock-data answers
- *     MG_ERR_UNSUPPORTED (MockGPTDataset draws from numpy's PCG64, not reproduced).
+ *     given), test = eval_iters x global batch size. --mock-data builds megatron-core's
+ *     MockGPTDataset splits instead (split "1,1,1", vocabulary = model.vocab_size, the
+ *     unpadded tokenizer.vocab_size, eod the tokenizer's; MG_ERR_ARG without a tokenizer).
  *   - eod is the tokenizer's eod (-1 without --tokenizer-type: no EOD rules apply); pad_id
  *     is -1 (Megatron's value for the GPT-2, Llama-2 and null tokenizers), so no token is
  *     treated as padding.

@@ -306,10 +306,6 @@ static mg_status run(run_state *s, FILE *out)
     const mg_train_opts *o = s->o;
     double t_start = now_s();
     mg_note("building datasets and the model");
-    if (o->data_cache_path)
-        mg_warn("--data-cache-path %s: not used yet: the sample indices are built in memory "
-                "(the same samples; Megatron's cache files are neither read nor written)",
-                o->data_cache_path);
     MG_FORWARD(setup(s));
     double peak = mg_measure_gemm_peak(&s->k, 0.3);
     mg_note("model: %lld parameters, %lld micro-batches of %lld x %lld tokens per iteration; "

@@ -195,6 +195,8 @@ static mg_status check_data_ckpt(mg_train_opts *o)
 {
     MG_RETURN_IF(o->mock_data && o->n_data_path, MG_ERR_ARG,
                  "a single data source must be provided: --mock-data or --data-path");
+    MG_RETURN_IF(o->mock_data && !o->tok.type, MG_ERR_ARG, "--mock-data needs --tokenizer-type "
+                 "(Megatron's mock documents end with the tokenizer's eod)");
     if (o->n_data_path && !o->split) o->split = "969, 30, 1"; /* Megatron's legacy default */
     MG_RETURN_IF(o->save && !o->save_interval, MG_ERR_ARG, "--save needs --save-interval");
     return MG_OK;

@@ -1,6 +1,6 @@
 # mg-train usage errors (exit 2, the flag named), unsupported settings (exit 2,
-# "not supported yet": --mock-data, dropout, mrope), --bf16 on CPU, and a run
-# without data.
+# "not supported yet": dropout, mrope), --bf16 on CPU, --mock-data without a
+# tokenizer, and a run without data.
 M="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
    --max-position-embeddings 32 --micro-batch-size 2 --train-iters 10 --lr 1e-3 --vocab-size 100"
 t() { "$MG_BIN/mg-train" "$@" 2>&1; echo "exit $?"; }

@@ -340,13 +340,9 @@ def test_exit_signal_handler(botchan):
 
 @pytest.mark.parametrize("flag,message", [
     (["--bf16"], "not supported on CPU: --bf16"),
-    (["--mock-data"], "not supported yet: --mock-data"),
 ])
 def test_unsupported_is_never_ignored(botchan, flag, message):
     args = _train_args(botchan, "gpt2", 5, flag)
-    if "--mock-data" in flag:
-        i = args.index("--data-path")
-        del args[i:i + 2]
     p = conftest.run_mg(args, check=False, env=ENV)
     assert p.returncode == 2 and message in p.stderr, p.stderr
 

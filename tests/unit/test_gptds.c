@@ -37,7 +37,7 @@ static void check_i64(mg_test_ctx *t, const int64_t *a, const int64_t *b, size_t
 
 static mg_gptds *example_ds(mg_test_ctx *t, const mg_idx *idx, int64_t num_samples)
 {
-    mg_gptds_config c = {1234, 4, 1, 1};
+    mg_gptds_config c = {1234, 4, 1, 1, NULL};
     mg_gptds *ds = NULL;
     MG_CHECK_OK(t, mg_gptds_create(&ds, idx, 0, 8, num_samples, &c));
     return ds;

@@ -5,13 +5,15 @@
  * Facts: ../shared/specs/megatron-data.md §4-§6. Everything here reproduces megatron-core
  * 0.16.1 exactly (same numbers, same numpy RandomState stream, same float/double rounding),
  * so that for the same files, --split, --seq-length, --seed and sample counts the samples are
- * Megatron's, in Megatron's order. Not covered: the --data-cache-path .npy caches (the
- * indices are rebuilt in memory), mock data, --multiple-validation-sets.
+ * Megatron's, in Megatron's order. The index caches (--data-cache-path, Megatron's .npy
+ * files and descriptions) are read and written as megatron-core does (section 2b). Not
+ * covered: --multiple-validation-sets.
  *
  * Layers:
  *   1. Pure functions (split string, numpy sum/normalize, epochs, the three GPT indices, the
  *      blend sizes and blending indices) — each documented below with its Megatron name.
- *   2. mg_gptds: one GPTDataset (one .idx, one split range, num_samples or "None").
+ *   2. mg_gptds: one GPTDataset (one low-level dataset — an .idx or the mock documents of
+ *      MockGPTLowLevelDataset — one split range, num_samples or "None").
  *   3. mg_gpt_data: what BlendedMegatronDatasetBuilder(GPTDataset, sizes, config).build()
  *      returns for `blend` + `split` (--data-path) or `blend_per_split` (--train-data-path
  *      ...): per split either one GPTDataset or a BlendedDataset.
@@ -27,6 +29,7 @@
 #include "mg/error.h"
 #include "mg/idxds.h"
 #include "mg/nprandom.h"
+#include "mg/tokenizer.h"
 
 enum { MG_SPLIT_TRAIN = 0, MG_SPLIT_VALID = 1, MG_SPLIT_TEST = 2, MG_SPLIT_COUNT = 3 };
 
@@ -99,11 +102,39 @@ mg_status mg_blend_build_exhaustive(const int64_t *sizes, size_t n, int16_t *dat
 
 /* ---- 2. one GPTDataset -------------------------------------------------------------- */
 
+/* The low-level dataset a GPTDataset reads: n_sequences lengths (int32, borrowed) and token
+ * j < lengths[seq] of sequence seq. ctx and lengths are borrowed and must outlive every
+ * dataset built on the source. */
+typedef struct mg_gpt_source {
+    uint64_t n_sequences;
+    const int32_t *lengths;
+    int64_t (*token)(const void *ctx, uint64_t seq, uint64_t j);
+    const void *ctx;
+} mg_gpt_source;
+
+/* The source view of an opened indexed dataset (ctx = idx). */
+mg_gpt_source mg_gpt_source_of_idx(const mg_idx *idx);
+
+/* megatron-core's MockGPTLowLevelDataset: 100000 documents whose lengths are
+ * numpy.random.default_rng(0).integers(1, 4096, size=100000, dtype=int32) (mg/npgenerator.h);
+ * document of length L holds (1, 2, ..., L-1) % vocab_size, then eod. vocab_size is the
+ * tokenizer's (unpadded) vocab_size and must be positive (MG_ERR_ARG). */
+#define MG_GPT_MOCK_DOCUMENTS 100000
+#define MG_GPT_MOCK_MAX_LENGTH 4096
+typedef struct mg_gpt_mock mg_gpt_mock;
+mg_status mg_gpt_mock_create(mg_gpt_mock **out, int64_t vocab_size, int64_t eod);
+void mg_gpt_mock_free(mg_gpt_mock *m); /* accepts NULL */
+/* The source view of m (borrowed: m must outlive its users). */
+mg_gpt_source mg_gpt_mock_source(const mg_gpt_mock *m);
+
 typedef struct mg_gptds_config {
     uint64_t seed;       /* --seed (random_seed) */
     int64_t seq_length;  /* --seq-length */
     int add_extra_token; /* add_extra_token_to_sequence (Megatron: always 1) */
     int drop_last;       /* 1 except valid split with drop_last_partial_validation_sequence=0 */
+    /* cache identity, set by mg_gpt_data (NULL: indices built in memory only); borrowed
+     * during create */
+    const struct mg_gptds_ident *ident;
 } mg_gptds_config;
 
 typedef struct mg_gptds mg_gptds;
@@ -112,6 +143,9 @@ typedef struct mg_gptds mg_gptds;
  * outlive the dataset. */
 mg_status mg_gptds_create(mg_gptds **out, const mg_idx *idx, uint64_t beg, uint64_t end,
                           int64_t num_samples, const mg_gptds_config *cfg);
+/* The same over any low-level dataset (copied; what it points to stays borrowed). */
+mg_status mg_gptds_create_source(mg_gptds **out, const mg_gpt_source *src, uint64_t beg,
+                                 uint64_t end, int64_t num_samples, const mg_gptds_config *cfg);
 void mg_gptds_free(mg_gptds *ds); /* accepts NULL */
 
 uint64_t mg_gptds_len(const mg_gptds *ds); /* len(sample_index) - 1 */
@@ -125,6 +159,24 @@ const int64_t *mg_gptds_shuffle_index(const mg_gptds *ds, size_t *n);
 /* Tokens of sample i (GPTDataset._query_document_sample_shuffle_indices): seq_length +
  * add_extra_token values into out, padded with pad_id. i >= len is MG_ERR_ARG. */
 mg_status mg_gptds_sample(const mg_gptds *ds, uint64_t i, int64_t pad_id, int64_t *out);
+
+/* ---- 2b. index caches (--data-cache-path) --------------------------------------------- */
+
+/* Where mg_gpt_data keeps Megatron's index caches, and the tokenizer part of the dataset
+ * descriptions they are named after (rules: libcommon/gptds_internal.h). */
+typedef struct mg_gpt_cache {
+    const char *dir;  /* --data-cache-path; NULL: Megatron's default (<prefix>/cache/
+                       * GPTDataset_indices for GPTDatasets, blends not cached); "": none */
+    char **tokenizer; /* 2 x n_tokenizer strings: key, value (NULL value: JSON null); owned */
+    size_t n_tokenizer;
+} mg_gpt_cache;
+
+/* The tokenizer's unique_identifiers as megatron-core 0.16.1 (build_tokenizer +
+ * MegatronTokenizerText) makes them for these flags, with every other tokenizer flag at its
+ * default (--tokenizer-hf-use-fast, --trust-remote-code, ... off); no --tokenizer-type is
+ * taken as NullTokenizer with --vocab-size. MG_ERR_UNSUPPORTED for another type. */
+mg_status mg_gpt_cache_set_tokenizer(mg_gpt_cache *c, const mg_tok_opts *t);
+void mg_gpt_cache_clear_tokenizer(mg_gpt_cache *c); /* frees c->tokenizer */
 
 /* ---- 3. the builder: --data-path + --split -------------------------------------------- */
 
@@ -151,6 +203,10 @@ typedef struct mg_gpt_data_config {
     double surplus;                        /* --mid-level-dataset-surplus, 0.005 */
     /* --train/valid/test-data-path when blend is NULL (NULL: split not built) */
     const mg_gpt_blend *blend_per_split[MG_SPLIT_COUNT];
+    const mg_gpt_cache *cache; /* NULL: no cache file is read or written */
+    /* --mock-data (blend and blend_per_split unused): MockGPTDataset splits, see below */
+    int mock;
+    int64_t mock_vocab_size, mock_eod; /* tokenizer.vocab_size (unpadded), tokenizer.eod */
 } mg_gpt_data_config;
 
 typedef struct mg_gpt_data mg_gpt_data;
@@ -164,7 +220,10 @@ typedef struct mg_gpt_data mg_gpt_data;
  * that one prefix is a plain GPTDataset even with a weight. A weighted blend needs
  * sizes >= 0 (Megatron: TypeError). A blend that draws more samples from a dataset than it
  * has is MG_ERR_ARG (Megatron's IndexError). Every .idx is opened once per use (a prefix
- * named in two per-split blends is opened twice). */
+ * named in two per-split blends is opened twice).
+ * Mock (cfg->mock): the builder's mock branch — one MockGPTLowLevelDataset shared by the
+ * splits of split "1,1,1" (megatron-core's GPTDatasetConfig replaces any --split by "1,1,1"
+ * when there is no blend), a plain MockGPTDataset of num_samples = sizes[k] per split. */
 mg_status mg_gpt_data_create(mg_gpt_data **out, const mg_gpt_data_config *cfg);
 void mg_gpt_data_free(mg_gpt_data *d); /* accepts NULL */
 
