@@ -179,8 +179,9 @@ mg_status mg_out_write(mg_out *o, const void *data, size_t len)
     return MG_OK;
 }
 
-/* pread + pwrite through the buffer (empty on entry). */
-static mg_status copy_by_read(mg_out *o, int fd, uint64_t off, uint64_t len)
+/* pread + pwrite through the buffer (empty on entry), each piece shown to see() first. */
+static mg_status copy_by_read(mg_out *o, int fd, uint64_t off, uint64_t len,
+                              void (*see)(void *ctx, const void *p, size_t n), void *ctx)
 {
     while (len > 0) {
         size_t chunk = len < OUT_BUF_SIZE ? (size_t)len : OUT_BUF_SIZE;
@@ -191,6 +192,7 @@ static mg_status copy_by_read(mg_out *o, int fd, uint64_t off, uint64_t len)
                               : mg_error_set(MG_ERR_IO, "%s: copy source ends early", o->path);
             return o->failed;
         }
+        if (see) see(ctx, o->buf, (size_t)r);
         MG_FORWARD(write_at(o, o->buf, (size_t)r));
         off += (uint64_t)r;
         len -= (uint64_t)r;
@@ -212,7 +214,7 @@ mg_status mg_out_copy_from(mg_out *o, int src_fd, uint64_t src_off, uint64_t len
         size_t chunk = len < ((uint64_t)1 << 30) ? (size_t)len : ((size_t)1 << 30);
         ssize_t w = copy_file_range(src_fd, &in, o->fd, &out, chunk, 0);
         if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && copy_unsupported(errno)) return copy_by_read(o, src_fd, src_off, len);
+        if (w < 0 && copy_unsupported(errno)) return copy_by_read(o, src_fd, src_off, len, NULL, NULL);
         if (w <= 0) {
             o->failed = w < 0 ? mg_error_errno(errno, "%s: copy failed", o->path)
                               : mg_error_set(MG_ERR_IO, "%s: copy source ends early", o->path);
@@ -223,6 +225,14 @@ mg_status mg_out_copy_from(mg_out *o, int src_fd, uint64_t src_off, uint64_t len
         len -= (uint64_t)w;
     }
     return MG_OK;
+}
+
+mg_status mg_out_copy_seen(mg_out *o, int src_fd, uint64_t src_off, uint64_t len,
+                           void (*see)(void *ctx, const void *p, size_t n), void *ctx)
+{
+    MG_FORWARD(check_writable(o));
+    MG_FORWARD(flush_buf(o));
+    return copy_by_read(o, src_fd, src_off, len, see, ctx);
 }
 
 uint64_t mg_out_offset(const mg_out *o) { return o->flushed + o->used; }

@@ -37,6 +37,12 @@ mg_status mg_out_write(mg_out *o, const void *data, size_t len);
  * copy_file_range() where the kernel can (no copy through user space), otherwise (EXDEV,
  * ENOSYS, EINVAL, EOPNOTSUPP) by pread + write. A source shorter than asked is MG_ERR_IO. */
 mg_status mg_out_copy_from(mg_out *o, int src_fd, uint64_t src_off, uint64_t len);
+/* The same by pread + write through the output buffer, showing every piece to see(ctx, p, n)
+ * in order before it is written (e.g. a checksum over data that is in the cache right now):
+ * one pass over memory where a checksum of a mapping followed by copy_file_range would need
+ * two plus the page faults of the mapping. */
+mg_status mg_out_copy_seen(mg_out *o, int src_fd, uint64_t src_off, uint64_t len,
+                           void (*see)(void *ctx, const void *p, size_t n), void *ctx);
 /* Bytes written so far (the current offset). */
 uint64_t mg_out_offset(const mg_out *o);
 /* Flush + fsync + rename to the final path. The handle stays valid for mg_out_free. */
