@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark: mg-preprocess per tokenizer type (Llama-2, Llama-3, Qwen3, a Unigram model as
-# .model and as tokenizer.json) against HF tokenizers (1 thread) and sentencepiece, one core
+# .model and as tokenizer.json, a BPE .model trained on botchan.txt and cached under
+# ~/.cache/mgtools/bench) against HF tokenizers (1 thread) and sentencepiece, one core
 # each, in the same run; MB/s and ratios printed (target >= 5x per core).
-#   scripts/bench-tokenizers.sh [CORPUS.jsonl] [--mb N] [--only NAME]
+#   scripts/bench-tokenizers.sh [CORPUS.jsonl] [--mb N] [--only NAME]   (MG_BIN: the tools)
 # Without a corpus the one of scripts/bench-preprocess.sh is used (built on first use by
 # scripts/make-bench-corpus.py under ~/.cache/mgtools/bench); its first 20 MB by default.
 set -euo pipefail
@@ -18,4 +19,4 @@ if [ -z "$corpus" ]; then
 fi
 export TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1 OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1
 exec "$venv/bin/python" "$root/scripts/bench_tokenizers.py" --corpus "$corpus" \
-  --bin "$root/bin" --vocab "${MG_VOCAB_DIR:-$root/../shared/vocab}" "$@"
+  --bin "${MG_BIN:-$root/bin}" --vocab "${MG_VOCAB_DIR:-$root/../shared/vocab}" "$@"

@@ -75,6 +75,22 @@ def spm_encode(model):
     return lambda t: sp.encode_as_ids(t)
 
 
+def bpe_model(vocab):
+    """A BPE .model (4000 pieces, byte_fallback) trained on botchan.txt like
+    tests/interop/test_spm.py does, cached under ~/.cache/mgtools/bench/."""
+    import sentencepiece
+
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                         "mgtools", "bench")
+    prefix = os.path.join(cache, f"spm-bpe-4000-bf-{sentencepiece.__version__}")
+    if not os.path.exists(prefix + ".model"):
+        os.makedirs(cache, exist_ok=True)
+        sentencepiece.SentencePieceTrainer.train(
+            input=os.path.join(vocab, "sentencepiece", "botchan.txt"), model_prefix=prefix,
+            model_type="bpe", vocab_size=4000, byte_fallback=True, minloglevel=2)
+    return prefix + ".model"
+
+
 def unigram_json(model, workdir):
     """tokenizer.json of a sentencepiece Unigram .model, by transformers' SpmConverter."""
     from transformers.convert_slow_tokenizer import SpmConverter
@@ -104,6 +120,10 @@ def cases(vocab, workdir):
     out.append(("Unigram test_ja_model.model (SentencePiece)",
                 ["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", spm],
                 [("sentencepiece", lambda: spm_encode(spm))]))
+    bpe = bpe_model(vocab)
+    out.append(("BPE botchan 4000 bf .model (SentencePiece)",
+                ["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", bpe],
+                [("sentencepiece", lambda: spm_encode(bpe))]))
     uj = unigram_json(spm, workdir)
     out.append(("Unigram test_ja_model (tokenizer.json)",
                 ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", uj],

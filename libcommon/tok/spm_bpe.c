@@ -8,14 +8,24 @@
  * queued. Pairs forming an UNUSED piece record the split (the last one queued for that
  * piece wins); a final symbol that is an UNUSED piece is resegmented through those splits.
  * Each final symbol's id is PieceToId (reserved pieces first, unknown -> unk).
+ * A pair's piece is found by walking the frozen md->pieces trie from the left symbol's
+ * node over the right symbol's bytes (the same answer as PieceToId on the matchable set).
+ *
  * With md->ws_bounded no pair merges across the start of a "▁" and no split is recorded,
  * so each "▁"-led span is encoded on its own: the same merges (a span's pairs keep their
- * order on the agenda) on a small agenda instead of the whole text's. A pair's piece is
- * found by walking the frozen md->pieces trie from the left symbol's node over the right
- * symbol's bytes (the same answer as PieceToId on the matchable set).
+ * order on the agenda), and a span's pieces depend on its bytes only. So:
+ *  - a per-scratch cache maps spans of at most 255 bytes to their pieces (see span_cache;
+ *    it is exact: the key is the whole span);
+ *  - a span of at most 64 bytes is merged in an array, the best pair found by a scan
+ *    (see small_run) instead of the heap;
+ *  - a final symbol's id is its trie node's value when no matchable piece is also a
+ *    reserved one (PieceToId's reserved lookup would miss; see piece_id).
+ * sentencepiece itself runs the agenda over the whole normalized text (bpe_model.cc);
+ * the results are the same (tests/interop/test_spm.py, test_spm_bpe_cache.py).
  */
 #include "tok/spm_proto.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +54,33 @@ typedef struct {
     symbol *sym;
     size_t n_sym;
     const mg_spm_frozen *f; /* md->pieces, frozen */
+    int exact_ids;          /* see piece_id */
+    int plain_scores;       /* see small_run */
 } bpe_run;
+
+/* The span cache (ws_bounded models): an open-addressing table (linear probing) from a
+ * span of at most CACHE_KEY bytes to its pieces, both kept in an arena (per entry: the
+ * span's bytes, padding to 4, the ids, the lengths). When the arena or the table is full,
+ * everything is dropped, so the memory stays bounded (10 MB, touched as used). The cache
+ * lives in s->revs, which only models with UNUSED pieces (never ws_bounded) use, for
+ * their splits. */
+enum {
+    CACHE_SLOTS = 1 << 18, CACHE_MAX = CACHE_SLOTS / 2, /* entries before a reset */
+    CACHE_KEY = 255, CACHE_ARENA = 1 << 23
+};
+
+typedef struct {
+    uint32_t off;     /* of the entry in the arena */
+    uint16_t tag;     /* hash bits the slot index does not use */
+    uint8_t klen, n;  /* klen 0: an empty slot */
+} cache_entry;
+
+typedef struct {
+    int exact_ids, plain_scores;
+    size_t used, arena_n;
+    cache_entry e[CACHE_SLOTS];
+    uint8_t arena[CACHE_ARENA];
+} span_cache;
 
 static mg_status grow(void **v, size_t *cap, size_t need, size_t elem)
 {
@@ -190,14 +226,26 @@ static mg_status stack_push(mg_spm_scratch *s, size_t *n, uint32_t off, uint32_t
     return MG_OK;
 }
 
+/* PieceToId of a final symbol t[off, off + len) at node: the node's value when
+ * exact_ids (no matchable piece is also reserved, so the reserved lookup would miss),
+ * else the full lookup. */
+static int32_t piece_id(const bpe_run *r, int32_t node, uint32_t off, uint32_t len)
+{
+    int32_t id = r->exact_ids && node >= 0 ? r->f->nodes[node].value : -1;
+    return id >= 0 ? id : mg_spm_piece_to_id(r->md, r->t + off, len);
+}
+
 static mg_status resegment(bpe_run *r, const symbol *sy, mg_spm_refs *out)
 {
     mg_spm_scratch *s = r->s;
+    int32_t id = piece_id(r, sy->node, sy->off, sy->len);
+    if (r->md->proto.pieces[id].type != SPM_UNUSED || !s->rev || s->rev[id] < 0)
+        return mg_spm_refs_push(out, sy->off, sy->len, id);
     size_t n = 0;
     MG_FORWARD(stack_push(s, &n, sy->off, sy->len));
     while (n > 0) {
         uint32_t len = s->stack[--n], off = s->stack[--n];
-        int32_t id = mg_spm_piece_to_id(r->md, r->t + off, len);
+        id = mg_spm_piece_to_id(r->md, r->t + off, len);
         int32_t slot = s->rev ? s->rev[id] : -1;
         if (r->md->proto.pieces[id].type != SPM_UNUSED || slot < 0) {
             MG_FORWARD(mg_spm_refs_push(out, off, len, id));
@@ -230,6 +278,120 @@ static size_t next_ws(const uint8_t *t, size_t from, size_t n)
     return n;
 }
 
+/* ---- the span cache ---- */
+
+/* 1 if no matchable piece is also a reserved piece (PieceToId looks at reserved first). */
+static int ids_exact(const mg_spm_model *md)
+{
+    for (size_t i = 0; i < md->proto.n_pieces; i++) {
+        const mg_spm_piece *pc = &md->proto.pieces[i];
+        int matchable = pc->type == SPM_NORMAL || pc->type == SPM_USER_DEFINED ||
+                        pc->type == SPM_UNUSED;
+        if (!matchable && mg_spm_trie_find(md->pieces, pc->piece.p, pc->piece.n) >= 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 if every matchable piece's score is above -inf (no NaN). */
+static int scores_plain(const mg_spm_model *md)
+{
+    for (size_t i = 0; i < md->proto.n_pieces; i++) {
+        const mg_spm_piece *pc = &md->proto.pieces[i];
+        int matchable = pc->type == SPM_NORMAL || pc->type == SPM_USER_DEFINED ||
+                        pc->type == SPM_UNUSED;
+        if (matchable && !(pc->score > -INFINITY)) return 0;
+    }
+    return 1;
+}
+
+/* The cache in s (a scratch serves one model), made on first use. */
+static mg_status cache_of(mg_spm_scratch *s, const mg_spm_model *md, span_cache **out)
+{
+    span_cache *c = s->revs;
+    if (!c) {
+        s->revs = c = mg_calloc(1, sizeof *c);
+        if (!c) return MG_ERR_NOMEM;
+        c->exact_ids = ids_exact(md);
+        c->plain_scores = scores_plain(md);
+    }
+    *out = c;
+    return MG_OK;
+}
+
+static uint64_t span_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = (n + 1) * 0x9E3779B97F4A7C15ULL, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 29;
+    }
+    if (i < n) {
+        for (w = 0; i < n; i++) w = w << 8 | p[i];
+        h = (h ^ w) * 0x94D049BB133111EBULL;
+    }
+    return h ^ (h >> 32);
+}
+
+static size_t cache_pad(size_t n)
+{
+    return (n + 3) & ~(size_t)3;
+}
+
+/* The slot of span p[0, n) with hash h: its entry, or the empty slot to fill. */
+static cache_entry *cache_find(span_cache *c, const uint8_t *p, size_t n, uint64_t h)
+{
+    uint16_t tag = (uint16_t)(h >> 48);
+    for (size_t i = h & (CACHE_SLOTS - 1);; i = (i + 1) & (CACHE_SLOTS - 1)) {
+        cache_entry *e = &c->e[i];
+        if (e->klen == 0) return e;
+        if (e->tag == tag && e->klen == n && memcmp(c->arena + e->off, p, n) == 0) return e;
+    }
+}
+
+/* Appends the pieces of e at offset from. */
+static mg_status cache_emit(const span_cache *c, const cache_entry *e, size_t from,
+                            mg_spm_refs *out)
+{
+    MG_FORWARD(mg_spm_refs_reserve(out, e->n));
+    const uint8_t *ids = c->arena + e->off + cache_pad(e->klen), *len = ids + 4 * e->n;
+    uint32_t off = (uint32_t)from;
+    mg_spm_ref *o = out->v + out->n;
+    for (unsigned i = 0; i < e->n; i++) {
+        int32_t id;
+        memcpy(&id, ids + 4 * i, 4);
+        o[i] = (mg_spm_ref){off, len[i], id};
+        off += len[i];
+    }
+    out->n += e->n;
+    return MG_OK;
+}
+
+/* Fills the empty slot e with span p[0, n) (hash h) -> refs[0, k), if k fits; a full
+ * cache is emptied first (then e is found again). */
+static void cache_store(span_cache *c, cache_entry *e, const uint8_t *p, size_t n, uint64_t h,
+                        const mg_spm_ref *refs, size_t k)
+{
+    if (k > UINT8_MAX) return;
+    size_t need = cache_pad(n) + 5 * k;
+    if (c->used == CACHE_MAX || c->arena_n + need > CACHE_ARENA) {
+        memset(c->e, 0, sizeof c->e);
+        c->used = c->arena_n = 0;
+        e = cache_find(c, p, n, h);
+    }
+    *e = (cache_entry){(uint32_t)c->arena_n, (uint16_t)(h >> 48), (uint8_t)n, (uint8_t)k};
+    uint8_t *a = c->arena + c->arena_n, *ids = a + cache_pad(n), *len = ids + 4 * k;
+    memcpy(a, p, n);
+    for (size_t i = 0; i < k; i++) {
+        memcpy(ids + 4 * i, &refs[i].id, 4);
+        len[i] = (uint8_t)refs[i].len;
+    }
+    c->arena_n += cache_pad(need);
+    c->used++;
+}
+
 /* Encode of t[from, to) as a whole; appends to out. */
 static mg_status encode_span(bpe_run *r, size_t from, size_t to, mg_spm_refs *out)
 {
@@ -240,19 +402,176 @@ static mg_status encode_span(bpe_run *r, size_t from, size_t to, mg_spm_refs *ou
     return st;
 }
 
+/* ---- short spans of ws_bounded models: the agenda as a scan ----
+ * The agenda's live pairs are exactly the adjacent pairs of the current symbols whose
+ * text is a matchable piece (an older pair fails the size check), and it yields the
+ * highest score, then the leftmost. A span of at most SMALL bytes keeps its symbols in
+ * an array and finds that pair by a scan: the same merges in the same order, no heap. */
+enum { SMALL = 64 };
+
+typedef struct {
+    uint32_t off, len;
+    int32_t node;  /* of the symbol's text, -1 if none */
+    int32_t pnode; /* of this symbol's text + the next one's, -1 if none (or frozen) */
+    uint32_t freeze;
+} small_sym;
+
+/* The symbols and, per adjacent pair, the score of its piece (-inf: none; the scan needs
+ * every piece score above -inf, see plain_scores). */
+typedef struct {
+    small_sym w[SMALL];
+    float score[SMALL];
+    size_t n;
+} small_run;
+
+/* The pair of w[i] and w[i + 1], given node: the walk from w[i]'s text over the first
+ * skip bytes of w[i + 1]. */
+static void small_pair_from(const bpe_run *r, small_run *sr, size_t i, int32_t node,
+                            uint32_t skip)
+{
+    const small_sym *w = sr->w;
+    node = w[i].freeze || w[i + 1].freeze ? -1
+           : walk(r, node, w[i + 1].off + skip, w[i + 1].len - skip);
+    int32_t id = node >= 0 ? r->f->nodes[node].value : -1;
+    sr->w[i].pnode = node;
+    sr->score[i] = id >= 0 ? r->md->proto.pieces[id].score : -INFINITY;
+}
+
+static void small_pair(const bpe_run *r, small_run *sr, size_t i)
+{
+    small_pair_from(r, sr, i, sr->w[i].node, 0);
+}
+
+/* The symbols of t[from, to) (at most SMALL bytes), as split_symbols. */
+static void small_split(const bpe_run *r, small_run *sr, size_t from, size_t to)
+{
+    small_sym *w = sr->w;
+    size_t k = 0;
+    for (size_t pos = from; pos < to; k++) {
+        size_t len = r->md->user ? mg_spm_trie_longest(r->md->user, r->t + pos, to - pos) : 0;
+        int freeze = len > 0;
+        if (!freeze) {
+            len = r->t[pos] < 0x80 ? 1 : mg_spm_char_len(r->t[pos]);
+            if (len > to - pos) len = to - pos;
+        }
+        int32_t node = len == 1 ? mg_spm_frozen_step(r->f, 0, r->t[pos])
+                                : walk(r, 0, (uint32_t)pos, (uint32_t)len);
+        w[k] = (small_sym){(uint32_t)pos, (uint32_t)len, node, -1, (uint32_t)freeze};
+        pos += len;
+    }
+    sr->n = k;
+}
+
+/* The pair to merge: the highest score, then the leftmost; SIZE_MAX if none. */
+static size_t small_best(const small_run *sr)
+{
+    size_t best = SIZE_MAX;
+    float top = -INFINITY;
+    for (size_t i = 0; i + 1 < sr->n; i++) {
+        if (sr->score[i] > top) {
+            top = sr->score[i];
+            best = i;
+        }
+    }
+    return best;
+}
+
+/* Merges the symbols as merge_all does. */
+static void small_merge(const bpe_run *r, small_run *sr)
+{
+    for (size_t i = 0; i + 1 < sr->n; i++) small_pair(r, sr, i);
+    for (size_t b; (b = small_best(sr)) != SIZE_MAX;) {
+        small_sym *w = sr->w;
+        /* the left pair's walk so far: over w[b] before the merge */
+        int32_t left = b > 0 ? w[b - 1].pnode : -1;
+        uint32_t skip = w[b].len;
+        w[b].len += w[b + 1].len;
+        w[b].node = w[b].pnode;
+        for (size_t i = b + 1; i + 1 < sr->n; i++) {
+            w[i] = w[i + 1];
+            sr->score[i] = sr->score[i + 1];
+        }
+        sr->n--;
+        if (b > 0) small_pair_from(r, sr, b - 1, left, skip);
+        if (b + 1 < sr->n) small_pair(r, sr, b);
+    }
+}
+
+/* Encode of t[from, to), a span of a ws_bounded model; appends to out. */
+static mg_status encode_ws_span(bpe_run *r, size_t from, size_t to, mg_spm_refs *out)
+{
+    if (to - from > SMALL || !r->plain_scores) return encode_span(r, from, to, out);
+    small_run sr;
+    small_split(r, &sr, from, to);
+    small_merge(r, &sr);
+    MG_FORWARD(mg_spm_refs_reserve(out, sr.n));
+    for (size_t i = 0; i < sr.n; i++) {
+        const small_sym *w = &sr.w[i];
+        out->v[out->n++] = (mg_spm_ref){w->off, w->len, piece_id(r, w->node, w->off, w->len)};
+    }
+    return MG_OK;
+}
+
+/* A span t[from, to) and, if it may be cached, its hash. */
+typedef struct {
+    size_t from, to;
+    uint64_t h;
+} span_ref;
+
+/* The span at from (from == n: none) in t[0, n); its cache slot is prefetched. */
+static span_ref span_at(const bpe_run *r, const span_cache *c, size_t from, size_t n)
+{
+    span_ref sp = {from, from < n ? next_ws(r->t, from + 1, n) : n, 0};
+    if (sp.from < n && sp.to - sp.from <= CACHE_KEY) {
+        sp.h = span_hash(r->t + from, sp.to - sp.from);
+        __builtin_prefetch(&c->e[sp.h & (CACHE_SLOTS - 1)]);
+    }
+    return sp;
+}
+
+/* encode_span through the cache c. */
+static mg_status encode_cached(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
+{
+    size_t n = sp.to - sp.from;
+    if (n > CACHE_KEY) return encode_span(r, sp.from, sp.to, out);
+    const uint8_t *p = r->t + sp.from;
+    cache_entry *e = cache_find(c, p, n, sp.h);
+    if (e->klen) return cache_emit(c, e, sp.from, out);
+    size_t first = out->n;
+    MG_FORWARD(encode_ws_span(r, sp.from, sp.to, out));
+    cache_store(c, e, p, n, sp.h, out->v + first, out->n - first);
+    return MG_OK;
+}
+
+/* A ws_bounded model: each "▁"-led span on its own, through the cache. Two spans ahead
+ * the cache slot is prefetched, one span ahead the arena entry found there. */
+static mg_status encode_spans(bpe_run *r, size_t n, mg_spm_refs *out)
+{
+    span_cache *c;
+    MG_FORWARD(cache_of(r->s, r->md, &c));
+    r->exact_ids = c->exact_ids;
+    r->plain_scores = c->plain_scores;
+    span_ref a = span_at(r, c, 0, n), b = span_at(r, c, a.to, n);
+    while (a.from < n) {
+        span_ref next = span_at(r, c, b.to, n);
+        const cache_entry *e = &c->e[b.h & (CACHE_SLOTS - 1)];
+        if (e->klen) __builtin_prefetch(c->arena + e->off);
+        MG_FORWARD(encode_cached(r, c, a, out));
+        a = b;
+        b = next;
+    }
+    return MG_OK;
+}
+
 mg_status mg_spm_bpe_encode(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
                             size_t n, mg_spm_refs *out)
 {
     if (n == 0) return MG_OK;
     MG_RETURN_IF(n >= INT32_MAX, MG_ERR_LIMIT, "normalized text of %zu bytes is too long", n);
-    bpe_run r = {md, s, t, s->syms, 0, mg_spm_trie_frozen(md->pieces)};
+    bpe_run r = {md, s, t, s->syms, 0, mg_spm_trie_frozen(md->pieces), 0, 0};
     MG_RETURN_IF(!r.f, MG_ERR_ARG, "sentencepiece BPE: the piece trie is not frozen");
-    mg_status st = MG_OK;
-    for (size_t from = 0; st == MG_OK && from < n;) {
-        size_t to = md->ws_bounded ? next_ws(t, from + 1, n) : n;
-        st = encode_span(&r, from, to, out);
-        from = to;
-    }
+    if (md->ws_bounded) return encode_spans(&r, n, out);
+    mg_status st = encode_span(&r, 0, n, out);
     clear_splits(s, md);
     return st;
 }

@@ -18,6 +18,8 @@
 #define MAX_TRIE_RESULTS 32
 static const uint8_t space_symbol[3] = {0xE2, 0x96, 0x81};
 
+enum { FAST_OK = 1, FAST_NEXT = 2, FAST_SPACE = 4 };
+
 static void find_plain_bytes(mg_spm_normalizer *nz);
 
 static mg_status decode_charsmap(mg_spm_normalizer *nz, mg_spm_str blob)
@@ -98,12 +100,17 @@ static uint8_t rule_class(const mg_spm_normalizer *nz, uint32_t b)
 }
 
 /* plain[b] (see spm_proto.h): the rule class of ASCII bytes no user-defined symbol starts
- * with. */
+ * with; fast[b], out[b], out_len[b]. */
 static void find_plain_bytes(mg_spm_normalizer *nz)
 {
     for (uint32_t b = 0; b < 0x80; b++) {
         int user = nz->user && mg_spm_trie_step(nz->user, 0, (uint8_t)b) >= 0;
         nz->plain[b] = user ? 0 : rule_class(nz, b);
+        int space = b == ' ';
+        nz->fast[b] = (uint8_t)((nz->plain[b] ? FAST_OK : 0) | (nz->plain[b] == 2 ? FAST_NEXT : 0) |
+                                (space ? FAST_SPACE : 0));
+        nz->out[b] = !space ? b : nz->escape_ws ? 0x8196E2u : ' ';
+        nz->out_len[b] = space && nz->escape_ws ? 3 : 1;
     }
 }
 
@@ -209,54 +216,114 @@ static void drop_trailing_space(const mg_spm_normalizer *nz, mg_spm_buf *out)
     while (out->n >= k && memcmp(out->v + out->n - k, sym, k) == 0) out->n -= k;
 }
 
-/* No rule or user-defined symbol matches at in[k] (k < n). */
-static int is_plain(const mg_spm_normalizer *nz, const uint8_t *in, size_t k, size_t n)
+/* No rule or user-defined symbol matches at in[0] (n > 0). */
+static inline int is_plain(const mg_spm_normalizer *nz, const uint8_t *in, size_t n)
 {
-    uint8_t c = nz->plain[in[k]];
-    return c == 1 || (c == 2 && (k + 1 == n || in[k + 1] < 0x80));
+    uint8_t c = nz->plain[in[0]];
+    return c == 1 || (c == 2 && (n == 1 || in[1] < 0x80));
 }
 
-/* The length of the run of plain bytes other than ' ' at in. */
-static size_t plain_run(const mg_spm_normalizer *nz, const uint8_t *in, size_t n)
+/* Room for `extra` more bytes in out. */
+static inline mg_status room(mg_spm_buf *out, size_t extra)
+{
+    if (out->cap - out->n >= extra) return MG_OK;
+    size_t cap = out->n + extra;
+    uint8_t *v = mg_realloc(out->v, cap < 256 ? 256 : cap + cap / 2);
+    if (!v) return MG_ERR_NOMEM;
+    out->v = v;
+    out->cap = cap < 256 ? 256 : cap + cap / 2;
+    return MG_OK;
+}
+
+/* The whitespace after the leading spaces (remove_extra_whitespaces drops them). */
+static size_t skip_leading_spaces(const mg_spm_normalizer *nz, const uint8_t *in, size_t n)
 {
     size_t k = 0;
-    while (k < n && in[k] != ' ' && is_plain(nz, in, k, n)) k++;
+    while (nz->remove_extra_ws && k < n) {
+        span sp;
+        size_t m = normalize_prefix(nz, in + k, n - k, &sp);
+        if (!(sp.n == 1 && sp.p[0] == ' ')) break;
+        k += m;
+    }
     return k;
+}
+
+/* The plain ASCII bytes at in[0, n - 1) (the last one is left to the caller), without
+ * branches per byte: each writes 4 bytes (room: 3 per input byte + 1) and advances by its
+ * length, 0 for a space after a collapsed one. Returns the bytes consumed. */
+static size_t ascii_run(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
+                        uint8_t **wp, int *prev_space)
+{
+    uint8_t *w = *wp;
+    size_t ps = (size_t)*prev_space, collapse = (size_t)(nz->remove_extra_ws != 0), i = 0;
+    for (; i + 1 < n; i++) {
+        uint8_t c = in[i], f = nz->fast[c];
+        if (!(f & FAST_OK) || (f & FAST_NEXT && in[i + 1] >= 0x80)) break;
+        size_t space = (size_t)(f >> 2);
+        memcpy(w, &nz->out[c], 4);
+        w += nz->out_len[c] & -(size_t)!(space & ps);
+        ps = space & collapse;
+    }
+    *wp = w;
+    *prev_space = (int)ps;
+    return i;
+}
+
+/* The body of Normalize after the leading spaces: plain bytes (no rule, no user-defined
+ * symbol) are copied and plain ' ' escaped and collapsed here (ascii_run, then one at a
+ * time), with room for 3 output bytes per input byte (+1) kept ahead; the rest goes
+ * through normalize_prefix + emit. */
+static mg_status normalize_body(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
+                                mg_spm_buf *out)
+{
+    int prev_space = nz->remove_extra_ws;
+    const uint8_t *ws = nz->escape_ws ? space_symbol : (const uint8_t *)" ";
+    size_t ws_n = nz->escape_ws ? 3 : 1;
+    MG_FORWARD(room(out, 3 * n + 1));
+    uint8_t *w = out->v + out->n;
+    while (n > 0) {
+        size_t k = ascii_run(nz, in, n, &w, &prev_space);
+        if (k > 0) {
+            in += k;
+            n -= k;
+            continue;
+        }
+        k = 1;
+        if (in[0] != ' ' && is_plain(nz, in, n)) { /* a run of plain bytes */
+            do *w++ = *in++, n--;
+            while (n > 0 && in[0] != ' ' && is_plain(nz, in, n));
+            prev_space = 0;
+            continue;
+        }
+        if (in[0] == ' ' && is_plain(nz, in, n)) {
+            if (!prev_space) memcpy(w, ws, ws_n), w += ws_n;
+            prev_space = nz->remove_extra_ws;
+        } else {
+            span sp;
+            out->n = (size_t)(w - out->v);
+            k = normalize_prefix(nz, in, n, &sp);
+            MG_FORWARD(emit(nz, sp, &prev_space, out));
+            if (!nz->remove_extra_ws) prev_space = 0;
+            MG_FORWARD(room(out, 3 * (n - k) + 1));
+            w = out->v + out->n;
+        }
+        in += k;
+        n -= k;
+    }
+    out->n = (size_t)(w - out->v);
+    return MG_OK;
 }
 
 mg_status mg_spm_normalize(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
                            mg_spm_buf *out)
 {
     out->n = 0;
-    span sp;
-    if (nz->remove_extra_ws) {
-        while (n > 0) {
-            size_t k = normalize_prefix(nz, in, n, &sp);
-            if (!(sp.n == 1 && sp.p[0] == ' ')) break;
-            in += k;
-            n -= k;
-        }
-    }
+    size_t k = skip_leading_spaces(nz, in, n);
+    in += k;
+    n -= k;
     if (n == 0) return MG_OK;
     if (!nz->ws_suffix && nz->add_dummy_prefix) MG_FORWARD(add_ws(nz, out));
-    int prev_space = nz->remove_extra_ws;
-    while (n > 0) {
-        size_t k = plain_run(nz, in, n);
-        if (k > 0) { /* what normalize_prefix + emit do to these bytes, in one step */
-            MG_FORWARD(mg_spm_buf_append(out, in, k));
-            prev_space = 0;
-        } else if (in[0] == ' ' && is_plain(nz, in, 0, n)) {
-            if (!prev_space) MG_FORWARD(add_ws(nz, out));
-            prev_space = nz->remove_extra_ws;
-            k = 1;
-        } else {
-            k = normalize_prefix(nz, in, n, &sp);
-            MG_FORWARD(emit(nz, sp, &prev_space, out));
-            if (!nz->remove_extra_ws) prev_space = 0;
-        }
-        in += k;
-        n -= k;
-    }
+    MG_FORWARD(normalize_body(nz, in, n, out));
     if (nz->remove_extra_ws) drop_trailing_space(nz, out);
     if (nz->ws_suffix && nz->add_dummy_prefix) MG_FORWARD(add_ws(nz, out));
     return MG_OK;

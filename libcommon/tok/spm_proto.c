@@ -408,7 +408,7 @@ const mg_spm_frozen *mg_spm_trie_frozen(const mg_spm_trie *t) { return t->frozen
 static mg_status layout_frozen(const mg_spm_trie *t, mg_spm_frozen *f, uint32_t *fill,
                                size_t *n_dense)
 {
-    for (size_t i = 0; i < t->n_nodes; i++) f->nodes[i] = (mg_spm_fnode){t->values[i], 0, 0, 0};
+    for (size_t i = 0; i < t->n_nodes; i++) f->nodes[i] = (mg_spm_fnode){t->values[i], 0, 0};
     for (size_t i = 0; i < t->slots; i++)
         if (t->edges[i].key) f->nodes[(t->edges[i].key - 1) >> 8].count++;
     uint32_t first = 0;
@@ -442,15 +442,6 @@ static void fill_frozen(const mg_spm_trie *t, mg_spm_frozen *f, uint32_t *fill, 
             f->labels[fill[parent]] = byte;
             f->kids[fill[parent]++] = e->child;
         }
-    }
-}
-
-void mg_spm_trie_frozen_scores(mg_spm_trie *t, const float *score)
-{
-    if (!t->frozen) return;
-    for (size_t i = 0; i < t->n_nodes; i++) {
-        mg_spm_fnode *nd = &t->frozen->nodes[i];
-        nd->score = nd->value >= 0 ? score[nd->value] : 0.0f;
     }
 }
 
@@ -585,13 +576,14 @@ static mg_status build_lattice(mg_spm_model *md)
         md->lattice_score[i] = pc->score;
         if (pc->type != SPM_NORMAL && pc->type != SPM_USER_DEFINED) continue;
         if (pc->type == SPM_USER_DEFINED)
-            md->lattice_score[i] = (float)((double)((float)pc->piece.n * md->max_score) - 0.1);
+            md->lattice_score[i] = (float)(int32_t)(pc->piece.n - 1) * 0.1f;
         int added;
         MG_FORWARD(mg_spm_trie_insert(md->lattice, pc->piece.p, pc->piece.n, (int32_t)i, &added));
     }
     MG_FORWARD(mg_spm_trie_freeze(md->lattice));
-    mg_spm_trie_frozen_scores(md->lattice, md->lattice_score);
-    return MG_OK;
+    int t = md->proto.model_type;
+    if (t == SPM_BPE || t == SPM_WORD || t == SPM_CHAR) return MG_OK;
+    return mg_unigram_dat_build(md->lattice, md->lattice_score, &md->dat);
 }
 
 static void score_range(mg_spm_model *md)
@@ -636,6 +628,8 @@ void mg_spm_model_free(mg_spm_model *md)
     mg_spm_trie_free(md->user);
     mg_spm_trie_free(md->lattice);
     free(md->lattice_score);
+    mg_unigram_dat_free(md->dat);
+    md->dat = NULL;
     md->pieces = md->reserved = md->user = md->lattice = NULL;
     md->lattice_score = NULL;
 }

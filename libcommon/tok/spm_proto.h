@@ -106,14 +106,12 @@ static inline const mg_spm_edge *mg_spm_view_step(mg_spm_trie_view v, int32_t no
     }
 }
 
-/* A frozen copy of a trie for fast walks: per node its value, a score (set by the caller,
- * 0 at first) and its children, as a list (labels[first + i] -> kids[first + i],
+/* A frozen copy of a trie for fast walks: per node its value and its children, as a list (labels[first + i] -> kids[first + i],
  * i < count) or, with many (count == MG_SPM_DENSE), the 256-entry row `first` of dense
  * (child or -1). mg_spm_trie_freeze makes it; an insert drops it. */
 #define MG_SPM_DENSE UINT32_MAX
 typedef struct {
     int32_t value;
-    float score;
     uint32_t first, count;
 } mg_spm_fnode;
 
@@ -125,8 +123,6 @@ typedef struct {
 } mg_spm_frozen;
 
 mg_status mg_spm_trie_freeze(mg_spm_trie *t);
-/* Sets each frozen node's score to score[its value] (nodes without a value: 0). */
-void mg_spm_trie_frozen_scores(mg_spm_trie *t, const float *score);
 /* The frozen copy, NULL if none. */
 const mg_spm_frozen *mg_spm_trie_frozen(const mg_spm_trie *t);
 
@@ -142,13 +138,17 @@ static inline int32_t mg_spm_frozen_step(const mg_spm_frozen *f, int32_t node, u
 
 /* ---- the model ---- */
 
+/* The Unigram candidates as a double array (spm_unigram.c), for mg_spm_unigram_encode. */
+typedef struct mg_unigram_dat mg_unigram_dat;
+
 typedef struct {
     mg_spm_proto proto;
     mg_spm_trie *pieces;   /* NORMAL/USER_DEFINED/UNUSED piece -> id (frozen) */
     mg_spm_trie *reserved; /* UNKNOWN/CONTROL/BYTE piece -> id */
     mg_spm_trie *user;     /* USER_DEFINED pieces (prefix matcher), NULL if none */
     mg_spm_trie *lattice;  /* NORMAL/USER_DEFINED piece -> id: the Unigram candidates */
-    float *lattice_score;  /* per id: the Unigram score (USER_DEFINED: len * max - 0.1) */
+    float *lattice_score;  /* per id: the Unigram score (USER_DEFINED: (len - 1) * 0.1) */
+    mg_unigram_dat *dat;   /* lattice as a double array (Unigram models only, else NULL) */
     int32_t unk_id;
     float min_score, max_score; /* over NORMAL pieces, from FLT_MAX / FLT_MIN (unigram) */
     /* no UNUSED piece, and no matchable piece holds "▁" past its start: BPE never merges
@@ -198,6 +198,11 @@ typedef struct {
      * rule is b or b + an ASCII byte, 0 otherwise; plain bytes are copied as is (' ' is
      * escaped and collapsed as the options say) */
     uint8_t plain[256];
+    /* the same for the ASCII fast loop: fast[b] = FAST_OK (b is plain as it stands) |
+     * FAST_NEXT (only when the next byte is ASCII) | FAST_SPACE; b becomes the
+     * little-endian bytes out[b], out_len[b] of them */
+    uint8_t fast[256], out_len[256];
+    uint32_t out[256];
 } mg_spm_normalizer;
 
 mg_status mg_spm_normalizer_init(mg_spm_normalizer *nz, const mg_spm_model *md);
@@ -217,13 +222,13 @@ size_t mg_spm_charsmap_first(const mg_spm_normalizer *nz, const uint8_t *s, size
 /* Per-encoder scratch memory of the model encoders. */
 typedef struct {
     void *nodes;      /* unigram: best path per end position */
-    size_t nodes_cap;
+    size_t nodes_cap; /* bytes */
     void *syms;       /* bpe: symbols */
     size_t syms_cap;
     void *heap;       /* bpe: the agenda */
     size_t heap_n, heap_cap;
     int32_t *rev;     /* bpe: UNUSED piece id -> slot in revs, -1 */
-    void *revs;       /* bpe: the recorded splits */
+    void *revs;       /* bpe: the recorded splits; ws_bounded models: the span cache */
     size_t revs_n, revs_cap;
     uint32_t *stack;  /* bpe: resegmentation stack */
     size_t stack_cap;
@@ -234,15 +239,12 @@ typedef struct {
 
 void mg_spm_scratch_free(mg_spm_scratch *s);
 
-/* The Unigram Viterbi (spm_unigram.c), shared with the HF Unigram model (tok_hf_unigram.c):
- * the pieces of `trie` (value = id) are the candidates. Exactly one of fscore / score is
- * set: fscore = sentencepiece's float score per id (float sums), score = an f64 score per
- * id (HF tokenizers, f64 sums). With fscore and a frozen trie, the frozen node scores are
- * used (they must be fscore[value]: mg_spm_trie_frozen_scores). unk_id -1: none (an unk
- * needed is an error). Appends (offset, length, id) of the best path to out. */
+/* HF tokenizers' Unigram Viterbi (spm_unigram.c, for tok_hf_unigram.c): the pieces of
+ * `trie` (value = id) are the candidates, score = their f64 score per id (f64 sums).
+ * unk_id -1: none (an unk needed is an error). Appends (offset, length, id) of the best
+ * path to out. */
 typedef struct {
     const mg_spm_trie *trie;
-    const float *fscore;
     const double *score;
     double unk_score;
     int32_t unk_id;
@@ -250,9 +252,21 @@ typedef struct {
 
 mg_status mg_unigram_viterbi(const mg_unigram_lattice *L, mg_spm_scratch *s, const uint8_t *t,
                              size_t n, mg_spm_refs *out);
-/* unigram::Model::EncodeOptimized over the normalized text; appends to out. */
+/* The double array of a frozen trie whose values are piece ids, score[id] in each unit.
+ * Free with mg_unigram_dat_free (NULL is fine). */
+mg_status mg_unigram_dat_build(const mg_spm_trie *trie, const float *score,
+                               mg_unigram_dat **out);
+void mg_unigram_dat_free(mg_unigram_dat *d);
+/* sentencepiece 0.2.3's unigram::Model::EncodeOptimized over the normalized text (float
+ * sums, rebased past 1e5; md->dat needed); appends to out. */
 mg_status mg_spm_unigram_encode(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
                                 size_t n, mg_spm_refs *out);
+/* mg_spm_unigram_encode and PopulateSentencePieceText's ids in one step: the ids of the
+ * best path over t[0, n) end at room[n] (room has n slots): room[n - *count, n). An
+ * unknown piece is the ids of its bytes with byte_ids (byte_fallback: the <0xXX> ids),
+ * else unk_id once per run of unknown pieces. */
+mg_status mg_spm_unigram_ids(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
+                             size_t n, const int32_t *byte_ids, int64_t *room, size_t *count);
 /* bpe::Model::Encode over the normalized text; appends to out. */
 mg_status mg_spm_bpe_encode(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
                             size_t n, mg_spm_refs *out);

@@ -1,46 +1,430 @@
-/* spm_unigram.c — the Unigram Viterbi shared by sentencepiece's unigram::Model::
- * EncodeOptimized (0.2.x, .model files) and HF tokenizers' Unigram::encode_optimized
- * (tokenizer.json). Contract: spm_proto.h (mg_unigram_lattice).
+/* spm_unigram.c — the Unigram Viterbi of sentencepiece's unigram::Model::EncodeOptimized
+ * (the 0.2.3 wheel, .model files) and of HF tokenizers' Unigram::encode_optimized
+ * (tokenizer.json). Contract: spm_proto.h (mg_unigram_dat, mg_unigram_lattice).
  *
- * Viterbi over byte positions, advancing one character (OneCharLen) at a time. From each
- * start, every piece of the trie that is a prefix of the rest is a candidate for the node
- * at its end; the path score is the piece's score plus the path score at its start; a
- * candidate replaces the node's best only if strictly greater (the earliest start wins
- * ties). If no piece covers exactly the first character, an unk candidate scores
- * unk_score. Backtracking yields the pieces.
- *   - sentencepiece (lattice.fscore set; the trie holds no UNUSED pieces and the
- *     USER_DEFINED scores are len * max_score - 0.1): scores and sums are floats —
- *     sentencepiece 0.2.3's wheel breaks near-ties this way (checked on botchan.txt:
- *     comparing the double sums differs). Sums are float additions, stored in the
- *     double of the node.
- * Speed: the sentencepiece path walks a frozen copy of the trie (child lists or dense
- * rows, the score in the node), nodes are initialized just ahead of the starts that can
- * reach them, and the best path is written backwards into reserved room.
- *   - HF (lattice.score set): every piece is a candidate with its f64 score; sums in f64;
- *     an unk needed without an unk id is an error, as tokenizers' MissingUnkId.
+ * Both: Viterbi over byte positions, advancing one character (OneCharLen) at a time. From
+ * each start, every piece of the trie that is a prefix of the rest is a candidate for the
+ * node at its end; the path score is the piece's score plus the path score at its start;
+ * a candidate replaces the node's best if the node is unreached or the candidate is
+ * strictly greater (the earliest start wins ties). If no piece covers exactly the first
+ * character, an unk candidate scores unk_score. Backtracking yields the pieces.
+ *
+ *   - sentencepiece 0.2.3 (mg_spm_unigram_encode / _ids; read from the wheel's machine
+ *     code and checked against it, the public 0.2.0 source differs): candidates are the
+ *     NORMAL and USER_DEFINED pieces, a USER_DEFINED piece of n bytes scores
+ *     (float)(n - 1) * 0.1f; all scores and sums are floats (unk_score = min_score -
+ *     10.0f). Before the pieces of a start are tried, if the start's path score s is
+ *     finite and |s| > 1e5, s is subtracted (in float) from that node (which becomes 0)
+ *     and from every reached node after it: in long documents near-ties are broken by
+ *     this rebasing. Speed: the trie is a double array (mg_unigram_dat: XOR bases, each
+ *     unit holding its parent, piece id and score). Usually (finite scores, pieces of at
+ *     most 255 bytes, ids below 2^24) the live scores sit in a ring and each end
+ *     position keeps only id << 8 | length (run_packed); otherwise nodes (float score,
+ *     start, id) as sentencepiece's, set unreached in blocks just ahead of the starts
+ *     (run_nodes). The best path is written backwards, straight as ids for _ids.
+ *   - HF (mg_unigram_viterbi, f64 scores): every piece is a candidate; sums in f64, no
+ *     rebasing; an unk needed without an unk id is an error, as tokenizers' MissingUnkId.
  */
 #include "tok/spm_proto.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define UNK_PENALTY 10.0f
+#define REBASE_AT 100000.0f
+
+/* mg_spm_char_len, inlined. */
+static inline size_t char_len(uint8_t first)
+{
+    static const uint8_t len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return len[first >> 4];
+}
+
+static mg_status ensure_scratch(mg_spm_scratch *s, size_t bytes)
+{
+    if (s->nodes_cap >= bytes) return MG_OK;
+    if (bytes < s->nodes_cap + s->nodes_cap / 2) bytes = s->nodes_cap + s->nodes_cap / 2;
+    void *v = mg_realloc(s->nodes, bytes);
+    if (!v) return MG_ERR_NOMEM;
+    s->nodes = v;
+    s->nodes_cap = bytes;
+    return MG_OK;
+}
+
+/* ==== the double array ==== */
+
+/* Unit i is the child of unit p by byte b when i == u[p].base ^ b and u[i].check == p;
+ * free units have check -1 (the root's is -2). */
+typedef struct {
+    int32_t base, check;
+    float score; /* of the piece ending here */
+    int32_t id;  /* the piece ending here, -1 if none */
+} dat_unit;
+
+struct mg_unigram_dat {
+    dat_unit *u;
+    size_t n;   /* units, a multiple of 256 */
+    int finite; /* every piece score is finite and at most 1e30 in magnitude */
+};
+
+typedef struct {
+    dat_unit *u;
+    size_t n, scan; /* units allocated; no free unit below scan */
+    size_t hi;      /* units in use lie below hi */
+    int32_t *queue; /* (trie node, unit) pairs in breadth-first order */
+    size_t q_n, q_cap;
+} dat_build;
+
+#define DAT_MAX_UNITS ((size_t)INT32_MAX - 256)
+
+static mg_status dat_grow(dat_build *b, size_t need)
+{
+    if (need <= b->n) return MG_OK;
+    MG_RETURN_IF(need > DAT_MAX_UNITS, MG_ERR_LIMIT, "Unigram trie too large");
+    size_t n = b->n ? b->n : 1024;
+    while (n < need) n *= 2;
+    dat_unit *u = mg_realloc(b->u, n * sizeof *u);
+    if (!u) return MG_ERR_NOMEM;
+    for (size_t i = b->n; i < n; i++) u[i] = (dat_unit){0, -1, 0.0f, -1};
+    b->u = u;
+    b->n = n;
+    return MG_OK;
+}
+
+static mg_status queue_push(dat_build *b, int32_t node, int32_t unit)
+{
+    if (b->q_n + 2 > b->q_cap) {
+        size_t cap = b->q_cap ? 2 * b->q_cap : 1024;
+        int32_t *q = mg_realloc(b->queue, cap * sizeof *q);
+        if (!q) return MG_ERR_NOMEM;
+        b->queue = q;
+        b->q_cap = cap;
+    }
+    b->queue[b->q_n++] = node;
+    b->queue[b->q_n++] = unit;
+    return MG_OK;
+}
+
+/* Whether base ^ label is free for every label (units past the end are free). */
+static int fits(const dat_build *b, size_t base, const uint8_t *labels, int k)
+{
+    for (int j = 0; j < k; j++) {
+        size_t i = base ^ labels[j];
+        if (i == 0 || (i < b->n && b->u[i].check != -1)) return 0;
+    }
+    return 1;
+}
+
+/* A base for children labels[0, k) (k >= 1): the first fit from the first free unit, or
+ * after 512 misses a fresh block past the units in use. */
+static mg_status find_base(dat_build *b, const uint8_t *labels, int k, size_t *base)
+{
+    while (b->scan < b->hi && b->u[b->scan].check != -1) b->scan++;
+    int misses = 0;
+    size_t f = b->scan;
+    for (; f < b->hi && misses < 512; f++) {
+        if (b->u[f].check != -1) continue;
+        if (fits(b, f ^ labels[0], labels, k)) break;
+        misses++;
+    }
+    *base = f < b->hi && misses < 512 ? f ^ labels[0] : (b->hi + 255) & ~(size_t)255;
+    size_t end = (*base | 255) + 1;
+    if (end > b->hi) b->hi = end;
+    return dat_grow(b, end);
+}
+
+/* The children of frozen node `node`: their labels and trie nodes; returns the count. */
+static int children(const mg_spm_frozen *f, int32_t node, uint8_t *labels, int32_t *kids)
+{
+    const mg_spm_fnode *nd = &f->nodes[node];
+    int k = 0;
+    if (nd->count == MG_SPM_DENSE) {
+        for (int c = 0; c < 256; c++) {
+            int32_t kid = f->dense[(size_t)nd->first * 256 + (size_t)c];
+            if (kid >= 0) labels[k] = (uint8_t)c, kids[k++] = kid;
+        }
+        return k;
+    }
+    for (uint32_t i = 0; i < nd->count; i++) {
+        labels[k] = f->labels[nd->first + i];
+        kids[k++] = f->kids[nd->first + i];
+    }
+    return k;
+}
+
+/* Places the children of (node, unit) and queues them. */
+static mg_status place_children(dat_build *b, const mg_spm_frozen *f, const float *score,
+                                int32_t node, int32_t unit)
+{
+    uint8_t labels[256];
+    int32_t kids[256];
+    int k = children(f, node, labels, kids);
+    if (k == 0) return MG_OK;
+    size_t base;
+    MG_FORWARD(find_base(b, labels, k, &base));
+    b->u[unit].base = (int32_t)base;
+    for (int j = 0; j < k; j++) {
+        size_t i = base ^ labels[j];
+        int32_t id = f->nodes[kids[j]].value;
+        b->u[i] = (dat_unit){0, unit, id >= 0 ? score[id] : 0.0f, id};
+        MG_FORWARD(queue_push(b, kids[j], (int32_t)i));
+    }
+    return MG_OK;
+}
+
+mg_status mg_unigram_dat_build(const mg_spm_trie *trie, const float *score,
+                               mg_unigram_dat **out)
+{
+    *out = NULL;
+    const mg_spm_frozen *f = mg_spm_trie_frozen(trie);
+    MG_RETURN_IF(!f, MG_ERR_ARG, "Unigram: the piece trie is not frozen");
+    dat_build b = {0};
+    b.scan = 1;
+    b.hi = 256;
+    mg_status st = dat_grow(&b, 256);
+    if (st == MG_OK) {
+        b.u[0].check = -2;
+        st = queue_push(&b, 0, 0);
+    }
+    for (size_t q = 0; st == MG_OK && q < b.q_n; q += 2)
+        st = place_children(&b, f, score, b.queue[q], b.queue[q + 1]);
+    free(b.queue);
+    mg_unigram_dat *d = st == MG_OK ? mg_calloc(1, sizeof *d) : NULL;
+    if (!d) {
+        free(b.u);
+        return st == MG_OK ? MG_ERR_NOMEM : st;
+    }
+    d->u = b.u;
+    d->n = b.hi;
+    d->finite = 1;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->u[i].id >= 0 && !(fabsf(d->u[i].score) <= 1e30f)) d->finite = 0;
+    *out = d;
+    return MG_OK;
+}
+
+void mg_unigram_dat_free(mg_unigram_dat *d)
+{
+    if (!d) return;
+    free(d->u);
+    free(d);
+}
+
+/* ==== sentencepiece 0.2.3 ==== */
+
+typedef struct {
+    float score;
+    int32_t from; /* the start of the best piece ending here, -1: not reached */
+    int32_t id;
+} spm_node;
+
+/* -- the general case: nodes (float score, start, id), as sentencepiece's -- */
+
+/* Sets nodes [ready, ...) unreached, past start + reach; returns the new ready. */
+static size_t init_nodes(spm_node *nd, size_t ready, size_t n, size_t start, size_t reach)
+{
+    size_t to = ready + 256 > start + reach + 1 ? ready + 256 : start + reach + 1;
+    if (to > n + 1) to = n + 1;
+    for (size_t i = ready; i < to; i++) nd[i] = (spm_node){0.0f, -1, -1};
+    return to;
+}
+
+/* The rebasing of sentencepiece 0.2.3 at `start` (|till| > REBASE_AT): if till is
+ * finite, it is subtracted from the node at start (which becomes 0) and from the reached
+ * nodes after it up to `to` (past the farthest a piece from an earlier start reaches);
+ * returns the start's score after it. */
+static float rebase_nodes(spm_node *nd, size_t start, size_t to)
+{
+    float till = nd[start].score;
+    if (!(fabsf(till) <= FLT_MAX)) return till;
+    nd[start].score -= till;
+    for (size_t i = start + 1; i < to; i++)
+        if (nd[i].from >= 0) nd[i].score -= till;
+    return nd[start].score;
+}
+
+/* The Viterbi into nd[0, n]: a node is replaced if unreached (from < 0) or beaten. */
+static void run_nodes(const dat_unit *u, spm_node *nd, const uint8_t *t, size_t n,
+                      size_t reach, float unk_score, int32_t unk_id)
+{
+    size_t ready = 1;
+    nd[0] = (spm_node){0.0f, -1, -1};
+    for (size_t start = 0; start < n;) {
+        if (start + reach >= ready) ready = init_nodes(nd, ready, n, start, reach);
+        float till = nd[start].score;
+        if (fabsf(till) > REBASE_AT)
+            till = rebase_nodes(nd, start, start + reach < ready ? start + reach + 1 : ready);
+        size_t mblen = char_len(t[start]), k = start;
+        if (mblen > n - start) mblen = n - start;
+        int single = 0;
+        for (int32_t s = 0, c = u[0].base ^ t[k]; u[c].check == s; c = u[s].base ^ t[k]) {
+            s = c;
+            int32_t id = u[c].id;
+            float cand = u[c].score + till;
+            spm_node *e = &nd[k + 1];
+            if (id >= 0 && (cand > e->score || e->from < 0))
+                *e = (spm_node){cand, (int32_t)start, id};
+            single |= id >= 0 && k + 1 - start == mblen;
+            if (++k == n) break;
+        }
+        spm_node *e = &nd[start + mblen];
+        float cand = unk_score + till;
+        if (!single && (cand > e->score || e->from < 0))
+            *e = (spm_node){cand, (int32_t)start, unk_id};
+        start += mblen;
+    }
+}
+
+/* -- the usual case, packed: finite scores (so every candidate is finite and beats an
+ * unreached node's -inf), pieces of at most 255 bytes and ids below 2^24. The scores of
+ * the live nodes [start, start + reach] sit in a ring; per end position only
+ * id << 8 | length of its best piece is kept (4 bytes instead of 12). -- */
+
+#define RING 256 /* > reach */
+
+static void run_packed(const dat_unit *u, uint32_t *bp, const uint8_t *t, size_t n,
+                       size_t reach, float unk_score, int32_t unk_id)
+{
+    float ring[RING];
+    size_t ready = 1;
+    ring[0] = 0.0f;
+    for (size_t start = 0; start < n;) {
+        for (size_t upto = n - start > reach ? start + reach : n; ready <= upto; ready++)
+            ring[ready % RING] = -INFINITY;
+        float till = ring[start % RING];
+        if (fabsf(till) > REBASE_AT) { /* sentencepiece's rebasing; till is finite */
+            for (size_t i = start + 1; i < ready; i++) ring[i % RING] -= till;
+            ring[start % RING] = till = 0.0f;
+        }
+        uint8_t b0 = t[start];
+        size_t mblen = b0 < 0x80 ? 1 : char_len(b0), k = start;
+        if (mblen > n - start) mblen = n - start;
+        int single = 0;
+        for (int32_t s = 0, c = u[0].base ^ b0; u[c].check == s; c = u[s].base ^ t[k]) {
+            s = c;
+            int32_t id = u[c].id;
+            if (id >= 0) {
+                float cand = u[c].score + till, *e = &ring[(k + 1) % RING];
+                if (cand > *e) {
+                    *e = cand;
+                    bp[k + 1] = (uint32_t)id << 8 | (uint32_t)(k + 1 - start);
+                }
+                single |= k + 1 - start == mblen;
+            }
+            if (++k == n) break;
+        }
+        float cand = unk_score + till, *e = &ring[(start + mblen) % RING];
+        if (!single && cand > *e) {
+            *e = cand;
+            bp[start + mblen] = (uint32_t)unk_id << 8 | (uint32_t)mblen;
+        }
+        start += mblen;
+    }
+}
+
+/* Whether md's Viterbi can run packed over text (reach: the longest piece, >= 4). */
+static int packable(const mg_spm_model *md, float unk_score, size_t reach)
+{
+    return md->dat->finite && fabsf(unk_score) <= 1e30f && reach < RING &&
+           md->proto.n_pieces <= 0xFFFFFF;
+}
+
+static size_t lattice_reach(const mg_spm_model *md)
+{
+    size_t reach = mg_spm_trie_max_len(md->lattice);
+    return reach < 4 ? 4 : reach; /* an unk spans one character */
+}
+
+/* The Viterbi over t[0, n) (0 < n < INT32_MAX) into s->nodes: nodes, or packed. */
+static mg_status spm_viterbi(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
+                             size_t n, int packed)
+{
+    MG_RETURN_IF(!md->dat, MG_ERR_ARG, "sentencepiece: not a Unigram model");
+    float unk_score = md->min_score - UNK_PENALTY;
+    size_t reach = lattice_reach(md);
+    MG_FORWARD(ensure_scratch(s, (n + 1) * (packed ? sizeof(uint32_t) : sizeof(spm_node))));
+    if (packed)
+        run_packed(md->dat->u, s->nodes, t, n, reach, unk_score, md->unk_id);
+    else
+        run_nodes(md->dat->u, s->nodes, t, n, reach, unk_score, md->unk_id);
+    return MG_OK;
+}
+
+mg_status mg_spm_unigram_encode(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
+                                size_t n, mg_spm_refs *out)
+{
+    if (n == 0) return MG_OK;
+    MG_RETURN_IF(n >= INT32_MAX, MG_ERR_LIMIT, "normalized text of %zu bytes is too long", n);
+    MG_FORWARD(spm_viterbi(md, s, t, n, 0));
+    MG_FORWARD(mg_spm_refs_reserve(out, n)); /* the path, from the back of room for n */
+    const spm_node *nd = s->nodes;
+    mg_spm_ref *v = out->v + out->n;
+    size_t i = n;
+    for (size_t end = n; end > 0; end = (size_t)nd[end].from)
+        v[--i] = (mg_spm_ref){(uint32_t)nd[end].from, (uint32_t)(end - (size_t)nd[end].from),
+                              nd[end].id};
+    memmove(v, v + i, (n - i) * sizeof *v);
+    out->n += n - i;
+    return MG_OK;
+}
+
+/* The ids of the piece t[from, end) with id `id` written before *w (see
+ * mg_spm_unigram_ids); *next_unk: the piece after it is a merged unk. */
+static inline int64_t *put_piece(int64_t *w, int32_t id, int32_t unk, const int32_t *byte_ids,
+                                 const uint8_t *t, size_t from, size_t end, int *next_unk)
+{
+    if (id != unk) {
+        *--w = id;
+        *next_unk = 0;
+    } else if (byte_ids) {
+        for (size_t k = end; k > from;) *--w = byte_ids[t[--k]];
+    } else {
+        if (*next_unk) w++; /* a run of unknown pieces is one unk, the run's first */
+        *--w = unk;
+        *next_unk = 1;
+    }
+    return w;
+}
+
+mg_status mg_spm_unigram_ids(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
+                             size_t n, const int32_t *byte_ids, int64_t *room, size_t *count)
+{
+    *count = 0;
+    if (n == 0) return MG_OK;
+    MG_RETURN_IF(n >= INT32_MAX, MG_ERR_LIMIT, "normalized text of %zu bytes is too long", n);
+    MG_RETURN_IF(!md->dat, MG_ERR_ARG, "sentencepiece: not a Unigram model");
+    int packed = packable(md, md->min_score - UNK_PENALTY, lattice_reach(md));
+    MG_FORWARD(spm_viterbi(md, s, t, n, packed));
+    int64_t *w = room + n;
+    int next_unk = 0;
+    if (packed) {
+        const uint32_t *bp = s->nodes;
+        for (size_t end = n; end > 0;) {
+            if (end > 256) __builtin_prefetch(&bp[end - 256]); /* the walk is latency bound */
+            size_t from = end - (bp[end] & 0xFF);
+            w = put_piece(w, (int32_t)(bp[end] >> 8), md->unk_id, byte_ids, t, from, end,
+                          &next_unk);
+            end = from;
+        }
+    } else {
+        const spm_node *nd = s->nodes;
+        for (size_t end = n; end > 0; end = (size_t)nd[end].from)
+            w = put_piece(w, nd[end].id, md->unk_id, byte_ids, t, (size_t)nd[end].from, end,
+                          &next_unk);
+    }
+    *count = (size_t)(room + n - w);
+    return MG_OK;
+}
+
+/* ==== HF tokenizers (f64) ==== */
 
 typedef struct {
     int32_t id;
     int32_t starts_at; /* -1: not reached */
     double score;
 } best_node;
-
-static mg_status ensure_nodes(mg_spm_scratch *s, size_t n)
-{
-    if (s->nodes_cap >= n) return MG_OK;
-    best_node *v = mg_realloc(s->nodes, n * sizeof *v);
-    if (!v) return MG_ERR_NOMEM;
-    s->nodes = v;
-    s->nodes_cap = n;
-    return MG_OK;
-}
 
 static inline void relax(best_node *target, double cand, size_t start, int32_t id)
 {
@@ -58,14 +442,12 @@ static int piece_candidates(const mg_unigram_lattice *L, const mg_spm_edge *cons
 {
     mg_spm_trie_view v = mg_spm_trie_view_of(L->trie);
     double till = nodes[start].score;
-    float ftill = (float)till;
     int has_single = 0;
     const mg_spm_edge *e = root[t[start]];
     for (size_t k = start; e; e = ++k < n ? mg_spm_view_step(v, e->child, t[k]) : NULL) {
         int32_t id = e->value;
         if (id < 0) continue;
-        double cand = L->fscore ? (double)(L->fscore[id] + ftill) : L->score[id] + till;
-        relax(&nodes[k + 1], cand, start, id);
+        relax(&nodes[k + 1], L->score[id] + till, start, id);
         if (k + 1 - start == mblen) has_single = 1;
     }
     return has_single;
@@ -77,15 +459,12 @@ static int frozen_candidates(const mg_unigram_lattice *L, const mg_spm_frozen *f
                              size_t n, size_t start, size_t mblen)
 {
     double till = nodes[start].score;
-    float ftill = (float)till;
     int has_single = 0;
     int32_t node = froot[t[start]];
     for (size_t k = start; node >= 0; node = ++k < n ? mg_spm_frozen_step(f, node, t[k]) : -1) {
-        const mg_spm_fnode *nd = &f->nodes[node];
-        int32_t id = nd->value;
+        int32_t id = f->nodes[node].value;
         if (id < 0) continue;
-        double cand = L->fscore ? (double)(nd->score + ftill) : L->score[id] + till;
-        relax(&nodes[k + 1], cand, start, id);
+        relax(&nodes[k + 1], L->score[id] + till, start, id);
         if (k + 1 - start == mblen) has_single = 1;
     }
     return has_single;
@@ -96,14 +475,11 @@ static mg_status unk_candidate(const mg_unigram_lattice *L, best_node *nodes, si
 {
     MG_RETURN_IF(L->unk_id < 0, MG_ERR_ARG, "Unigram model without an unk id cannot encode "
                  "the character at normalized byte %zu (no piece covers it)", start);
-    double till = nodes[start].score;
-    double cand = L->fscore ? (double)(float)(L->unk_score + till) : L->unk_score + till;
-    relax(&nodes[start + mblen], cand, start, L->unk_id);
+    relax(&nodes[start + mblen], L->unk_score + nodes[start].score, start, L->unk_id);
     return MG_OK;
 }
 
-/* Appends the best path ending at n, in text order: fills it in from the back of room for
- * n pieces (each is at least one byte long), then moves it to the front. */
+/* Appends the best path ending at n, in text order (as spm_backtrack). */
 static mg_status backtrack(const best_node *nodes, size_t n, mg_spm_refs *out)
 {
     MG_FORWARD(mg_spm_refs_reserve(out, n));
@@ -119,19 +495,12 @@ static mg_status backtrack(const best_node *nodes, size_t n, mg_spm_refs *out)
     return MG_OK;
 }
 
-/* mg_spm_char_len, inlined. */
-static inline size_t char_len(uint8_t first)
-{
-    static const uint8_t len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    return len[first >> 4];
-}
-
 mg_status mg_unigram_viterbi(const mg_unigram_lattice *L, mg_spm_scratch *s, const uint8_t *t,
                              size_t n, mg_spm_refs *out)
 {
     if (n == 0) return MG_OK;
     MG_RETURN_IF(n >= INT32_MAX, MG_ERR_LIMIT, "normalized text of %zu bytes is too long", n);
-    MG_FORWARD(ensure_nodes(s, n + 1));
+    MG_FORWARD(ensure_scratch(s, (n + 1) * sizeof(best_node)));
     best_node *nodes = s->nodes;
     const mg_spm_frozen *f = mg_spm_trie_frozen(L->trie);
     if (s->root_trie != L->trie) { /* the root's edges, looked up once per encoder */
@@ -158,16 +527,4 @@ mg_status mg_unigram_viterbi(const mg_unigram_lattice *L, mg_spm_scratch *s, con
         start += mblen;
     }
     return backtrack(nodes, n, out);
-}
-
-mg_status mg_spm_unigram_encode(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t,
-                                size_t n, mg_spm_refs *out)
-{
-    mg_unigram_lattice L = {
-        .trie = md->lattice,
-        .fscore = md->lattice_score,
-        .unk_score = (float)(md->min_score - UNK_PENALTY),
-        .unk_id = md->unk_id,
-    };
-    return mg_unigram_viterbi(&L, s, t, n, out);
 }

@@ -11,7 +11,9 @@
  * --tokenizer-sentencepiece-legacy.
  *
  * encode_as_ids = Normalize (spm_normalize.c), the model's Encode (spm_unigram.c or
- * spm_bpe.c), then PopulateSentencePieceText: with byte_fallback an unknown piece becomes
+ * spm_bpe.c), then PopulateSentencePieceText (for Unigram models both in one step,
+ * mg_spm_unigram_ids; a Unigram model with a NaN or infinite score is refused, as
+ * sentencepiece 0.2.3 does): with byte_fallback an unknown piece becomes
  * the ids of its UTF-8 bytes' <0xXX> pieces; without it a run of unknown pieces is one
  * unk id. A CONTROL piece in the model's output (a one-character CONTROL piece met by
  * BPE) is an error, as in the library ("all normalized characters are not consumed").
@@ -22,6 +24,7 @@
  */
 #include "tok/tok_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,19 +74,21 @@ static inline mg_status push_id(mg_ids *out, int64_t id)
     return MG_OK;
 }
 
-/* PopulateSentencePieceText on the normalized text t, keeping only the ids. */
+static int is_unigram(int model_type)
+{
+    return model_type != SPM_BPE && model_type != SPM_WORD && model_type != SPM_CHAR;
+}
+
+/* PopulateSentencePieceText on the normalized text t, keeping only the ids (the BPE, WORD
+ * and CHAR models; the Unigram model's: mg_spm_unigram_ids). */
 static mg_status populate(const spm_impl *im, const uint8_t *t, const mg_spm_refs *refs,
                           mg_ids *out)
 {
     const mg_spm_piece *pcs = im->md.proto.pieces;
-    int mt = im->md.proto.model_type, prev_unk = 0;
-    /* the Unigram model yields only NORMAL and USER_DEFINED pieces and unk_id */
-    int unigram = mt != SPM_BPE && mt != SPM_WORD && mt != SPM_CHAR;
+    int prev_unk = 0;
     for (size_t i = 0; i < refs->n; i++) {
         const mg_spm_ref *r = &refs->v[i];
-        int type = !unigram                   ? pcs[r->id].type
-                   : r->id == im->md.unk_id ? SPM_UNKNOWN
-                                            : SPM_NORMAL;
+        int type = pcs[r->id].type;
         MG_RETURN_IF(type == SPM_CONTROL, MG_ERR_FORMAT, "sentencepiece: the model produced "
                      "control piece %d: all normalized characters are not consumed", r->id);
         int unk = type == SPM_UNKNOWN;
@@ -154,9 +159,30 @@ static mg_status model_encode(spm_state *s)
     switch (md->proto.model_type) {
     case SPM_BPE: return mg_spm_bpe_encode(md, &s->scratch, t, n, &s->refs);
     case SPM_WORD: return word_encode(md, t, n, &s->refs);
-    case SPM_CHAR: return char_encode(md, t, n, &s->refs);
-    default: return mg_spm_unigram_encode(md, &s->scratch, t, n, &s->refs);
+    default: return char_encode(md, t, n, &s->refs); /* SPM_CHAR: Unigram is not here */
     }
+}
+
+/* The Unigram model's ids, written straight into out (mg_spm_unigram_ids). */
+static mg_status unigram_ids(spm_state *s, mg_ids *out)
+{
+    const spm_impl *im = s->im;
+    size_t n = s->norm.n, k;
+    if (n == 0) return MG_OK;
+    if (out->cap - out->n < n) {
+        size_t cap = out->cap ? out->cap : 64;
+        while (cap - out->n < n) cap *= 2;
+        int64_t *v = mg_realloc(out->v, cap * sizeof *v);
+        if (!v) return MG_ERR_NOMEM;
+        out->v = v;
+        out->cap = cap;
+    }
+    int64_t *room = out->v + out->n;
+    MG_FORWARD(mg_spm_unigram_ids(&im->md, &s->scratch, s->norm.v, n,
+                                  im->md.proto.byte_fallback ? im->byte_ids : NULL, room, &k));
+    memmove(room, room + n - k, k * sizeof *room);
+    out->n += k;
+    return MG_OK;
 }
 
 static mg_status spm_encode(const mg_tokenizer *tk, void *state, const char *text, size_t len,
@@ -166,6 +192,7 @@ static mg_status spm_encode(const mg_tokenizer *tk, void *state, const char *tex
     spm_state *s = state;
     const spm_impl *im = s->im;
     MG_FORWARD(mg_spm_normalize(&im->nz, (const uint8_t *)text, len, &s->norm));
+    if (is_unigram(im->md.proto.model_type)) return unigram_ids(s, out);
     s->refs.n = 0;
     MG_FORWARD(model_encode(s));
     return populate(im, s->norm.v, &s->refs, out);
@@ -280,6 +307,15 @@ static const char *model_type_name(int t)
     return t >= 1 && t <= 4 ? names[t] : "?";
 }
 
+/* sentencepiece 0.2.3 refuses a Unigram model with a NaN or infinite piece score. */
+static mg_status check_scores(const mg_spm_proto *p)
+{
+    for (size_t i = 0; i < p->n_pieces; i++)
+        MG_RETURN_IF(!isfinite(p->pieces[i].score), MG_ERR_FORMAT, "score is NaN or Inf "
+                     "(piece %zu)", i);
+    return MG_OK;
+}
+
 static int has_matchable(const mg_spm_proto *p)
 {
     for (size_t i = 0; i < p->n_pieces; i++) {
@@ -297,6 +333,7 @@ static mg_status load(spm_impl *im, size_t n)
     int t = im->md.proto.model_type;
     MG_RETURN_IF(t == SPM_UNIGRAM && !has_matchable(&im->md.proto), MG_ERR_FORMAT,
                  "no pieces are loaded (a unigram model needs a normal piece)");
+    if (is_unigram(t)) MG_FORWARD(check_scores(&im->md.proto));
     MG_FORWARD(mg_spm_normalizer_init(&im->nz, &im->md));
     for (int b = 0; b < 256; b++) {
         char piece[8];

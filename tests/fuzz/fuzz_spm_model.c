@@ -4,8 +4,8 @@
  * model (sentencepiece_model.proto). The model goes through the proto reader
  * (mg_spm_proto_parse), InitializePieces (mg_spm_model_init) and the normalizer; when
  * accepted, the text and a fixed sample (raw bytes: malformed UTF-8 included) are
- * normalized and encoded with both the Unigram and the BPE encoder, and every id must be
- * a piece index. Any outcome is fine except a crash, a sanitizer report, a leak or a bad id.
+ * normalized and encoded with both the Unigram (refs and mg_spm_unigram_ids) and the BPE
+ * encoder, and every id must be a piece index. Any outcome is fine except a crash, a sanitizer report, a leak or a bad id.
  * Seeds: tests/fuzz/corpus/spm_model/ (small trained models: a Unigram one with a custom
  * precompiled charsmap and a user-defined symbol, a byte_fallback BPE one).
  */
@@ -31,6 +31,22 @@ static void check_refs(const mg_spm_model *md, const mg_spm_refs *r, size_t n)
     if (covered != n) abort();
 }
 
+/* mg_spm_unigram_ids (byte fallback when the model has the byte pieces): ids in range. */
+static void check_ids(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t, size_t n)
+{
+    int32_t byte_ids[256];
+    for (int b = 0; b < 256; b++) byte_ids[b] = b % (int)md->proto.n_pieces;
+    int64_t *room = malloc((n ? n : 1) * sizeof *room);
+    size_t k;
+    if (room && mg_spm_unigram_ids(md, s, t, n, md->proto.byte_fallback ? byte_ids : NULL,
+                                   room, &k) == MG_OK) {
+        if (k > n) abort();
+        for (size_t i = n - k; i < n; i++)
+            if (room[i] < 0 || room[i] >= (int64_t)md->proto.n_pieces) abort();
+    }
+    free(room);
+}
+
 static void encode(const mg_spm_model *md, const mg_spm_normalizer *nz, const uint8_t *t,
                    size_t n)
 {
@@ -41,6 +57,7 @@ static void encode(const mg_spm_model *md, const mg_spm_normalizer *nz, const ui
     if (mg_spm_normalize(nz, t, n, &norm) == MG_OK) {
         if (mg_spm_unigram_encode(md, &s, norm.v, norm.n, &refs) == MG_OK)
             check_refs(md, &refs, norm.n);
+        check_ids(md, &s, norm.v, norm.n);
         refs.n = 0;
         if (mg_spm_bpe_encode(md, &s, norm.v, norm.n, &refs) == MG_OK)
             check_refs(md, &refs, norm.n);

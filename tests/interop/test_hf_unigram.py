@@ -24,6 +24,7 @@ import pytest
 
 from test_hf_tokenizers import ADVERSARIAL, HANDWRITTEN, compare, fortunes, run_tokenize
 from test_hf_spm_bpe import SPM_ADVERSARIAL
+from test_spm import long_document
 from conftest import write_texts_jsonl
 
 EXTRA = [
@@ -212,3 +213,22 @@ def test_unigram_decode(name, models, corpus, test_tool):
     bad = [i for i in range(len(want)) if got[i] != want[i]]
     assert not bad, f"{name}: {len(bad)} decodes differ; first ids {ids[bad[0]][:20]}: " \
                     f"got {got[bad[0]][:80]!r} expected {want[bad[0]][:80]!r}"
+
+
+@pytest.mark.parametrize("split", [True, False])
+@pytest.mark.parametrize("name", ["spm-test_model", "t5-test_ja_model", "trained-bf1"])
+def test_unigram_long_document(name, split, models, vocab_dir, test_tool, tmp_path):
+    """A ~1 MB document, every id, against tokenizers (f64 sums, no rebasing, unlike
+    sentencepiece 0.2.3); split False: Metaspace without splitting, so the whole document
+    is one lattice."""
+    from tokenizers import Tokenizer
+
+    spec = json.loads((models[name] / "tokenizer.json").read_text(encoding="utf-8"))
+    assert spec["pre_tokenizer"]["type"] == "Metaspace"
+    spec["pre_tokenizer"]["split"] = split
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    text = long_document(len(name) * 2 + split, 1_000_000)
+    corpus_file = write_texts_jsonl(tmp_path / "long.jsonl", [text])
+    got, _, _ = run_tokenize(test_tool, corpus_file, hf_args(tmp_path))
+    want = [Tokenizer.from_file(str(tmp_path / "tokenizer.json")).encode(text).ids]
+    compare([text], got, want, f"{name} (split {split}) vs tokenizers")

@@ -27,7 +27,7 @@ spm = pytest.importorskip("sentencepiece")
 from sentencepiece import sentencepiece_model_pb2  # noqa: E402
 
 VOCAB = pathlib.Path(os.environ.get("MG_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
-TOOL = ROOT / "build" / "tests" / "tools" / "tokenize"
+TOOL = ROOT / os.environ.get("MG_BUILD", "build") / "tests" / "tools" / "tokenize"
 FORTUNES = pathlib.Path("/usr/share/games/fortunes")
 BOTCHAN = VOCAB / "sentencepiece" / "botchan.txt"
 SP_TYPES = ["SentencePieceTokenizer", "GPTSentencePieceTokenizer", "Llama2Tokenizer"]
@@ -258,3 +258,128 @@ def test_errors(models, tmp_path):
     assert p.returncode != 0 and b"bad.model" in p.stderr
     with pytest.raises(Exception):
         spm.SentencePieceProcessor(model_file=str(bad))
+
+
+# ---- long documents: sentencepiece 0.2.3's score rebasing ----
+# The 0.2.3 wheel's Unigram Viterbi sums float scores and, when the best path score at a
+# start exceeds 1e5 in magnitude, subtracts it from every reached node (rebasing to 0).
+# Which of two near-tied paths wins deep inside a long document depends on exactly that
+# float arithmetic: these tests compare every id of ~1 MB documents.
+
+def long_document(seed, n_chars):
+    """About n_chars characters: botchan lines, numbers (near-tied digit splits), CJK."""
+    rng = random.Random(seed)
+    lines = [x for x in BOTCHAN.read_text(encoding="utf-8").split("\n") if x]
+    cjk = fortune_entries(FORTUNES / "chinese", 300)
+    parts, size = [], 0
+    while size < n_chars:
+        k = rng.random()
+        if k < 0.5:
+            p = rng.choice(lines)
+        elif k < 0.85:
+            p = " ".join(str(rng.randrange(10 ** rng.randrange(1, 9)))
+                         for _ in range(rng.randrange(1, 8)))
+        else:
+            p = rng.choice(cjk)
+        parts.append(p)
+        size += len(p) + 1
+    return "\n".join(parts)
+
+
+def assert_same_long(got, expect):
+    first = next((i for i, (a, b) in enumerate(zip(got, expect)) if a != b),
+                 min(len(got), len(expect)))
+    assert got == expect, (f"{len(got)} ids vs sentencepiece's {len(expect)}; first "
+                           f"difference at id {first}: ours {got[first:first + 6]} spm "
+                           f"{expect[first:first + 6]}")
+
+
+@pytest.mark.parametrize("name", ["test_ja_model", "test_model", "uni_5000", "uni_user",
+                                  "uni_bf", "uni_nfkc_cf"])
+def test_long_document_matches_sentencepiece(models, name):
+    text = long_document(zlib.crc32(name.encode()), 1_000_000)
+    sp = spm.SentencePieceProcessor(model_file=str(models[name]))
+    _, _, got = run_tokenize(["--tokenizer-type", "SentencePieceTokenizer",
+                              "--tokenizer-model", models[name]], [text])
+    assert_same_long(got[0], sp.encode_as_ids(text))
+
+
+def synthetic_model(path, pieces):
+    """A Unigram model with the given (piece, score, type) and no normalization."""
+    m = sentencepiece_model_pb2.ModelProto()
+    m.ParseFromString((VOCAB / "sentencepiece" / "test_model.model").read_bytes())
+    del m.pieces[:]
+    for piece, score, kind in [("<unk>", 0, 2), ("<s>", 0, 3), ("</s>", 0, 3)] + pieces:
+        p = m.pieces.add()
+        p.piece, p.score, p.type = piece, score, kind
+    m.trainer_spec.model_type = m.trainer_spec.UNIGRAM
+    m.normalizer_spec.name = "identity"
+    m.normalizer_spec.precompiled_charsmap = b""
+    m.normalizer_spec.add_dummy_prefix = False
+    m.normalizer_spec.remove_extra_whitespaces = False
+    pathlib.Path(path).write_bytes(m.SerializeToString())
+    return path
+
+
+def compare_synthetic(path, texts):
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    _, _, got = run_tokenize(["--tokenizer-type", "SentencePieceTokenizer",
+                              "--tokenizer-model", path], texts)
+    for g, t in zip(got, texts):
+        assert_same_long(g, sp.encode_as_ids(t))
+
+
+@pytest.mark.parametrize("delta", [0.01, 0.004, 0.003, 0.001, 1e-4, 1e-6])
+def test_float_sums_and_rebasing(tmp_path, delta):
+    """"b"+"c" scores -2, "bc" -2-delta: float sums at 1e5 tie them ("bc", the earlier
+    start, stays); after a rebase (an unknown "x" or a start past 1e5) they do not."""
+    path = synthetic_model(tmp_path / "f.model", [("a", -1.0, 1), ("b", -1.0, 1),
+                                                  ("c", -1.0, 1), ("bc", -2.0 - delta, 1),
+                                                  ("\u2581", -1.0, 1), ("ab", -2.0, 1)])
+    n = 100_000
+    texts = ["a" * n + "bc", "a" * n + "xbc", "x" + "a" * n + "bc", "a" * 99_990 + "bc",
+             "a" * 100_003 + "bc", ("a" * 99 + " ") * 1500 + "bc", "a" * n + "x" + "a" * n + "bc",
+             ("abc" * 7 + "x") * 20_000, "a" * (2 * n + 17) + "bc"]
+    compare_synthetic(path, texts)
+
+
+def test_user_defined_scores(tmp_path):
+    """A USER_DEFINED piece of n bytes scores (n - 1) * 0.1 in the Viterbi."""
+    cases = [([("b", -0.01, 1), ("c", -0.01, 1), ("bc", 0, 4)], ["bc", "abca"]),
+             ([("b", -5, 1), ("c", -5, 1), ("d", 0.15, 1), ("bc", 0, 4), ("bcd", 0, 4)],
+              ["bcd", "bcdbc"]),
+             ([("b", -5, 1), ("c", -5, 1), ("d", 0.05, 1), ("bc", 0, 4), ("bcd", 0, 4)],
+              ["bcd", "bcdbc"]),
+             ([("\u00e9", -0.01, 1), ("\u00e9\u00e9", 0.2, 1), ("\u00e9\u00e9\u00e9", 0, 4)],
+              ["\u00e9\u00e9\u00e9\u00e9", "\u00e9\u00e9\u00e9\u00e9\u00e9"])]
+    for i, (pieces, texts) in enumerate(cases):
+        path = synthetic_model(tmp_path / f"u{i}.model", [("a", -1.0, 1)] + pieces)
+        compare_synthetic(path, texts)
+
+
+def test_general_viterbi_path(tmp_path):
+    """Models off the packed fast path: a user-defined piece over 255 bytes, scores so
+    large that path sums overflow to -inf (unreached and -inf nodes differ there)."""
+    q = "q" * 300
+    path = synthetic_model(tmp_path / "long.model", [("a", -1.0, 1), ("b", -1.0, 1),
+                                                     ("c", -1.0, 1), ("bc", -2.001, 1),
+                                                     ("q", -1.0, 1), (q, 0, 4)])
+    compare_synthetic(path, ["a" * 100_000 + "bc" + q + "a" * 1000 + "bc" + q + "qq",
+                             ("abc" * 5 + "x") * 30_000, q[:299] + "x" + q * 3])
+    path = synthetic_model(tmp_path / "huge.model", [("a", -3e38, 1), ("b", -1.0, 1),
+                                                     ("c", -2e38, 1), ("bc", -2.5e38, 1),
+                                                     ("ab", -1e38, 1), ("\u2581", -1.0, 1)])
+    compare_synthetic(path, ["abcabcbcab", "aaaa bc xyz", "cab" * 50 + "x", "b" * 10])
+
+
+def test_non_finite_scores_rejected(tmp_path):
+    """sentencepiece 0.2.3 refuses a Unigram model with a NaN or infinite score (any piece
+    type); BPE models load."""
+    for i, (score, kind) in enumerate([(float("-inf"), 1), (float("nan"), 4),
+                                       (float("inf"), 3)]):
+        path = synthetic_model(tmp_path / f"bad{i}.model", [("a", -1.0, 1), ("b", score, kind)])
+        with pytest.raises(RuntimeError, match="NaN or Inf"):
+            spm.SentencePieceProcessor(model_file=str(path))
+        p = run_tokenize(["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model",
+                          path], ["ab"], check=False)
+        assert p.returncode != 0 and b"NaN or Inf" in p.stderr

@@ -140,7 +140,7 @@ MG_TEST(spm_unigram_viterbi)
     check_ids(t, tk, "axyz", IDS(3, 4, 0));    /* a run of unknowns is one unk */
     check_ids(t, tk, "xa y", IDS(3, 0, 4, 3, 0));
     check_ids(t, tk, "bb", IDS(3, 5, 5));      /* UNUSED pieces are never chosen */
-    check_ids(t, tk, "a<u>b", IDS(3, 4, 9, 5)); /* user-defined: length * max - 0.1 */
+    check_ids(t, tk, "a<u>b", IDS(3, 4, 9, 5)); /* user-defined: (length - 1) * 0.1 */
     check_ids(t, tk, "   ", NO_IDS);
     check_ids(t, tk, "", NO_IDS);
     mg_tokenizer_free(tk);
