@@ -17,15 +17,41 @@
 
 /* ---- save ---- */
 
-/* The optimizer's parameter order: decay tensors in model order, then the others. */
+#define QKV ".self_attention.linear_qkv."
+#define PROJ ".self_attention.linear_proj."
+
+/* 1 if a and b are tensors of the same layer's self_attention. */
+static int same_attention(const char *a, const char *b)
+{
+    const char *ea = strstr(a, ".self_attention."), *eb = strstr(b, ".self_attention.");
+    return ea && eb && ea - a == eb - b && !strncmp(a, b, (size_t)(ea - a));
+}
+
+/* Appends the tensors whose decay flag is `decay` in Megatron's parameter order (the TE
+ * spec's module registration order: Attention builds linear_proj before SelfAttention builds
+ * linear_qkv, whose fused input norm comes first), i.e. mg-train's model order with each
+ * layer's linear_proj moved before its linear_qkv. */
+static size_t add_group(const mg_gpt *g, int decay, size_t *order, size_t n)
+{
+    for (size_t i = 0; i < g->nt; i++) {
+        const char *name = g->t[i].name;
+        if (strstr(name, PROJ)) continue;
+        const char *prev = i > 0 ? g->t[i - 1].name : "";
+        int first_qkv = strstr(name, QKV) && !(strstr(prev, QKV) && same_attention(prev, name));
+        for (size_t j = i + 1; first_qkv && j < g->nt && same_attention(g->t[j].name, name); j++)
+            if (strstr(g->t[j].name, PROJ) && g->t[j].decay == decay) order[n++] = j;
+        if (g->t[i].decay == decay) order[n++] = i;
+    }
+    return n;
+}
+
+/* The optimizer's parameter order (Megatron's _get_param_groups): the decay tensors, then
+ * the others, each in Megatron's parameter order (model.c puts a layer's linear_qkv tensors
+ * right before its linear_proj ones). Returns the number of decay tensors. */
 static size_t param_order(const mg_gpt *g, size_t *order)
 {
-    size_t n = 0, ndecay;
-    for (size_t i = 0; i < g->nt; i++)
-        if (g->t[i].decay) order[n++] = i;
-    ndecay = n;
-    for (size_t i = 0; i < g->nt; i++)
-        if (!g->t[i].decay) order[n++] = i;
+    size_t ndecay = add_group(g, 1, order, 0);
+    add_group(g, 0, order, ndecay);
     return ndecay;
 }
 
@@ -66,7 +92,13 @@ static mg_status build_args(mg_pk_graph *pg, const mg_train_opts *o,
     MG_FORWARD(put_int(pg, *ns, "micro_batch_size", o->micro_batch_size));
     MG_FORWARD(put_int(pg, *ns, "seed", o->seed));
     MG_FORWARD(put_float(pg, *ns, "lr", o->lr));
-    return put_float(pg, *ns, "min_lr", o->min_lr);
+    MG_FORWARD(put_float(pg, *ns, "min_lr", o->min_lr));
+    /* read by Megatron's --use-checkpoint-args (its defaults are 0.1) and, with --vocab-file,
+     * compared by check_checkpoint_args (tokenizer_type) */
+    MG_FORWARD(put_float(pg, *ns, "hidden_dropout", o->hidden_dropout));
+    MG_FORWARD(put_float(pg, *ns, "attention_dropout", o->attention_dropout));
+    if (o->tok.model) MG_FORWARD(put_str(pg, *ns, "tokenizer_model", o->tok.model));
+    return o->tok.type ? put_str(pg, *ns, "tokenizer_type", o->tok.type) : MG_OK;
 }
 
 static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, mg_pk_obj **model)
@@ -81,8 +113,32 @@ static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, mg_pk_obj **model
     return MG_OK;
 }
 
-static mg_status build_group(mg_pk_graph *pg, const mg_train_opts *o, double wd, size_t first,
-                             size_t end, mg_pk_obj **grp)
+static mg_status put_bool(mg_pk_graph *pg, mg_pk_obj *m, const char *k, int v)
+{
+    mg_pk_obj *x = mg_pk_bool(pg, v);
+    return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
+}
+
+/* The keys megatron.core.optimizer._get_param_groups gives each group; FP32Optimizer.
+ * load_state_dict matches the saved groups to its own by (wd_mult, lr_mult,
+ * is_expert_parallel, is_decoupled_lr), and OptimizerParamScheduler multiplies the weight
+ * decay by wd_mult (0 for the no-decay group). */
+static mg_status put_megatron_group_keys(mg_pk_graph *pg, const mg_train_opts *o, mg_pk_obj *d,
+                                         int decay)
+{
+    MG_FORWARD(put_bool(pg, d, "is_expert_parallel", 0));
+    MG_FORWARD(put_bool(pg, d, "default_config", 1));
+    MG_FORWARD(put_float(pg, d, "wd_mult", decay ? 1.0 : 0.0));
+    MG_FORWARD(put_float(pg, d, "lr_mult", 1.0));
+    MG_FORWARD(put_bool(pg, d, "is_decoupled_lr", 0));
+    MG_FORWARD(put_float(pg, d, "max_lr", o->lr));
+    return put_float(pg, d, "min_lr", o->min_lr);
+}
+
+/* One param group: torch.optim.AdamW's keys, Megatron's, and the step count and
+ * bias_correction that Apex's and TransformerEngine's FusedAdam keep per group. */
+static mg_status build_group(mg_pk_graph *pg, const mg_train_opts *o, int decay, int64_t step,
+                             size_t first, size_t end, mg_pk_obj **grp)
 {
     mg_pk_obj *d = mg_pk_container(pg, MG_PK_DICT), *betas = mg_pk_container(pg, MG_PK_TUPLE);
     mg_pk_obj *params = mg_pk_container(pg, MG_PK_LIST);
@@ -93,7 +149,10 @@ static mg_status build_group(mg_pk_graph *pg, const mg_train_opts *o, double wd,
     MG_FORWARD(put_float(pg, d, "lr", o->lr));
     MG_FORWARD(mg_pk_set(pg, d, "betas", betas));
     MG_FORWARD(put_float(pg, d, "eps", o->adam_eps));
-    MG_FORWARD(put_float(pg, d, "weight_decay", wd));
+    MG_FORWARD(put_float(pg, d, "weight_decay", decay ? o->weight_decay : 0.0));
+    MG_FORWARD(put_megatron_group_keys(pg, o, d, decay));
+    MG_FORWARD(put_bool(pg, d, "bias_correction", 1));
+    MG_FORWARD(put_int(pg, d, "step", step));
     for (size_t i = first; i < end; i++) {
         mg_pk_obj *x = mg_pk_int(pg, (int64_t)i);
         if (!x) return MG_ERR_NOMEM;
@@ -110,7 +169,7 @@ static mg_status build_state(mg_pk_graph *pg, const mg_gpt *g, const mg_gpt_opti
     for (size_t i = 0; i < g->nt; i++) {
         const mg_gpt_tensor *t = &g->t[order[i]];
         mg_pk_obj *e = mg_pk_container(pg, MG_PK_DICT), *k = mg_pk_int(pg, (int64_t)i);
-        mg_pk_obj *s = mg_pk_tensor_new(pg, MG_TD_F32, 0, NULL, step);
+        mg_pk_obj *s = mg_pk_tensor_new(pg, MG_TD_F32, 0, NULL, step + i); /* own storage */
         mg_pk_obj *m = tensor_of(pg, t, opt->m), *v = tensor_of(pg, t, opt->v);
         if (!e || !k || !s || !m || !v) return MG_ERR_NOMEM;
         MG_FORWARD(mg_pk_set(pg, e, "step", s));
@@ -130,8 +189,8 @@ static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_g
     mg_pk_obj *groups = mg_pk_container(pg, MG_PK_LIST), *g0 = NULL, *g1 = NULL;
     if (!d || !state || !groups) return MG_ERR_NOMEM;
     MG_FORWARD(build_state(pg, g, opt, order, step, state));
-    MG_FORWARD(build_group(pg, o, o->weight_decay, 0, ndecay, &g0));
-    MG_FORWARD(build_group(pg, o, 0.0, ndecay, g->nt, &g1));
+    MG_FORWARD(build_group(pg, o, 1, opt->step, 0, ndecay, &g0));
+    MG_FORWARD(build_group(pg, o, 0, opt->step, ndecay, g->nt, &g1));
     MG_FORWARD(mg_pk_append(pg, groups, g0));
     MG_FORWARD(mg_pk_append(pg, groups, g1));
     MG_FORWARD(mg_pk_set(pg, d, "state", state));
@@ -161,7 +220,7 @@ static mg_status build_sched(mg_pk_graph *pg, const mg_train_opts *o,
 
 typedef struct {
     size_t *order;
-    float step;
+    float *steps; /* one per tensor: tensors sharing a pointer share a storage in the file */
 } save_bufs;
 
 static mg_status build_root(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
@@ -176,7 +235,7 @@ static mg_status build_root(mg_pk_graph *pg, const mg_train_opts *o, const mg_gp
     MG_FORWARD(put_int(pg, r, "iteration", st->iteration));
     MG_FORWARD(build_model(pg, g, &x));
     MG_FORWARD(mg_pk_set(pg, r, "model", x));
-    MG_FORWARD(build_optim(pg, o, g, opt, b->order, &b->step, &x));
+    MG_FORWARD(build_optim(pg, o, g, opt, b->order, b->steps, &x));
     MG_FORWARD(mg_pk_set(pg, r, "optimizer", x));
     MG_FORWARD(build_sched(pg, o, st, &x));
     MG_FORWARD(mg_pk_set(pg, r, "opt_param_scheduler", x));
@@ -209,12 +268,16 @@ static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt
     MG_FORWARD(make_dir(p));
     snprintf(p, sizeof p, "%s/" CKPT_FILE, tmp);
     mg_pk_graph *pg = mg_pk_graph_create();
-    save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)), (float)opt->step};
+    save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
+                   mg_calloc(g->nt ? g->nt : 1, sizeof(float))};
+    for (size_t i = 0; b.steps && i < g->nt; i++) b.steps[i] = (float)opt->step;
     mg_pk_obj *root = NULL;
-    mg_status s = pg && b.order ? build_root(pg, o, g, opt, st, &b, &root) : MG_ERR_NOMEM;
+    mg_status s = MG_ERR_NOMEM;
+    if (pg && b.order && b.steps) s = build_root(pg, o, g, opt, st, &b, &root);
     mg_torch_save_opts so = {.archive_name = "model_optim_rng"};
     if (s == MG_OK) s = mg_torch_save(p, root, &so);
     free(b.order);
+    free(b.steps);
     mg_pk_graph_free(pg);
     return s;
 }
@@ -361,12 +424,28 @@ static double num_of(const mg_pk_obj *x)
     return -1;
 }
 
+/* Megatron's groups (and mg-train's since it writes Megatron's parameter order) carry
+ * wd_mult; older mg-train files ordered the moments differently (linear_qkv before
+ * linear_proj), which same-shaped tensors would not reveal. */
+static mg_status check_group_keys(const char *path, const mg_pk_obj *groups)
+{
+    int ok = groups && groups->kind == MG_PK_LIST && groups->n > 0;
+    for (size_t i = 0; ok && i < groups->n; i++)
+        ok = (groups->items[i]->kind == MG_PK_DICT || groups->items[i]->kind == MG_PK_ODICT) &&
+             mg_pk_get(groups->items[i], "wd_mult");
+    MG_RETURN_IF(!ok, MG_ERR_FORMAT,
+                 "%s: optimizer param_groups without Megatron's wd_mult (written by an older "
+                 "mg-train, whose parameter order differs): pass --no-load-optim", path);
+    return MG_OK;
+}
+
 static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od)
 {
     const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
     MG_RETURN_IF(!state || state->kind != MG_PK_DICT, MG_ERR_FORMAT,
                  "%s: no optimizer state (pass --no-load-optim or --finetune to start a new "
                  "optimizer)", path);
+    MG_FORWARD(check_group_keys(path, mg_pk_get(od, "param_groups")));
     size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
     if (!order) return MG_ERR_NOMEM;
     param_order(g, order);

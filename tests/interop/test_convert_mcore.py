@@ -13,11 +13,12 @@ Two CUDA assumptions of megatron-core 0.16.1 stand between it and a CPU forward 
   - get_default_causal_mask() builds its mask on "cuda" when no mask is given: the tests pass
     an explicit causal mask (Megatron's convention, True = masked), which is a normal input;
   - RotaryEmbedding.get_emb() moves inv_freq to torch.cuda.current_device() unconditionally
-    (megatron/core/models/common/embeddings/rotary_pos_embedding.py). For the RoPE models the
-    forward therefore runs with torch.cuda.current_device patched to return "cpu" (nothing else
-    is changed); test_rope_forward_needs_cuda pins that line of megatron-core, without the
-    patch a CPU-only host fails there with "Found no NVIDIA driver on your system". GPT-2
-    (learned positions) runs with no patch at all.
+    (megatron/core/models/common/embeddings/rotary_pos_embedding.py), and the attention's
+    GlobalMemoryBuffer allocates on torch.cuda.current_device() the first time a (name, dtype)
+    needs a larger buffer (test_train_mcore.test_attention_buffer_needs_cuda). Every forward
+    therefore runs with torch.cuda.current_device patched to return "cpu" (nothing else is
+    changed); test_rope_forward_needs_cuda pins the RoPE line: without the patch a CPU-only
+    host fails there with "Found no NVIDIA driver on your system".
 test_reference_split_matches_mcore anchors this file's PyTorch reference of Megatron's layout
 (test_convert.expected_megatron) to megatron-core itself, independently of mg-convert.
 """
@@ -89,13 +90,12 @@ def build_gpt_model(mcore, args):
     return model.eval()
 
 
-def mcore_logits(model, ids, vocab, monkeypatch, rope):
+def mcore_logits(model, ids, vocab, monkeypatch):
     n = ids.shape[1]
     mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)[None, None]
     pos = torch.arange(n).unsqueeze(0).expand_as(ids)
     with monkeypatch.context() as m:
-        if rope:
-            m.setattr(torch.cuda, "current_device", lambda: "cpu")
+        m.setattr(torch.cuda, "current_device", lambda: "cpu")
         with torch.no_grad():
             out = model(ids, pos, attention_mask=mask)
     return out[..., :vocab]
@@ -124,7 +124,7 @@ def test_mcore_loads_converted_checkpoint(family, mcore, tmp_path, monkeypatch):
     assert not result.missing_keys and not result.unexpected_keys, result
     V = hf_config(src)["vocab_size"]
     ids = torch.randint(0, V, (2, 12), generator=torch.Generator().manual_seed(3))
-    assert_close_logits(mcore_logits(model, ids, V, monkeypatch, family != "gpt2"), hf_logits(src, ids),
+    assert_close_logits(mcore_logits(model, ids, V, monkeypatch), hf_logits(src, ids),
                         f"{family} via mg-convert")
 
 
@@ -141,7 +141,7 @@ def test_reference_split_matches_mcore(family, mcore, tmp_path, monkeypatch):
     assert not result.unexpected_keys and all(k.endswith("._extra_state") for k in result.missing_keys), result
     V = hf_config(src)["vocab_size"]
     ids = torch.randint(0, V, (2, 12), generator=torch.Generator().manual_seed(4))
-    assert_close_logits(mcore_logits(model, ids, V, monkeypatch, family != "gpt2"), hf_logits(src, ids),
+    assert_close_logits(mcore_logits(model, ids, V, monkeypatch), hf_logits(src, ids),
                         f"{family} reference split")
 
 
