@@ -3,7 +3,7 @@
 # clipping) on GPT-2 124M and a Llama-shaped model of similar size, B=4, T=256, fp32, the
 # same threads, in one run; prints tokens/s, the ratio, MFU against the measured sgemm peak
 # and peak RSS against mg-train --dry-run's plan (scripts/bench_train.py).
-#   scripts/bench-train.sh [--threads N] [--iters N] [--only gpt2|llama]   (MG_BIN: the tools)
+#   scripts/bench-train.sh [--threads N] [--iters N] [--repeat N] [--only gpt2|llama]   (MG_BIN: the tools)
 # The training data are the first 20 MB of the scripts/bench-preprocess.sh corpus, tokenized
 # once with GPT-2 by mg-preprocess under ~/.cache/mgtools/bench/train.
 set -euo pipefail

@@ -7,7 +7,8 @@ iterations of micro batch B x sequence T (fp32, one micro batch per iteration, A
 weight decay 0.1, gradient clipping at 1.0, no dropout), each in its own process so that its
 peak RSS is its own. Printed per model:
 
-  tokens/s      B*T / median iteration time, iterations after the first `--warmup` left out
+  tokens/s      B*T / median iteration time, iterations after the first `--warmup` left out;
+                the best of `--repeat` runs, mg-train and PyTorch alternated
   ratio         mg-train / PyTorch tokens/s (target >= 1)
   MFU           Megatron's FLOPs per iteration (mg-train --dry-run, the formula in
                 mg-train --help) / iteration time / the sgemm peak mg-train measures at
@@ -20,7 +21,7 @@ implementation) and clip_grad_norm_: what a researcher writing a CPU loop would 
 real tokens: mg-train from the dataset, PyTorch from the same .bin file.
 
     bench_train.py --bin BIN --data PREFIX --vocab VOCAB [--threads N] [--iters N]
-                   [--warmup N] [--only gpt2|llama]
+                   [--warmup N] [--repeat N] [--only gpt2|llama]
     bench_train.py torch-loop ...   (internal: the PyTorch loop in its own process)
 """
 import argparse
@@ -159,12 +160,22 @@ def steady(secs, warmup):
 
 def bench_model(a, model, env):
     flops, plan_mib = dry_run(a, model)
-    mg_secs, peak, mg_rss = run_mg(a, model, env)
-    torch_secs, torch_rss = run_torch(a, model, env)
-    mg_t, torch_t = steady(mg_secs, a.warmup), steady(torch_secs, a.warmup)
+    mg_ts, torch_ts, peaks, mg_rss, torch_rss = [], [], [], 0.0, 0.0
+    for _ in range(a.repeat):  # alternated, so that both see the same neighbours
+        mg_secs, peak, rss = run_mg(a, model, env)
+        mg_ts.append(steady(mg_secs, a.warmup))
+        peaks.append(peak)
+        mg_rss = max(mg_rss, rss)
+        torch_secs, rss = run_torch(a, model, env)
+        torch_ts.append(steady(torch_secs, a.warmup))
+        torch_rss = max(torch_rss, rss)
+    mg_t, torch_t, peak = min(mg_ts), min(torch_ts), max(peaks)
     print(f"\n{MODELS[model][0]}: B={B} T={T} fp32, {a.threads} threads, "
-          f"{a.iters} iterations (median of the last {a.iters - a.warmup}); "
-          f"{flops / 1e9:.1f} GFLOP per iteration; sgemm peak {peak / 1e9:.1f} GFLOP/s")
+          f"{a.iters} iterations (median of the last {a.iters - a.warmup}), best of "
+          f"{a.repeat} alternated runs; {flops / 1e9:.1f} GFLOP per iteration; sgemm peak "
+          f"{peak / 1e9:.1f} GFLOP/s")
+    print("  s/iter of every run: mg-train " + " ".join(f"{t:.3f}" for t in mg_ts) +
+          ", PyTorch " + " ".join(f"{t:.3f}" for t in torch_ts))
     print(f"  {'':10} {'s/iter':>8} {'tokens/s':>9} {'MFU':>7} {'peak RSS MiB':>13}")
     for name, t, rss in (("mg-train", mg_t, mg_rss), ("PyTorch", torch_t, torch_rss)):
         print(f"  {name:10} {t:8.3f} {B * T / t:9.1f} {100 * flops / t / peak:6.1f}% "
@@ -186,6 +197,7 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=3, help="alternated runs of each trainer")
     p.add_argument("--only", choices=sorted(MODELS))
     a = p.parse_args()
     if a.iters <= a.warmup:

@@ -9,6 +9,8 @@
 #ifndef MG_KERNELS_CPU_INTERNAL_H
 #define MG_KERNELS_CPU_INTERNAL_H
 
+#include <math.h>
+
 #include "kernels.h"
 
 #if MG_HAVE_OPENMP
@@ -113,7 +115,22 @@ typedef struct mgk_adamw_coef {
     float lr, lerp_w, beta2, one_minus_beta2, eps, decay_mul, neg_step_size, bc2_sqrt, grad_scale;
 } mgk_adamw_coef;
 mgk_adamw_coef mgk_adamw_coefs(const mgk_adamw_hp *hp, int decay);
-void mgk_adamw_elem(const mgk_adamw_coef *c, float *p, float *m, float *v, float g);
+/* p *= 1 - lr wd; m = lerp(m, g, 1 - b1); v = v b2 + (1 - b2) g g;
+ * p += -step_size * m / (sqrt(v) / sqrt(bc2) + eps).
+ * lerp and the addcmul use fused multiply-adds as torch's vectorised CPU kernels do, which
+ * makes m and v bitwise equal to torch.optim.AdamW (p agrees to an ulp). Only correctly
+ * rounded operations (fmaf, sqrtf, +, *, /; no contraction under -std=c11), so a vectorised
+ * loop over it gives the same bits as the scalar one. */
+static inline void mgk_adamw_elem(const mgk_adamw_coef *c, float *p, float *m, float *v,
+                                  float g)
+{
+    if (c->grad_scale != 1.0f) g *= c->grad_scale;
+    *p *= c->decay_mul;
+    *m = c->lerp_w < 0.5f ? fmaf(c->lerp_w, g - *m, *m) : fmaf(c->lerp_w - 1.0f, g - *m, g);
+    *v = fmaf(c->one_minus_beta2 * g, g, *v * c->beta2);
+    float denom = sqrtf(*v) / c->bc2_sqrt + c->eps;
+    *p = *p + c->neg_step_size * *m / denom;
+}
 
 /* gemm by BLAS when built with it (OpenBLAS runs single-threaded inside a parallel region),
  * else by plain loops on the calling thread: the fast attention calls it per head. */

@@ -25,20 +25,6 @@ mgk_adamw_coef mgk_adamw_coefs(const mgk_adamw_hp *hp, int decay)
     return c;
 }
 
-/* p *= 1 - lr wd; m = lerp(m, g, 1 - b1); v = v b2 + (1 - b2) g g;
- * p += -step_size * m / (sqrt(v) / sqrt(bc2) + eps).
- * lerp and the addcmul use fused multiply-adds as torch's vectorised CPU kernels do, which
- * makes m and v bitwise equal to torch.optim.AdamW (p agrees to an ulp). */
-void mgk_adamw_elem(const mgk_adamw_coef *c, float *p, float *m, float *v, float g)
-{
-    if (c->grad_scale != 1.0f) g *= c->grad_scale;
-    *p *= c->decay_mul;
-    *m = c->lerp_w < 0.5f ? fmaf(c->lerp_w, g - *m, *m) : fmaf(c->lerp_w - 1.0f, g - *m, g);
-    *v = fmaf(c->one_minus_beta2 * g, g, *v * c->beta2);
-    float denom = sqrtf(*v) / c->bc2_sqrt + c->eps;
-    *p = *p + c->neg_step_size * *m / denom;
-}
-
 void mgk_ref_adamw(const mg_kctx *k, float *param, float *m, float *v, const float *grad,
                    int64_t n, const mgk_adamw_hp *hp, int decay)
 {

@@ -409,6 +409,33 @@ MG_TEST(kernels_adamw_fast_vs_ref_and_formula)
     kt_ctx_pair_free(&r, &f);
 }
 
+/* The other branches of the element update (beta1 <= 0.5, no gradient scale) over several
+ * parallel blocks with a ragged tail: fast equals the reference bitwise. */
+MG_TEST(kernels_adamw_fast_blocks_and_small_beta1)
+{
+    mg_kctx r, f;
+    kt_ctx_pair(t, &r, &f, 3);
+    int64_t n = 3 * 16384 + 13;
+    float *p1 = kt_randn(n, 2, 1.0f), *p2 = kt_dup(p1, n);
+    float *m1 = kt_randn(n, 3, 0.1f), *m2 = kt_dup(m1, n);
+    float *v1 = kt_randn(n, 4, 0.1f), *v2;
+    for (int64_t i = 0; i < n; i++) v1[i] *= v1[i];
+    v2 = kt_dup(v1, n);
+    mgk_adamw_hp hp = {3e-3, 0.3, 0.99, 1e-6, 0.05, 7, 1.0};
+    for (int step = 7; step <= 9; step++) {
+        float *g = kt_randn(n, 20 + (uint64_t)step, 2.0f);
+        hp.step = step;
+        mgk_adamw(&r, p1, m1, v1, g, n, &hp, step & 1);
+        mgk_adamw(&f, p2, m2, v2, g, n, &hp, step & 1);
+        free(g);
+    }
+    KT_SAME(t, "adamw params", p1, p2, n);
+    KT_SAME(t, "adamw m", m1, m2, n);
+    KT_SAME(t, "adamw v", v1, v2, n);
+    free(p1), free(p2), free(m1), free(m2), free(v1), free(v2);
+    kt_ctx_pair_free(&r, &f);
+}
+
 MG_TEST(kernels_ctx)
 {
     mg_kctx k;
