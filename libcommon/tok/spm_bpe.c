@@ -7,9 +7,19 @@
  * empty or the sizes no longer add up), and the new pairs with its neighbours are
  * queued. Pairs forming an UNUSED piece record the split (the last one queued for that
  * piece wins); a final symbol that is an UNUSED piece is resegmented through those splits.
- * Each final symbol's id is PieceToId (reserved pieces first, unknown -> unk).
  * A pair's piece is found by walking the frozen md->pieces trie from the left symbol's
  * node over the right symbol's bytes (the same answer as PieceToId on the matchable set).
+ *
+ * Ids (sentencepiece 0.2.3, PieceToIdNoReserved): a final symbol's id is its matchable
+ * piece (NORMAL/USER_DEFINED/UNUSED), else unk; the reserved pieces (CONTROL, UNKNOWN,
+ * BYTE) are never looked up. So a character that is only a CONTROL piece (say "x" marked
+ * CONTROL) is an unknown symbol: tok_spm.c merges a run of them into one unk or, with
+ * byte_fallback, emits its bytes. Pairs only ever form matchable pieces, so merges through
+ * such a character still happen ("x" + "t" -> "xt" when "xt" is a piece). 0.2.1 looked
+ * reserved pieces up first and failed on such a text ("all normalized characters are not
+ * consumed"). The two lookups differ only there and on a piece both matchable and
+ * reserved, a BPE model 0.2.3 refuses to load ("... is already defined"; we load it and
+ * use the matchable id).
  *
  * With md->ws_bounded no pair merges across the start of a "▁" and no split is recorded,
  * so each "▁"-led span is encoded on its own: the same merges (a span's pairs keep their
@@ -18,8 +28,7 @@
  *    it is exact: the key is the whole span);
  *  - a span of at most 64 bytes is merged in an array, the best pair found by a scan
  *    (see small_run) instead of the heap;
- *  - a final symbol's id is its trie node's value when no matchable piece is also a
- *    reserved one (PieceToId's reserved lookup would miss; see piece_id).
+ *  - a final symbol's id is its trie node's value (see piece_id).
  * sentencepiece itself runs the agenda over the whole normalized text (bpe_model.cc);
  * the results are the same (tests/interop/test_spm.py, test_spm_bpe_cache.py).
  */
@@ -54,7 +63,6 @@ typedef struct {
     symbol *sym;
     size_t n_sym;
     const mg_spm_frozen *f; /* md->pieces, frozen */
-    int exact_ids;          /* see piece_id */
     int plain_scores;       /* see small_run */
 } bpe_run;
 
@@ -76,7 +84,7 @@ typedef struct {
 } cache_entry;
 
 typedef struct {
-    int exact_ids, plain_scores;
+    int plain_scores;
     size_t used, arena_n;
     cache_entry e[CACHE_SLOTS];
     uint8_t arena[CACHE_ARENA];
@@ -226,26 +234,31 @@ static mg_status stack_push(mg_spm_scratch *s, size_t *n, uint32_t off, uint32_t
     return MG_OK;
 }
 
-/* PieceToId of a final symbol t[off, off + len) at node: the node's value when
- * exact_ids (no matchable piece is also reserved, so the reserved lookup would miss),
- * else the full lookup. */
-static int32_t piece_id(const bpe_run *r, int32_t node, uint32_t off, uint32_t len)
+/* PieceToIdNoReserved of a final symbol, given its node in md->pieces (-1: none): the
+ * matchable piece's id, else unk (a CONTROL-only character included). */
+static int32_t piece_id(const bpe_run *r, int32_t node)
 {
-    int32_t id = r->exact_ids && node >= 0 ? r->f->nodes[node].value : -1;
-    return id >= 0 ? id : mg_spm_piece_to_id(r->md, r->t + off, len);
+    int32_t id = node >= 0 ? r->f->nodes[node].value : -1;
+    return id >= 0 ? id : r->md->unk_id;
+}
+
+/* The same for the text t[off, off + len). */
+static int32_t text_id(const bpe_run *r, uint32_t off, uint32_t len)
+{
+    return piece_id(r, walk(r, 0, off, len));
 }
 
 static mg_status resegment(bpe_run *r, const symbol *sy, mg_spm_refs *out)
 {
     mg_spm_scratch *s = r->s;
-    int32_t id = piece_id(r, sy->node, sy->off, sy->len);
+    int32_t id = piece_id(r, sy->node);
     if (r->md->proto.pieces[id].type != SPM_UNUSED || !s->rev || s->rev[id] < 0)
         return mg_spm_refs_push(out, sy->off, sy->len, id);
     size_t n = 0;
     MG_FORWARD(stack_push(s, &n, sy->off, sy->len));
     while (n > 0) {
         uint32_t len = s->stack[--n], off = s->stack[--n];
-        id = mg_spm_piece_to_id(r->md, r->t + off, len);
+        id = text_id(r, off, len);
         int32_t slot = s->rev ? s->rev[id] : -1;
         if (r->md->proto.pieces[id].type != SPM_UNUSED || slot < 0) {
             MG_FORWARD(mg_spm_refs_push(out, off, len, id));
@@ -280,19 +293,6 @@ static size_t next_ws(const uint8_t *t, size_t from, size_t n)
 
 /* ---- the span cache ---- */
 
-/* 1 if no matchable piece is also a reserved piece (PieceToId looks at reserved first). */
-static int ids_exact(const mg_spm_model *md)
-{
-    for (size_t i = 0; i < md->proto.n_pieces; i++) {
-        const mg_spm_piece *pc = &md->proto.pieces[i];
-        int matchable = pc->type == SPM_NORMAL || pc->type == SPM_USER_DEFINED ||
-                        pc->type == SPM_UNUSED;
-        if (!matchable && mg_spm_trie_find(md->pieces, pc->piece.p, pc->piece.n) >= 0)
-            return 0;
-    }
-    return 1;
-}
-
 /* 1 if every matchable piece's score is above -inf (no NaN). */
 static int scores_plain(const mg_spm_model *md)
 {
@@ -312,7 +312,6 @@ static mg_status cache_of(mg_spm_scratch *s, const mg_spm_model *md, span_cache 
     if (!c) {
         s->revs = c = mg_calloc(1, sizeof *c);
         if (!c) return MG_ERR_NOMEM;
-        c->exact_ids = ids_exact(md);
         c->plain_scores = scores_plain(md);
     }
     *out = c;
@@ -507,7 +506,7 @@ static mg_status encode_ws_span(bpe_run *r, size_t from, size_t to, mg_spm_refs 
     MG_FORWARD(mg_spm_refs_reserve(out, sr.n));
     for (size_t i = 0; i < sr.n; i++) {
         const small_sym *w = &sr.w[i];
-        out->v[out->n++] = (mg_spm_ref){w->off, w->len, piece_id(r, w->node, w->off, w->len)};
+        out->v[out->n++] = (mg_spm_ref){w->off, w->len, piece_id(r, w->node)};
     }
     return MG_OK;
 }
@@ -549,7 +548,6 @@ static mg_status encode_spans(bpe_run *r, size_t n, mg_spm_refs *out)
 {
     span_cache *c;
     MG_FORWARD(cache_of(r->s, r->md, &c));
-    r->exact_ids = c->exact_ids;
     r->plain_scores = c->plain_scores;
     span_ref a = span_at(r, c, 0, n), b = span_at(r, c, a.to, n);
     while (a.from < n) {
@@ -568,7 +566,7 @@ mg_status mg_spm_bpe_encode(const mg_spm_model *md, mg_spm_scratch *s, const uin
 {
     if (n == 0) return MG_OK;
     MG_RETURN_IF(n >= INT32_MAX, MG_ERR_LIMIT, "normalized text of %zu bytes is too long", n);
-    bpe_run r = {md, s, t, s->syms, 0, mg_spm_trie_frozen(md->pieces), 0, 0};
+    bpe_run r = {md, s, t, s->syms, 0, mg_spm_trie_frozen(md->pieces), 0};
     MG_RETURN_IF(!r.f, MG_ERR_ARG, "sentencepiece BPE: the piece trie is not frozen");
     if (md->ws_bounded) return encode_spans(&r, n, out);
     mg_status st = encode_span(&r, 0, n, out);

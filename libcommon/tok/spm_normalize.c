@@ -14,6 +14,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define MAX_TRIE_RESULTS 32
 static const uint8_t space_symbol[3] = {0xE2, 0x96, 0x81};
@@ -112,6 +115,9 @@ static void find_plain_bytes(mg_spm_normalizer *nz)
         nz->out[b] = !space ? b : nz->escape_ws ? 0x8196E2u : ' ';
         nz->out_len[b] = space && nz->escape_ws ? 3 : 1;
     }
+    nz->printable_ok = 1;
+    for (uint32_t b = 0x21; b < 0x7F; b++)
+        if (!(nz->fast[b] & FAST_OK)) nz->printable_ok = 0;
 }
 
 /* commonPrefixSearch: the longest of the first MAX_TRIE_RESULTS matches; 0 if none. */
@@ -248,17 +254,46 @@ static size_t skip_leading_spaces(const mg_spm_normalizer *nz, const uint8_t *in
     return k;
 }
 
+/* The count of leading bytes of in[0, 16) in 0x21..0x7E (16 if all are). */
+static inline size_t printable_run(const uint8_t *in)
+{
+#if defined(__SSE2__)
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)in);
+    __m128i low = _mm_cmpgt_epi8(_mm_set1_epi8(0x21), v); /* signed: also the bytes >= 0x80 */
+    __m128i high = _mm_cmpgt_epi8(v, _mm_set1_epi8(0x7E));
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(low, high)) | 0x10000u;
+    return (size_t)__builtin_ctz(m);
+#else
+    size_t r = 0;
+    while (r < 16 && in[r] >= 0x21 && in[r] <= 0x7E) r++;
+    return r;
+#endif
+}
+
 /* The plain ASCII bytes at in[0, n - 1) (the last one is left to the caller), without
  * branches per byte: each writes 4 bytes (room: 3 per input byte + 1) and advances by its
- * length, 0 for a space after a collapsed one. Returns the bytes consumed. */
+ * length, 0 for a space after a collapsed one; runs of 0x21..0x7E are copied 16 bytes at
+ * a time when all of them are plain (printable_ok). Returns the bytes consumed. */
 static size_t ascii_run(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
                         uint8_t **wp, int *prev_space)
 {
     uint8_t *w = *wp;
     size_t ps = (size_t)*prev_space, collapse = (size_t)(nz->remove_extra_ws != 0), i = 0;
     for (; i + 1 < n; i++) {
+        if (nz->printable_ok && n - i > 16) { /* copy a run of 0x21..0x7E 16 bytes at a time */
+            size_t r = printable_run(in + i);
+            r -= r > 0 && in[i + r] >= 0x80; /* a FAST_NEXT byte would need its check */
+            if (r > 0) {
+                memcpy(w, in + i, 16);
+                w += r;
+                i += r - 1;
+                ps = 0;
+                continue;
+            }
+        }
         uint8_t c = in[i], f = nz->fast[c];
-        if (!(f & FAST_OK) || (f & FAST_NEXT && in[i + 1] >= 0x80)) break;
+        /* one branch: FAST_NEXT (2) meets bit 1 of in[i + 1] >> 6, set iff it is >= 0x80 */
+        if ((~f & FAST_OK) | (f & FAST_NEXT & (in[i + 1] >> 6))) break;
         size_t space = (size_t)(f >> 2);
         memcpy(w, &nz->out[c], 4);
         w += nz->out_len[c] & -(size_t)!(space & ps);

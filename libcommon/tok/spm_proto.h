@@ -203,6 +203,7 @@ typedef struct {
      * little-endian bytes out[b], out_len[b] of them */
     uint8_t fast[256], out_len[256];
     uint32_t out[256];
+    int printable_ok; /* every byte 0x21..0x7E has FAST_OK: runs of them are copied 16 at a time */
 } mg_spm_normalizer;
 
 mg_status mg_spm_normalizer_init(mg_spm_normalizer *nz, const mg_spm_model *md);

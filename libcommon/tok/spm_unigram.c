@@ -18,8 +18,8 @@
  *     and from every reached node after it: in long documents near-ties are broken by
  *     this rebasing. Speed: the trie is a double array (mg_unigram_dat: XOR bases, each
  *     unit holding its parent, piece id and score). Usually (finite scores, pieces of at
- *     most 255 bytes, ids below 2^24) the live scores sit in a ring and each end
- *     position keeps only id << 8 | length (run_packed); otherwise nodes (float score,
+ *     most 255 bytes) the live scores sit in a ring and each end position keeps only
+ *     the start and id of its best piece (run_packed); otherwise nodes (float score,
  *     start, id) as sentencepiece's, set unreached in blocks just ahead of the starts
  *     (run_nodes). The best path is written backwards, straight as ids for _ids.
  *   - HF (mg_unigram_viterbi, f64 scores): every piece is a candidate; sums in f64, no
@@ -278,25 +278,32 @@ static void run_nodes(const dat_unit *u, spm_node *nd, const uint8_t *t, size_t 
 }
 
 /* -- the usual case, packed: finite scores (so every candidate is finite and beats an
- * unreached node's -inf), pieces of at most 255 bytes and ids below 2^24. The scores of
- * the live nodes [start, start + reach] sit in a ring; per end position only
- * id << 8 | length of its best piece is kept (4 bytes instead of 12). -- */
+ * unreached node's -inf) and pieces of at most 255 bytes. The scores of the live nodes
+ * [start, start + reach] sit in a ring; per end position only the start and id of its
+ * best piece are kept (8 bytes instead of 12). -- */
 
 #define RING 256 /* > reach */
 
-static void run_packed(const dat_unit *u, uint32_t *bp, const uint8_t *t, size_t n,
+/* The best piece ending at a position: its start and id (the backward walk's next index is
+ * a plain load, not a load plus arithmetic: the walk is a chain of them). */
+typedef struct {
+    uint32_t from;
+    int32_t id;
+} bp_entry;
+
+static void run_packed(const dat_unit *u, bp_entry *bp, const uint8_t *t, size_t n,
                        size_t reach, float unk_score, int32_t unk_id)
 {
-    float ring[RING];
-    size_t ready = 1;
+    float ring[RING]; /* unreached (-inf) until reached; a slot is reset once passed */
+    for (size_t i = 1; i < RING; i++) ring[i] = -INFINITY;
     ring[0] = 0.0f;
     for (size_t start = 0; start < n;) {
-        for (size_t upto = n - start > reach ? start + reach : n; ready <= upto; ready++)
-            ring[ready % RING] = -INFINITY;
         float till = ring[start % RING];
+        ring[start % RING] = -INFINITY; /* for position start + RING */
         if (fabsf(till) > REBASE_AT) { /* sentencepiece's rebasing; till is finite */
-            for (size_t i = start + 1; i < ready; i++) ring[i % RING] -= till;
-            ring[start % RING] = till = 0.0f;
+            size_t to = n - start > reach ? start + reach : n;
+            for (size_t i = start + 1; i <= to; i++) ring[i % RING] -= till;
+            till = 0.0f;
         }
         uint8_t b0 = t[start];
         size_t mblen = b0 < 0x80 ? 1 : char_len(b0), k = start;
@@ -309,7 +316,7 @@ static void run_packed(const dat_unit *u, uint32_t *bp, const uint8_t *t, size_t
                 float cand = u[c].score + till, *e = &ring[(k + 1) % RING];
                 if (cand > *e) {
                     *e = cand;
-                    bp[k + 1] = (uint32_t)id << 8 | (uint32_t)(k + 1 - start);
+                    bp[k + 1] = (bp_entry){(uint32_t)start, id};
                 }
                 single |= k + 1 - start == mblen;
             }
@@ -318,8 +325,10 @@ static void run_packed(const dat_unit *u, uint32_t *bp, const uint8_t *t, size_t
         float cand = unk_score + till, *e = &ring[(start + mblen) % RING];
         if (!single && cand > *e) {
             *e = cand;
-            bp[start + mblen] = (uint32_t)unk_id << 8 | (uint32_t)mblen;
+            bp[start + mblen] = (bp_entry){(uint32_t)start, unk_id};
         }
+        for (size_t i = 1; i < mblen; i++) /* inside the character: never a start */
+            ring[(start + i) % RING] = -INFINITY;
         start += mblen;
     }
 }
@@ -327,8 +336,7 @@ static void run_packed(const dat_unit *u, uint32_t *bp, const uint8_t *t, size_t
 /* Whether md's Viterbi can run packed over text (reach: the longest piece, >= 4). */
 static int packable(const mg_spm_model *md, float unk_score, size_t reach)
 {
-    return md->dat->finite && fabsf(unk_score) <= 1e30f && reach < RING &&
-           md->proto.n_pieces <= 0xFFFFFF;
+    return md->dat->finite && fabsf(unk_score) <= 1e30f && reach < RING;
 }
 
 static size_t lattice_reach(const mg_spm_model *md)
@@ -344,7 +352,7 @@ static mg_status spm_viterbi(const mg_spm_model *md, mg_spm_scratch *s, const ui
     MG_RETURN_IF(!md->dat, MG_ERR_ARG, "sentencepiece: not a Unigram model");
     float unk_score = md->min_score - UNK_PENALTY;
     size_t reach = lattice_reach(md);
-    MG_FORWARD(ensure_scratch(s, (n + 1) * (packed ? sizeof(uint32_t) : sizeof(spm_node))));
+    MG_FORWARD(ensure_scratch(s, (n + 1) * (packed ? sizeof(bp_entry) : sizeof(spm_node))));
     if (packed)
         run_packed(md->dat->u, s->nodes, t, n, reach, unk_score, md->unk_id);
     else
@@ -400,12 +408,11 @@ mg_status mg_spm_unigram_ids(const mg_spm_model *md, mg_spm_scratch *s, const ui
     int64_t *w = room + n;
     int next_unk = 0;
     if (packed) {
-        const uint32_t *bp = s->nodes;
+        const bp_entry *bp = s->nodes;
         for (size_t end = n; end > 0;) {
             if (end > 256) __builtin_prefetch(&bp[end - 256]); /* the walk is latency bound */
-            size_t from = end - (bp[end] & 0xFF);
-            w = put_piece(w, (int32_t)(bp[end] >> 8), md->unk_id, byte_ids, t, from, end,
-                          &next_unk);
+            size_t from = bp[end].from;
+            w = put_piece(w, bp[end].id, md->unk_id, byte_ids, t, from, end, &next_unk);
             end = from;
         }
     } else {

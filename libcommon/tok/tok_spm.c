@@ -15,8 +15,8 @@
  * mg_spm_unigram_ids; a Unigram model with a NaN or infinite score is refused, as
  * sentencepiece 0.2.3 does): with byte_fallback an unknown piece becomes
  * the ids of its UTF-8 bytes' <0xXX> pieces; without it a run of unknown pieces is one
- * unk id. A CONTROL piece in the model's output (a one-character CONTROL piece met by
- * BPE) is an error, as in the library ("all normalized characters are not consumed").
+ * unk id. Text whose piece is CONTROL (a one-character CONTROL piece met by the CHAR or
+ * WORD model) is unknown text, as in sentencepiece 0.2.3 (0.2.1 failed there).
  * All four model types: UNIGRAM, BPE, WORD (split before each "▁", one piece per word)
  * and CHAR (one piece per character or user-defined symbol). Self-test samples in the
  * model are not run.
@@ -89,14 +89,14 @@ static mg_status populate(const spm_impl *im, const uint8_t *t, const mg_spm_ref
     for (size_t i = 0; i < refs->n; i++) {
         const mg_spm_ref *r = &refs->v[i];
         int type = pcs[r->id].type;
-        MG_RETURN_IF(type == SPM_CONTROL, MG_ERR_FORMAT, "sentencepiece: the model produced "
-                     "control piece %d: all normalized characters are not consumed", r->id);
-        int unk = type == SPM_UNKNOWN;
+        /* sentencepiece 0.2.3: text whose piece is CONTROL (a CHAR/WORD model's "x" marked
+         * CONTROL; BPE never yields one) is encoded as unknown text */
+        int unk = type == SPM_UNKNOWN || type == SPM_CONTROL;
         if (unk && im->md.proto.byte_fallback) {
             for (uint32_t k = 0; k < r->len; k++)
                 MG_FORWARD(push_id(out, im->byte_ids[t[r->off + k]]));
         } else if (!(unk && prev_unk)) {
-            MG_FORWARD(push_id(out, r->id));
+            MG_FORWARD(push_id(out, unk ? im->md.unk_id : r->id));
         }
         prev_unk = unk;
     }

@@ -383,3 +383,138 @@ def test_non_finite_scores_rejected(tmp_path):
         p = run_tokenize(["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model",
                           path], ["ab"], check=False)
         assert p.returncode != 0 and b"NaN or Inf" in p.stderr
+
+
+# ---- single-character CONTROL pieces (issue 3) ----
+# Models trained on botchan.txt, then "x" and "q" marked CONTROL. sentencepiece 0.2.3
+# encodes such a character as unknown text (a run of them is one unk; with byte_fallback
+# one <0xXX> per byte) and BPE still merges through it when the merged piece is NORMAL
+# ("xt", "▁next"). Our encoder used to stop with "the model produced control piece N".
+
+CONTROL_CHARS = ("x", "q")
+CONTROL_TRAINED = {
+    "ctl_bpe": dict(model_type="bpe", vocab_size=1000),
+    "ctl_bpe_bf": dict(model_type="bpe", vocab_size=1000, byte_fallback=True),
+    "ctl_uni": dict(model_type="unigram", vocab_size=1000),
+    "ctl_uni_bf": dict(model_type="unigram", vocab_size=1000, byte_fallback=True),
+    "ctl_char": dict(model_type="char", vocab_size=100),
+}
+
+
+def mark_control(src, dst, unused_with_control=False):
+    """Copies model src to dst with the pieces "x" and "q" CONTROL (and, if asked, every
+    multi-character NORMAL piece holding one of them UNUSED: BPE resegments those)."""
+    m = sentencepiece_model_pb2.ModelProto()
+    m.ParseFromString(pathlib.Path(src).read_bytes())
+    marked = 0
+    for p in m.pieces:
+        if p.piece in CONTROL_CHARS:
+            assert p.type == p.NORMAL
+            p.type = p.CONTROL
+            marked += 1
+        elif unused_with_control and p.type == p.NORMAL and len(p.piece) >= 2 and \
+                any(c in p.piece for c in CONTROL_CHARS):
+            p.type = p.UNUSED
+    assert marked == len(CONTROL_CHARS)
+    pathlib.Path(dst).write_bytes(m.SerializeToString())
+    return dst
+
+
+@pytest.fixture(scope="module")
+def control_models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("spm_control")
+    out = {}
+    for name, cfg in CONTROL_TRAINED.items():
+        spm.SentencePieceTrainer.train(input=str(BOTCHAN), model_prefix=str(d / name),
+                                       minloglevel=2, **cfg)
+        out[name] = mark_control(d / f"{name}.model", d / f"{name}_c.model")
+    out["ctl_bpe_unused"] = mark_control(d / "ctl_bpe.model", d / "ctl_bpe_unused_c.model",
+                                         unused_with_control=True)
+    return out
+
+
+def control_texts(seed):
+    """Botchan lines (all those holding x or q, then others), the issue's examples and
+    random strings over a small alphabet rich in x and q (short, and long without spaces
+    so that both BPE merge paths run)."""
+    lines = [x for x in BOTCHAN.read_text(encoding="utf-8").split("\n") if x]
+    texts = [x for x in lines if "x" in x or "q" in x] + lines[:400]
+    texts += ["abxab", "xx ab", "next example box", "x", "q", "xq", "qx", "xxxx", " x ",
+              "quick quiz", "exxon", "six", "xt", "a\u00e9x\u65e5q", "x\U0001F600q"]
+    rng = random.Random(seed)
+    alphabet = list("xxxqqqabetnuio  ") + ["xt", "ex", "qu", "ne", "\u2581", "\u00e9",
+                                           "\u65e5", "\t"]
+    for i in range(1500):
+        k = rng.randrange(0, 40) if i % 10 else rng.randrange(60, 400)
+        s = "".join(rng.choice(alphabet) for _ in range(k))
+        texts.append(s.replace(" ", "") if i % 10 == 0 else s)
+    return texts
+
+
+def lone_control_symbols(sp, texts):
+    """How many texts sentencepiece encodes with "x" or "q" left as a piece of its own
+    (the texts on which the old code failed): such a character comes out as unknown."""
+    byte_ids = {sp.piece_to_id("<0x%02X>" % ord(c)) for c in CONTROL_CHARS} \
+        if sp.piece_to_id("<0x78>") != sp.unk_id() else set()
+    n = 0
+    for t in texts:
+        pieces = sp.encode(t, return_type="proto").pieces
+        if any((p.id == sp.unk_id() and p.piece and set(p.piece) <= set(CONTROL_CHARS))
+               or p.id in byte_ids for p in pieces):
+            n += 1
+    return n
+
+
+@pytest.mark.parametrize("name", list(CONTROL_TRAINED) + ["ctl_bpe_unused"])
+def test_control_characters_match_sentencepiece(control_models, name):
+    sp = spm.SentencePieceProcessor(model_file=str(control_models[name]))
+    assert all(sp.is_control(sp.piece_to_id(c)) for c in CONTROL_CHARS)
+    texts = control_texts(zlib.crc32(name.encode()))
+    # the texts really hold lone control characters (where the old code stopped)
+    assert lone_control_symbols(sp, texts) > 500
+    _, _, got = run_tokenize(["--tokenizer-type", "SentencePieceTokenizer",
+                              "--tokenizer-model", control_models[name]], texts)
+    assert_same_ids(got, [sp.encode_as_ids(t) for t in texts], texts)
+
+
+def test_control_characters_issue_examples(control_models):
+    """The issue's cases, piece by piece; and BPE merges through a CONTROL character."""
+    cases = [("ctl_bpe", "abxab", ["\u2581ab", None, "ab"]),
+             ("ctl_bpe_bf", "abxab", ["\u2581ab", "<0x78>", "ab"]),
+             ("ctl_bpe", "xx ab", ["\u2581", None, "\u2581ab"]),
+             ("ctl_bpe_bf", "xx ab", ["\u2581", "<0x78>", "<0x78>", "\u2581ab"])]
+    for name, text, pieces in cases:
+        sp = spm.SentencePieceProcessor(model_file=str(control_models[name]))
+        expect = [sp.unk_id() if p is None else sp.piece_to_id(p) for p in pieces]
+        assert sp.encode_as_ids(text) == expect
+        _, _, got = run_tokenize(["--tokenizer-type", "SentencePieceTokenizer",
+                                  "--tokenizer-model", control_models[name]], [text])
+        assert got[0] == expect
+    merged = 0
+    for name in ["ctl_bpe", "ctl_bpe_bf"]:
+        sp = spm.SentencePieceProcessor(model_file=str(control_models[name]))
+        texts = control_texts(1)[:600]
+        for t in texts:
+            merged += sum(1 for p in sp.encode(t, return_type="proto").pieces
+                          if len(p.piece) > 1 and "x" in p.piece and not sp.is_unknown(p.id))
+    assert merged > 50
+
+
+def test_control_characters_preprocess(control_models, tmp_path):
+    """mg-preprocess end to end on a BPE model with CONTROL "x"/"q" (the issue's failure)."""
+    model = control_models["ctl_bpe_bf"]
+    sp = spm.SentencePieceProcessor(model_file=str(model))
+    texts = control_texts(7)[:800]
+    inp = tmp_path / "in.jsonl"
+    with open(inp, "w", encoding="utf-8") as f:
+        for t in texts:
+            f.write(json.dumps({"text": t}) + "\n")
+    run_mg(["mg-preprocess", "--input", inp, "--output-prefix", tmp_path / "ours", "--quiet",
+            "--json-keys", "text", "--append-eod", "--workers", "2",
+            "--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", model])
+    docs = []
+    for t in texts:
+        ids = sp.encode_as_ids(t)
+        docs.append(ids + [sp.eos_id()] if ids else ids)
+    megatron_build(tmp_path / "peer", docs, "uint16")
+    assert_same_dataset(tmp_path / "ours_text_document", tmp_path / "peer")
