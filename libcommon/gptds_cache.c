@@ -68,7 +68,7 @@ static int is_file(const char *path)
 static char *file_stem(const char *dir, const mg_jbuf *desc, const char *cls, int k)
 {
     char hex[33], name[128];
-    mg_md5_hex(desc->s, desc->len, hex);
+    mg_md5_hex(desc->t.s, desc->t.len, hex);
     snprintf(name, sizeof name, "%s-%s-%s-", hex, cls, mg_split_name(k));
     return path_join(dir, name);
 }
@@ -118,7 +118,7 @@ static mg_status check_description(const char *path, const mg_jbuf *desc)
     char *text = NULL;
     size_t len = 0;
     MG_FORWARD(mg_read_file(path, &text, &len));
-    int same = len == desc->len && memcmp(text, desc->s, len) == 0;
+    int same = len == desc->t.len && memcmp(text, desc->t.s, len) == 0;
     free(text);
     MG_RETURN_IF(!same, MG_ERR_FORMAT, "%s: the cached description is not this dataset's "
                  "(corrupt cache file; delete it to rebuild)", path);
@@ -247,7 +247,7 @@ static mg_status write_text(const char *path, const mg_jbuf *text)
 {
     mg_out *o = NULL;
     MG_FORWARD(mg_out_create(&o, path));
-    mg_status st = mg_out_write(o, text->s, text->len);
+    mg_status st = mg_out_write(o, text->t.s, text->t.len);
     if (st == MG_OK) st = mg_out_commit(o);
     mg_out_free(o);
     return st;

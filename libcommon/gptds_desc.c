@@ -11,30 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a growing string ------------------------------------------------------------- */
+/* ---- the JSON text (mg/strbuf.h inside mg_jbuf) ---- */
 
 static void jb_raw(mg_jbuf *b, const char *s, size_t n)
 {
-    if (b->nomem) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->nomem = 1;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
+    mg_strbuf_put(&b->t, s, n);
 }
 
 static void jb_puts(mg_jbuf *b, const char *s)
 {
-    jb_raw(b, s, strlen(s));
+    mg_strbuf_puts(&b->t, s);
 }
 
 /* json.dumps(indent=4): a newline and 4 spaces per level before every item. */
@@ -148,7 +134,7 @@ static void jb_float(mg_jbuf *b, double v)
 
 void mg_jbuf_free(mg_jbuf *b)
 {
-    free(b->s);
+    mg_strbuf_free(&b->t);
     memset(b, 0, sizeof *b);
 }
 
@@ -298,7 +284,7 @@ mg_status mg_gptds_description(const mg_gpt_desc_ctx *x, const char *dataset_pat
 {
     memset(out, 0, sizeof *out);
     emit_gptds(out, x, dataset_path, num_samples, index_split);
-    return out->nomem ? mg_error_set(MG_ERR_NOMEM, "out of memory") : MG_OK;
+    return out->t.nomem ? mg_error_set(MG_ERR_NOMEM, "out of memory") : MG_OK;
 }
 
 mg_status mg_blend_description(const mg_blend_desc *d, mg_jbuf *out)
@@ -329,7 +315,7 @@ mg_status mg_blend_description(const mg_blend_desc *d, mg_jbuf *out)
     if (d->size >= 0) jb_int(b, d->size);
     else jb_puts(b, "null");
     jb_close(b, "}");
-    return out->nomem ? mg_error_set(MG_ERR_NOMEM, "out of memory") : MG_OK;
+    return out->t.nomem ? mg_error_set(MG_ERR_NOMEM, "out of memory") : MG_OK;
 }
 
 /* ---- the tokenizer's unique_identifiers ---------------------------------------------- */
@@ -401,8 +387,8 @@ static void kv_add_list(kvlist *l, const char *key, const char *const *v, size_t
         py_repr_str(&b, v[i]);
     }
     jb_puts(&b, "]");
-    if (b.nomem) l->nomem = 1;
-    else kv_add(l, key, b.s);
+    if (b.t.nomem) l->nomem = 1;
+    else kv_add(l, key, b.t.s);
     mg_jbuf_free(&b);
 }
 

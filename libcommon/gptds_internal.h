@@ -23,6 +23,7 @@
 #define MG_GPTDS_INTERNAL_H
 
 #include "mg/gptds.h"
+#include "mg/strbuf.h"
 
 struct mg_gptds {
     mg_gpt_source src;
@@ -85,11 +86,11 @@ mg_status mg_blend_cache_load(const mg_blend_desc *b, int16_t *ds_index, int64_t
 mg_status mg_blend_cache_save(const mg_blend_desc *b, const int16_t *ds_index,
                               const int64_t *ds_sample, uint64_t count);
 
-/* A growing NUL-terminated string for the JSON text (nomem: an allocation failed). */
+/* The JSON text being built (t.nomem: an allocation failed) and json.dumps(indent=4)'s
+ * nesting state. */
 typedef struct mg_jbuf {
-    char *s;
-    size_t len, cap;
-    int nomem, depth;
+    mg_strbuf t;
+    int depth;
     int items[8]; /* whether the container open at each depth has items */
 } mg_jbuf;
 void mg_jbuf_free(mg_jbuf *b);

@@ -11,6 +11,7 @@
  * are held in memory; data may also be copied from another file (mg_st_writer_copy).
  */
 #include "mg/safetensors.h"
+#include "mg/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,46 +68,19 @@ static int st_rank(mg_tdtype d)
     }
 }
 
-/* ---- a growable text buffer for the header ---- */
+/* ---- the header text (mg/strbuf.h) ---- */
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int failed;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = mg_realloc(b->p, cap);
-        if (!p) {
-            b->failed = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_u64(sbuf *b, uint64_t v)
+static void sb_u64(mg_strbuf *b, uint64_t v)
 {
     char tmp[24];
     int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-    sb_put(b, tmp, (size_t)n);
+    mg_strbuf_put(b, tmp, (size_t)n);
 }
 
 /* A JSON string escaped the way serde_json escapes it. */
-static void sb_json_str(sbuf *b, const char *s)
+static void sb_json_str(mg_strbuf *b, const char *s)
 {
-    sb_put(b, "\"", 1);
+    mg_strbuf_put(b, "\"", 1);
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         const char *esc = NULL;
         char tmp[16];
@@ -125,11 +99,11 @@ static void sb_json_str(sbuf *b, const char *s)
             }
         }
         if (esc)
-            sb_puts(b, esc);
+            mg_strbuf_puts(b, esc);
         else
-            sb_put(b, (const char *)c, 1);
+            mg_strbuf_put(b, (const char *)c, 1);
     }
-    sb_put(b, "\"", 1);
+    mg_strbuf_put(b, "\"", 1);
 }
 
 /* ---- declarations ---- */
@@ -280,44 +254,44 @@ static mg_status check_unique(const mg_st_writer *w)
     return st;
 }
 
-static void put_tensor(sbuf *b, const w_tensor *t, uint64_t begin)
+static void put_tensor(mg_strbuf *b, const w_tensor *t, uint64_t begin)
 {
     sb_json_str(b, t->name);
-    sb_puts(b, ":{\"dtype\":");
+    mg_strbuf_puts(b, ":{\"dtype\":");
     sb_json_str(b, mg_tdtype_name(t->dtype));
-    sb_puts(b, ",\"shape\":[");
+    mg_strbuf_puts(b, ",\"shape\":[");
     for (int i = 0; i < t->ndim; i++) {
-        if (i) sb_put(b, ",", 1);
+        if (i) mg_strbuf_put(b, ",", 1);
         sb_u64(b, (uint64_t)t->shape[i]);
     }
-    sb_puts(b, "],\"data_offsets\":[");
+    mg_strbuf_puts(b, "],\"data_offsets\":[");
     sb_u64(b, begin);
-    sb_put(b, ",", 1);
+    mg_strbuf_put(b, ",", 1);
     sb_u64(b, begin + t->nbytes);
-    sb_puts(b, "]}");
+    mg_strbuf_puts(b, "]}");
 }
 
-static void put_header(const mg_st_writer *w, sbuf *b)
+static void put_header(const mg_st_writer *w, mg_strbuf *b)
 {
-    sb_put(b, "{", 1);
+    mg_strbuf_put(b, "{", 1);
     if (w->n_meta > 0) {
-        sb_puts(b, "\"__metadata__\":{");
+        mg_strbuf_puts(b, "\"__metadata__\":{");
         for (size_t i = 0; i < w->n_meta; i++) {
-            if (i) sb_put(b, ",", 1);
+            if (i) mg_strbuf_put(b, ",", 1);
             sb_json_str(b, w->meta[i].key);
-            sb_put(b, ":", 1);
+            mg_strbuf_put(b, ":", 1);
             sb_json_str(b, w->meta[i].value);
         }
-        sb_put(b, "}", 1);
+        mg_strbuf_put(b, "}", 1);
     }
     uint64_t off = 0;
     for (size_t i = 0; i < w->n; i++) {
-        if (i || w->n_meta > 0) sb_put(b, ",", 1);
+        if (i || w->n_meta > 0) mg_strbuf_put(b, ",", 1);
         put_tensor(b, &w->t[i], off);
         off += w->t[i].nbytes;
     }
-    sb_put(b, "}", 1);
-    while (b->len % 8 != 0) sb_put(b, " ", 1);
+    mg_strbuf_put(b, "}", 1);
+    while (b->len % 8 != 0) mg_strbuf_put(b, " ", 1);
 }
 
 static mg_status check_total(const mg_st_writer *w)
@@ -343,10 +317,10 @@ mg_status mg_st_writer_begin(mg_st_writer *w)
     MG_FORWARD(check_unique(w));
     MG_FORWARD(check_total(w));
     if (w->n > 0) qsort(w->t, w->n, sizeof *w->t, cmp_layout);
-    sbuf b = {0};
+    mg_strbuf b = {0};
     put_header(w, &b);
-    if (b.failed) {
-        free(b.p);
+    if (b.nomem) {
+        mg_strbuf_free(&b);
         return MG_ERR_NOMEM;
     }
     mg_status st = MG_OK;
@@ -356,8 +330,8 @@ mg_status mg_st_writer_begin(mg_st_writer *w)
     uint8_t n8[8];
     for (int i = 0; i < 8; i++) n8[i] = (uint8_t)((uint64_t)b.len >> (8 * i));
     if (st == MG_OK) st = mg_out_write(w->out, n8, 8);
-    if (st == MG_OK) st = mg_out_write(w->out, b.p, b.len);
-    free(b.p);
+    if (st == MG_OK) st = mg_out_write(w->out, b.s, b.len);
+    mg_strbuf_free(&b);
     w->begun = 1;
     advance(w);
     return st;
