@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/strbuf.h"
+
 #define MAX_DEPTH 2048          /* as jansson's JSON_PARSER_MAX_DEPTH */
 #define PY_INT_MAX_DIGITS 4300  /* CPython's default sys.int_info.default_max_str_digits */
 
@@ -74,15 +76,10 @@ static int fail(scanner *sc, size_t pos, const char *why)
 static int buf_reserve(scanner *sc, outbuf *b, size_t extra)
 {
     if (b->len + extra + 1 <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra + 1) cap *= 2;
-    char *d = realloc(b->data, cap);
-    if (!d) {
+    if (mg_strbuf_grow(&b->data, &b->cap, b->len + extra + 1)) {
         sc->nomem = 1;
         return fail(sc, sc->pos, "out of memory");
     }
-    b->data = d;
-    b->cap = cap;
     return 0;
 }
 

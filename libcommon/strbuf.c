@@ -6,19 +6,24 @@
 
 #include "mg/error.h"
 
+int mg_strbuf_grow(char **p, size_t *cap, size_t need)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 256;
+    while (c < need) c *= 2;
+    char *q = mg_realloc(*p, c);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
 void mg_strbuf_put(mg_strbuf *b, const char *s, size_t n)
 {
     if (b->nomem) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = mg_realloc(b->s, cap);
-        if (!p) {
-            b->nomem = 1;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
+    if (mg_strbuf_grow(&b->s, &b->cap, b->len + n + 1)) {
+        b->nomem = 1;
+        return;
     }
     if (n) memcpy(b->s + b->len, s, n);
     b->len += n;

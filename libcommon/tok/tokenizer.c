@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/strbuf.h"
+
 struct mg_encoder {
     const mg_tokenizer *tk;
     void *state;
@@ -241,15 +243,8 @@ mg_status mg_encode(mg_encoder *e, const char *text, size_t len, mg_ids *out)
 
 mg_status mg_text_append(mg_text *t, const char *s, size_t len)
 {
-    if (t->n + len + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->n + len + 1) cap *= 2;
-        char *p = realloc(t->p, cap);
-        if (!p) return mg_error_set(MG_ERR_NOMEM, "out of memory (text of %zu bytes)",
-                                    t->n + len);
-        t->p = p;
-        t->cap = cap;
-    }
+    if (mg_strbuf_grow(&t->p, &t->cap, t->n + len + 1))
+        return mg_error_set(MG_ERR_NOMEM, "out of memory (text of %zu bytes)", t->n + len);
     if (len) memcpy(t->p + t->n, s, len);
     t->n += len;
     t->p[t->n] = '\0';

@@ -17,6 +17,11 @@ typedef struct mg_strbuf {
     int nomem;
 } mg_strbuf;
 
+/* The growth rule shared with other string buffers (mg_text): makes *cap >= need by
+ * doubling from 256 and reallocating *p. Returns 0, or -1 (nothing changed) when out of
+ * memory. */
+int mg_strbuf_grow(char **p, size_t *cap, size_t need);
+
 void mg_strbuf_put(mg_strbuf *b, const char *s, size_t n);
 void mg_strbuf_puts(mg_strbuf *b, const char *s);
 void mg_strbuf_free(mg_strbuf *b);
