@@ -69,9 +69,8 @@ typedef struct {
 /* The span cache (ws_bounded models): an open-addressing table (linear probing) from a
  * span of at most CACHE_KEY bytes to its pieces, both kept in an arena (per entry: the
  * span's bytes, padding to 4, the ids, the lengths). When the arena or the table is full,
- * everything is dropped, so the memory stays bounded (10 MB, touched as used). The cache
- * lives in s->revs, which only models with UNUSED pieces (never ws_bounded) use, for
- * their splits. */
+ * everything is dropped, so the memory stays bounded (10 MB, touched as used); it lives
+ * in the scratch's span_cache. */
 enum {
     CACHE_SLOTS = 1 << 18, CACHE_MAX = CACHE_SLOTS / 2, /* entries before a reset */
     CACHE_KEY = 255, CACHE_ARENA = 1 << 23
@@ -308,9 +307,9 @@ static int scores_plain(const mg_spm_model *md)
 /* The cache in s (a scratch serves one model), made on first use. */
 static mg_status cache_of(mg_spm_scratch *s, const mg_spm_model *md, span_cache **out)
 {
-    span_cache *c = s->revs;
+    span_cache *c = s->span_cache;
     if (!c) {
-        s->revs = c = mg_calloc(1, sizeof *c);
+        s->span_cache = c = mg_calloc(1, sizeof *c);
         if (!c) return MG_ERR_NOMEM;
         c->plain_scores = scores_plain(md);
     }

@@ -677,6 +677,7 @@ void mg_spm_scratch_free(mg_spm_scratch *s)
     free(s->heap);
     free(s->rev);
     free(s->revs);
+    free(s->span_cache);
     free(s->stack);
     memset(s, 0, sizeof *s);
 }

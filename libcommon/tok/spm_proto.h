@@ -229,8 +229,9 @@ typedef struct {
     void *heap;       /* bpe: the agenda */
     size_t heap_n, heap_cap;
     int32_t *rev;     /* bpe: UNUSED piece id -> slot in revs, -1 */
-    void *revs;       /* bpe: the recorded splits; ws_bounded models: the span cache */
+    void *revs;       /* bpe: the recorded splits */
     size_t revs_n, revs_cap;
+    void *span_cache; /* bpe, ws_bounded models: pieces of recent spans (spm_bpe.c) */
     uint32_t *stack;  /* bpe: resegmentation stack */
     size_t stack_cap;
     const void *root_trie; /* unigram: the trie whose root edges root[] holds, or NULL */
