@@ -1,8 +1,8 @@
 /* mg_save.c — Megatron `torch`-format saver: one model_optim_rng.pt per (TP, PP) rank, each
  * {'args': Namespace, 'checkpoint_version': 3.0, 'iteration': N, 'model': OrderedDict}, and
  * the tracker file; the rank files are written in parallel, tensors streamed one at a time:
- * rows that lie back to back in an input file are copied file to file (copy_file_range),
- * the others gathered through the reader.
+ * rows that lie back to back in an input file are read from that file straight into the
+ * writer (mg_zip_writer_copy), the others gathered through the reader.
  *
  * Contract (ckpt.h; spec §1, §2.1-2.2): args come from the target model (mg_model_to_args);
  * when the source is a Megatron checkpoint its other arguments are kept (tokenizer and
@@ -63,9 +63,8 @@ typedef struct {
     ck_reader rd;
     ck_progress *prog;
     const ck_source *s;
-    const uint8_t *done_p;   /* the last piece copied file to file: its pages are released */
-    size_t done_n;           /* at the next call (the writer reads them for the CRC first) */
-    const ck_tensor *done_t; /* a tensor whose last byte that piece was, or NULL */
+    const ck_tensor *done_t; /* a tensor whose last byte the last direct piece was, or NULL:
+                                released at the next call, once the writer has read it */
 } fill_ctx;
 
 /* The planned tensor behind t (they are asked for in order: usually the current one). */
@@ -83,9 +82,7 @@ static const ck_tensor *current(fill_ctx *c, const mg_pk_tensor *t)
 
 static void release_done(fill_ctx *c)
 {
-    if (c->done_n) ck_release_pages(c->done_p, c->done_n);
     if (c->done_t) ck_tensor_release(c->s, c->done_t);
-    c->done_n = 0;
     c->done_t = NULL;
 }
 
@@ -102,8 +99,8 @@ static mg_status fill(void *ctx, const mg_pk_tensor *t, uint64_t off, void *out,
 #define DIRECT_MIN ((uint64_t)1 << 20) /* smaller contiguous pieces go through fill */
 
 /* Whole rows from off on that lie back to back in an input file, in their own dtype. */
-static size_t direct(void *ctx, const mg_pk_tensor *t, uint64_t off, size_t max,
-                     const uint8_t **data, int *fd, uint64_t *file_off)
+static size_t direct(void *ctx, const mg_pk_tensor *t, uint64_t off, size_t max, int *fd,
+                     uint64_t *file_off)
 {
     fill_ctx *c = ctx;
     release_done(c);
@@ -114,9 +111,6 @@ static size_t direct(void *ctx, const mg_pk_tensor *t, uint64_t off, size_t max,
     int64_t k = ck_tensor_direct_rows(c->s, ct, (int64_t)(off / rowb), (int64_t)(max / rowb), &p);
     uint64_t len = (uint64_t)k * rowb;
     if (len < DIRECT_MIN || !c->s->file_of(c->s, p, fd, file_off)) return 0;
-    *data = p;
-    c->done_p = p;
-    c->done_n = (size_t)len;
     if (off + len == ck_tensor_bytes(ct)) {
         c->done_t = ct;
         ck_progress_add(c->prog, 1, off + len);

@@ -279,14 +279,13 @@ static mg_status write_storage(saver *s, const char *key, const mg_pk_tensor *t,
     MG_FORWARD(begin_rec(s, name, t->storage_nbytes));
     for (uint64_t off = 0; off < t->storage_nbytes;) {
         size_t n = t->storage_nbytes - off < FILL_CHUNK ? (size_t)(t->storage_nbytes - off) : FILL_CHUNK;
-        const uint8_t *p = NULL;
         int fd = -1;
         uint64_t foff = 0;
         uint64_t rest = t->storage_nbytes - off;
         size_t dmax = rest < DIRECT_CHUNK ? (size_t)rest : DIRECT_CHUNK;
-        size_t d = o->direct ? o->direct(o->ctx, t, off, dmax, &p, &fd, &foff) : 0;
+        size_t d = o->direct ? o->direct(o->ctx, t, off, dmax, &fd, &foff) : 0;
         if (d > 0) {
-            MG_FORWARD(mg_zip_writer_copy(s->w, p, fd, foff, d));
+            MG_FORWARD(mg_zip_writer_copy(s->w, fd, foff, d));
             off += d;
             continue;
         }

@@ -342,15 +342,13 @@ static void crc_see(void *crc, const void *p, size_t n)
     *(uint32_t *)crc = mg_crc32(*(uint32_t *)crc, p, n);
 }
 
-mg_status mg_zip_writer_copy(mg_zip_writer *w, const void *data, int src_fd, uint64_t src_off,
-                             size_t len)
+mg_status mg_zip_writer_copy(mg_zip_writer *w, int src_fd, uint64_t src_off, size_t len)
 {
     MG_ASSERT(w->open);
     mg_zip_rec *r = &w->recs[w->n - 1];
     if (len > r->uncomp - w->written)
         return mg_error_set(MG_ERR_ARG, "%s: zip entry \"%s\" longer than announced",
                             mg_out_path(w->out), r->name);
-    (void)data;
     w->written += len;
     return mg_out_copy_seen(w->out, src_fd, src_off, len, crc_see, &r->crc);
 }

@@ -64,11 +64,9 @@ void mg_zip_writer_free(mg_zip_writer *w); /* accepts NULL; does not touch the m
 /* One record: begin with its exact size, write the bytes in any chunks, end. */
 mg_status mg_zip_writer_begin(mg_zip_writer *w, const char *name, uint64_t size);
 mg_status mg_zip_writer_write(mg_zip_writer *w, const void *data, size_t len);
-/* Like mg_zip_writer_write for bytes that are also bytes [src_off, src_off + len) of file
- * src_fd: the CRC-32 is computed from data, the bytes are copied file to file
- * (mg_out_copy_from). */
-mg_status mg_zip_writer_copy(mg_zip_writer *w, const void *data, int src_fd, uint64_t src_off,
-                             size_t len);
+/* Like mg_zip_writer_write for the bytes [src_off, src_off + len) of file src_fd: read
+ * into the output buffer, checksummed there and written (mg_out_copy_seen). */
+mg_status mg_zip_writer_copy(mg_zip_writer *w, int src_fd, uint64_t src_off, size_t len);
 mg_status mg_zip_writer_end(mg_zip_writer *w);
 mg_status mg_zip_writer_add(mg_zip_writer *w, const char *name, const void *data, size_t len);
 /* Central directory + end records. */
@@ -95,11 +93,9 @@ typedef mg_status (*mg_torch_fill_fn)(void *ctx, const mg_pk_tensor *t, uint64_t
                                       void *buf, size_t len);
 
 /* Optional: how many bytes (<= max) from offset on of t's storage are, unconverted, bytes
- * of an open file: *data points at them (in memory), *fd and *file_off name them in the file;
- * 0 when none (fill is used). */
+ * of an open file, which *fd and *file_off name; 0 when none (fill is used). */
 typedef size_t (*mg_torch_direct_fn)(void *ctx, const mg_pk_tensor *t, uint64_t offset,
-                                     size_t max, const uint8_t **data, int *fd,
-                                     uint64_t *file_off);
+                                     size_t max, int *fd, uint64_t *file_off);
 
 typedef struct {
     const char *archive_name; /* NULL: the file name without directory and extension */
