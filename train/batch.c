@@ -44,8 +44,9 @@ static mg_status build(mg_train_data *t, const mg_train_opts *o)
 mg_status mg_train_data_create(mg_train_data **out, const mg_train_opts *o, int64_t eod)
 {
     *out = NULL;
-    MG_RETURN_IF(o->mock_data && eod < 0, MG_ERR_ARG, "--mock-data needs --tokenizer-type "
-                 "(Megatron's mock documents end with the tokenizer's eod)");
+    /* options_validate.c already requires --tokenizer-type with --mock-data */
+    MG_RETURN_IF(o->mock_data && eod < 0, MG_ERR_ARG, "--mock-data needs a tokenizer with an "
+                 "end-of-document id (Megatron's mock documents end with it)");
     MG_RETURN_IF(!o->mock_data && o->n_data_path == 0, MG_ERR_ARG, "training needs --data-path");
     mg_train_data *t = mg_calloc(1, sizeof *t);
     if (!t) return MG_ERR_NOMEM;
