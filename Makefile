@@ -150,7 +150,7 @@ test-minimal:
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-60}
 
-bench: all
+bench: all tools-test
 	scripts/bench-preprocess.sh
 	scripts/bench-tokenizers.sh
 	scripts/bench-convert.sh

@@ -28,6 +28,10 @@
 
 #include "mg/file.h"
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "idxds_writer.c stores ids with native stores: big-endian hosts unsupported"
+#endif
+
 #define CONV_BYTES (256 * 1024)
 #define COPY_CHUNK ((size_t)8 << 20)
 
@@ -113,17 +117,44 @@ static mg_status check_usable(const mg_idx_writer *w)
     return MG_OK;
 }
 
-/* Whether v survives numpy.array([v], dtype) unchanged (numpy >= 2 raises otherwise). */
-static int token_fits(mg_dtype dt, int64_t v)
+/* The dtype's integer range as ((uint64_t)v + bias) >> bits == 0: v survives
+ * numpy.array([v], dtype) unchanged (numpy >= 2 raises otherwise). bits 64: any int64. */
+typedef struct {
+    uint64_t bias;
+    int bits;
+} id_range;
+
+static id_range range_of(mg_dtype dt)
 {
     switch (dt) {
-    case MG_DT_UINT8: return v >= 0 && v <= UINT8_MAX;
-    case MG_DT_INT8: return v >= INT8_MIN && v <= INT8_MAX;
-    case MG_DT_INT16: return v >= INT16_MIN && v <= INT16_MAX;
-    case MG_DT_UINT16: return v >= 0 && v <= UINT16_MAX;
-    case MG_DT_INT32: return v >= INT32_MIN && v <= INT32_MAX;
-    default: return 1; /* int64, float32, float64 take any int64 */
+    case MG_DT_UINT8: return (id_range){0, 8};
+    case MG_DT_INT8: return (id_range){UINT64_C(1) << 7, 8};
+    case MG_DT_INT16: return (id_range){UINT64_C(1) << 15, 16};
+    case MG_DT_UINT16: return (id_range){0, 16};
+    case MG_DT_INT32: return (id_range){UINT64_C(1) << 31, 32};
+    default: return (id_range){0, 64}; /* int64, float32, float64 take any int64 */
     }
+}
+
+static int token_fits(id_range r, int64_t v)
+{
+    return r.bits == 64 || (((uint64_t)v + r.bias) >> r.bits) == 0;
+}
+
+/* Whether every token fits: one OR over the biased values (branch-free, 4 lanes). */
+static int tokens_fit(id_range r, const int64_t *t, size_t n)
+{
+    if (r.bits == 64) return 1;
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        a |= (uint64_t)t[i] + r.bias;
+        b |= (uint64_t)t[i + 1] + r.bias;
+        c |= (uint64_t)t[i + 2] + r.bias;
+        d |= (uint64_t)t[i + 3] + r.bias;
+    }
+    for (; i < n; i++) a |= (uint64_t)t[i] + r.bias;
+    return ((a | b | c | d) >> r.bits) == 0;
 }
 
 static mg_status check_document(const mg_idx_writer *w, const int64_t *tokens, size_t n_tokens,
@@ -138,14 +169,10 @@ static mg_status check_document(const mg_idx_writer *w, const int64_t *tokens, s
     MG_RETURN_IF(sum != n_tokens, MG_ERR_ARG,
                  "%s: the sequence lengths add up to %s%" PRIu64 ", expected %zu (the token count)",
                  mg_out_path(w->bin), sum > n_tokens ? "at least " : "", sum, n_tokens);
-    int64_t lo = INT64_MAX, hi = INT64_MIN; /* one branch-free pass, then a range check */
+    id_range r = range_of(w->dtype);
+    if (tokens_fit(r, tokens, n_tokens)) return MG_OK;
     for (size_t i = 0; i < n_tokens; i++) {
-        lo = tokens[i] < lo ? tokens[i] : lo;
-        hi = tokens[i] > hi ? tokens[i] : hi;
-    }
-    if (n_tokens == 0 || (token_fits(w->dtype, lo) && token_fits(w->dtype, hi))) return MG_OK;
-    for (size_t i = 0; i < n_tokens; i++) {
-        MG_RETURN_IF(!token_fits(w->dtype, tokens[i]), MG_ERR_LIMIT,
+        MG_RETURN_IF(!token_fits(r, tokens[i]), MG_ERR_LIMIT,
                      "token id %" PRId64 " does not fit in %s", tokens[i],
                      mg_dtype_name((int)w->dtype));
     }
@@ -159,6 +186,21 @@ static mg_status check_document(const mg_idx_writer *w, const int64_t *tokens, s
     }                                                                                      \
     break
 
+/* uint16 ids, four to a 64-bit store (the common case: vocabularies under 65536). */
+static void convert_u16(const int64_t *src, size_t n, uint8_t *dst)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint64_t x = (uint64_t)(uint16_t)src[i] | (uint64_t)(uint16_t)src[i + 1] << 16 |
+                     (uint64_t)(uint16_t)src[i + 2] << 32 | (uint64_t)(uint16_t)src[i + 3] << 48;
+        memcpy(dst + 2 * i, &x, sizeof x);
+    }
+    for (; i < n; i++) {
+        uint16_t x = (uint16_t)src[i];
+        memcpy(dst + 2 * i, &x, sizeof x);
+    }
+}
+
 /* numpy.array(list_of_ints, dtype) for values already range-checked (float32 goes through
  * double like numpy's Python-int conversion). */
 static void convert(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst)
@@ -167,7 +209,7 @@ static void convert(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst)
     case MG_DT_UINT8: CONVERT(uint8_t, src[i]);
     case MG_DT_INT8: CONVERT(int8_t, src[i]);
     case MG_DT_INT16: CONVERT(int16_t, src[i]);
-    case MG_DT_UINT16: CONVERT(uint16_t, src[i]);
+    case MG_DT_UINT16: convert_u16(src, n, dst); break;
     case MG_DT_INT32: CONVERT(int32_t, src[i]);
     case MG_DT_INT64: CONVERT(int64_t, src[i]);
     case MG_DT_FLOAT32: CONVERT(float, (double)src[i]);

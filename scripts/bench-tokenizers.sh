@@ -3,7 +3,9 @@
 # .model and as tokenizer.json, a BPE .model trained on botchan.txt and cached under
 # ~/.cache/mgtools/bench) against HF tokenizers (1 thread) and sentencepiece, one core
 # each, in the same run; MB/s and ratios printed (target >= 5x per core).
-#   scripts/bench-tokenizers.sh [CORPUS.jsonl] [--mb N] [--only NAME]   (MG_BIN: the tools)
+#   scripts/bench-tokenizers.sh [CORPUS.jsonl] [--mb N] [--only NAME]
+# (MG_BIN: the tools; MG_BUILD: the build folder holding tests/tools/encode_bench, the
+# "encoder only" contender, built here with `make tools-test` when missing)
 # Without a corpus the one of scripts/bench-preprocess.sh is used (built on first use by
 # scripts/make-bench-corpus.py under ~/.cache/mgtools/bench); its first 20 MB by default.
 set -euo pipefail
@@ -17,6 +19,9 @@ if [ -z "$corpus" ]; then
   corpus=$dir/corpus-120MB.jsonl
   [ -s "$corpus" ] || "$venv/bin/python" "$root/scripts/make-bench-corpus.py" --size 120 --out "$corpus"
 fi
+build=${MG_BUILD:-$root/build}
+[ -x "$build/tests/tools/encode_bench" ] || make -C "$root" -s tools-test BUILD="$build"
 export TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1 OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1
 exec "$venv/bin/python" "$root/scripts/bench_tokenizers.py" --corpus "$corpus" \
-  --bin "${MG_BIN:-$root/bin}" --vocab "${MG_VOCAB_DIR:-$root/../shared/vocab}" "$@"
+  --bin "${MG_BIN:-$root/bin}" --encode-bench "$build/tests/tools/encode_bench" \
+  --vocab "${MG_VOCAB_DIR:-$root/../shared/vocab}" "$@"

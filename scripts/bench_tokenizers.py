@@ -8,6 +8,11 @@ same documents in the same run. MB/s and the mg/reference ratios are printed (se
 bench_preprocess.py for the accounting: the peers get decoded strings and are timed
 encoding only, so the ratios are conservative for mg-preprocess).
 
+A second mg row, "mg encoder only", is the like-for-like comparison with the libraries:
+tests/tools/encode_bench holds the decoded texts in memory and times only the loop of
+mg_encode calls (no JSON, no dataset writing), as the peers are timed. Its total number
+of ids is compared with each peer's: a difference is printed as an error and fails the run.
+
 Times are CPU seconds (user + system) of the mg-preprocess process and of the Python
 process while it encodes: on a shared, oversubscribed machine wall-clock times measure the
 neighbours; CPU time is what "per core" means. Wall-clock seconds are printed too.
@@ -41,14 +46,26 @@ def cpu_mg(binary, corpus, args):
         return children() - c0, time.perf_counter() - t0
 
 
+def cpu_encoder(tool, corpus, args):
+    """(CPU seconds of the encode loop, total ids) of tests/tools/encode_bench on corpus."""
+    import subprocess
+
+    with open(corpus, "rb") as f:
+        out = subprocess.run([tool] + args, stdin=f, check=True, capture_output=True,
+                             text=True).stdout
+    fields = dict(kv.split("=") for kv in out.split())
+    return float(fields["cpu_s"]), int(fields["ids"])
+
+
 def cpu_peer(encode, texts):
-    """(CPU seconds, wall seconds) of encode over texts, one at a time."""
+    """(CPU seconds, wall seconds, total ids) of encode over texts, one at a time."""
     import time
 
+    n = 0
     c0, t0 = time.process_time(), time.perf_counter()
     for t in texts:
-        encode(t)
-    return time.process_time() - c0, time.perf_counter() - t0
+        n += len(encode(t))
+    return time.process_time() - c0, time.perf_counter() - t0, n
 
 
 def head_corpus(corpus, mb_limit, out):
@@ -138,8 +155,10 @@ def main():
     ap.add_argument("--vocab", required=True)
     ap.add_argument("--mb", type=float, default=20.0, help="MB of text taken from the corpus")
     ap.add_argument("--only", help="run only the tokenizers whose name contains this")
+    ap.add_argument("--encode-bench", required=True, help="tests/tools/encode_bench")
     a = ap.parse_args()
     mg = os.path.join(a.bin, "mg-preprocess")
+    failed = 0
     with tempfile.TemporaryDirectory() as work:
         corpus = head_corpus(a.corpus, a.mb, os.path.join(work, "corpus.jsonl"))
         texts = load_texts(corpus)
@@ -160,11 +179,16 @@ def main():
             load, _ = cpu_mg(mg, one, flags)
             print(f"{name:46s} {'mg-preprocess -w 1':19s} {s:7.2f} {w:7.2f} {mb / s:6.2f} "
                   f"{'':7s} {mb / (s - load):7.2f}  (load {load:.2f} s)", flush=True)
+            e, e_ids = cpu_encoder(a.encode_bench, corpus, flags)
+            print(f"{'':46s} {'mg encoder only':19s} {e:7.2f} {'':7s} {mb / e:6.2f}", flush=True)
             for peer, factory in peers:
-                p, pw = cpu_peer(factory(), texts)
+                p, pw, p_ids = cpu_peer(factory(), texts)
                 print(f"{'':46s} {peer:19s} {p:7.2f} {pw:7.2f} {mb / p:6.2f} {p / s:6.1f}x "
-                      f"{p / (s - load):6.1f}x", flush=True)
-    return 0
+                      f"{p / (s - load):6.1f}x  encoder only {p / e:.1f}x", flush=True)
+                if p_ids != e_ids:
+                    print(f"error: {peer} produced {p_ids} ids, mg_encode {e_ids}", flush=True)
+                    failed = 1
+    return failed
 
 
 if __name__ == "__main__":

@@ -208,6 +208,36 @@ MG_TEST(idx_dtype_tables)
     MG_CHECK_EQ_STR(t, mg_dtype_name(0), "invalid");
 }
 
+/* The range check and the packed stores at every position of a document (the 4-lane loop
+ * and its tail): the extreme values of each dtype are kept, one past them is refused. */
+MG_TEST(idx_token_range_edges)
+{
+    struct { mg_dtype dt; int64_t lo, hi; } cases[] = {
+        {MG_DT_UINT8, 0, 255}, {MG_DT_INT8, -128, 127}, {MG_DT_INT16, -32768, 32767},
+        {MG_DT_UINT16, 0, 65535}, {MG_DT_INT32, INT32_MIN, INT32_MAX},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *p = mg_test_path(t, "edges");
+        mg_idx_writer *w;
+        MG_CHECK_OK(t, mg_idx_writer_create(&w, p, cases[c].dt));
+        int64_t toks[7];
+        int32_t len[] = {7};
+        for (size_t bad = 0; bad < 7; bad++) { /* one past the range at every position */
+            for (size_t i = 0; i < 7; i++) toks[i] = i % 2 ? cases[c].lo : cases[c].hi;
+            toks[bad] = bad % 2 ? cases[c].lo - 1 : cases[c].hi + 1;
+            MG_CHECK_EQ_INT(t, mg_idx_writer_add_document(w, toks, 7, len, 1), MG_ERR_LIMIT);
+        }
+        for (size_t i = 0; i < 7; i++) toks[i] = i % 3 == 0 ? cases[c].lo : cases[c].hi - (int64_t)i;
+        MG_CHECK_OK(t, mg_idx_writer_add_document(w, toks, 7, len, 1));
+        MG_CHECK_OK(t, mg_idx_writer_finish(w));
+        mg_idx_writer_free(w);
+        mg_idx d;
+        MG_CHECK_OK(t, mg_idx_open(&d, p));
+        for (size_t i = 0; i < 7; i++) MG_CHECK_EQ_INT(t, mg_idx_token(&d, 0, i), toks[i]);
+        mg_idx_close(&d);
+    }
+}
+
 MG_TEST(idx_token_out_of_range)
 {
     struct { mg_dtype dt; int64_t v; const char *msg; } cases[] = {
