@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark: mg-preprocess per tokenizer type (Llama-2, Llama-3, Qwen3, a Unigram model as
-# .model and as tokenizer.json, a BPE .model trained on botchan.txt and cached under
+# .model and as tokenizer.json, a BPE .model and a WordPiece vocab.txt trained on botchan.txt and cached under
 # ~/.cache/mgtools/bench) against HF tokenizers (1 thread) and sentencepiece, one core
 # each, in the same run; MB/s and ratios printed (target >= 5x per core).
 #   scripts/bench-tokenizers.sh [CORPUS.jsonl] [--mb N] [--only NAME]

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Times mg-preprocess per tokenizer type against the reference libraries, one core each.
 
+Tokenizers: Llama-2, Llama-3 and Qwen3 tokenizer.json, a Unigram .model and its
+tokenizer.json conversion, a BPE .model and a WordPiece vocab.txt (both trained on
+botchan.txt and cached under ~/.cache/mgtools/bench).
+
 For each tokenizer: mg-preprocess end to end (JSONL -> .bin/.idx, --workers 1), HF
 `tokenizers` (1 thread: the backend tokenizer transformers' AutoTokenizer builds, as
 Megatron's HuggingFaceTokenizer uses it) and `sentencepiece` where it applies, all on the
@@ -108,6 +112,32 @@ def bpe_model(vocab):
     return prefix + ".model"
 
 
+def wordpiece_vocab(vocab):
+    """A lower-cased WordPiece vocab.txt (8000 entries) trained on botchan.txt by HF
+    tokenizers' BertWordPieceTokenizer, cached under ~/.cache/mgtools/bench/."""
+    import tokenizers
+
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                         "mgtools", "bench", f"wordpiece-8000-{tokenizers.__version__}")
+    path = os.path.join(cache, "vocab.txt")
+    if not os.path.exists(path):
+        os.makedirs(cache, exist_ok=True)
+        t = tokenizers.BertWordPieceTokenizer(lowercase=True)
+        t.train([os.path.join(vocab, "sentencepiece", "botchan.txt")], vocab_size=8000,
+                min_frequency=2, show_progress=False)
+        t.save_model(cache)
+    return path
+
+
+def hf_wordpiece(path):
+    """HF tokenizers' BertWordPieceTokenizer; [CLS] ... [SEP] around the ids, as
+    megatron-core 0.16's BertWordPieceLowerCase tokenize() (and mg-preprocess) give them."""
+    import tokenizers
+
+    t = tokenizers.BertWordPieceTokenizer(path, lowercase=True)
+    return lambda s: t.encode(s).ids
+
+
 def unigram_json(model, workdir):
     """tokenizer.json of a sentencepiece Unigram .model, by transformers' SpmConverter."""
     from transformers.convert_slow_tokenizer import SpmConverter
@@ -141,6 +171,10 @@ def cases(vocab, workdir):
     out.append(("BPE botchan 4000 bf .model (SentencePiece)",
                 ["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", bpe],
                 [("sentencepiece", lambda: spm_encode(bpe))]))
+    wp = wordpiece_vocab(vocab)
+    out.append(("WordPiece vocab.txt (BertWordPieceLowerCase)",
+                ["--tokenizer-type", "BertWordPieceLowerCase", "--vocab-file", wp],
+                [("HF tokenizers", lambda: hf_wordpiece(wp))]))
     uj = unigram_json(spm, workdir)
     out.append(("Unigram test_ja_model (tokenizer.json)",
                 ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", uj],
