@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark: mg-preprocess per tokenizer type (Llama-2, Llama-3, Qwen3, a Unigram model as
-# .model and as tokenizer.json, a BPE .model and a WordPiece vocab.txt trained on botchan.txt and cached under
-# ~/.cache/mgtools/bench) against HF tokenizers (1 thread) and sentencepiece, one core
-# each, in the same run; MB/s and ratios printed (target >= 5x per core).
+# .model and as tokenizer.json, a BPE .model and a WordPiece vocab.txt, both trained on
+# botchan.txt and cached under ~/.cache/mgtools/bench) against HF tokenizers (1 thread) and
+# sentencepiece, one core each, in the same run; MB/s and ratios printed (target >= 5x per
+# core), end to end and for the encoder alone.
 #   scripts/bench-tokenizers.sh [CORPUS.jsonl] [--mb N] [--only NAME]
 # (MG_BIN: the tools; MG_BUILD: the build folder holding tests/tools/encode_bench, the
 # "encoder only" contender, built here with `make tools-test` when missing)
