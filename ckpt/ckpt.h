@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "mg/error.h"
 #include "mg/model.h"
@@ -156,6 +157,17 @@ mg_status ck_tensor_fill_rows(const ck_source *s, const ck_tensor *t, int64_t r0
  * *p at row r0, or 0 (zero rows, a transposed tensor, another dtype, pieces of rows). */
 int64_t ck_tensor_direct_rows(const ck_source *s, const ck_tensor *t, int64_t r0,
                               int64_t max_rows, const uint8_t **p);
+/* Pieces one batch of rows written from the mappings may take (<= IOV_MAX). */
+#define CK_IOV_MAX 1024
+/* Gathered rows of t from r0 on (at most max_rows, whole rows of at most max_bytes in
+ * all) as pieces of the mapped inputs, in order, adjacent pieces merged; zero rows are
+ * pieces of a static zero buffer: the rows described (*niov pieces in iov, <= max_iov), or
+ * 0 when row r0 cannot be (a transposed tensor, a strided layout, another dtype than t's,
+ * more pieces than max_iov): then the caller gathers through a buffer. */
+int64_t ck_tensor_iov(const ck_source *s, const ck_tensor *t, int64_t r0, int64_t max_rows,
+                      uint64_t max_bytes, struct iovec *iov, int max_iov, int *niov);
+/* After the pieces of ck_tensor_iov were written: drops the pages of those of >= 1 MiB. */
+void ck_iov_release(const struct iovec *iov, int n);
 /* Lets the source drop the pages of every parameter t reads (s->release). */
 void ck_tensor_release(const ck_source *s, const ck_tensor *t);
 /* madvise(MADV_DONTNEED) of the whole pages inside [p, p + n) of a read-only mapping. */

@@ -2,7 +2,9 @@
  * shards + model.safetensors.index.json, and tokenizer files from --tokenizer-dir. Shards
  * are written in parallel, each tensor streamed into its file: rows that lie back to back
  * in an input are copied file to file (copy_file_range; from the mapping when the source
- * has no descriptor for them), the others gathered in 8 MiB pieces.
+ * has no descriptor for them), rows made of plain pieces of the mapped inputs are written
+ * straight from them (pwritev, up to 8 MiB a call; their pages dropped after the write),
+ * the others (dtype conversion, transposed tensors) gathered in 8 MiB pieces.
  *
  * Contract (ckpt.h): safetensors metadata {"format": "pt"}; tensors of a shard are laid out
  * by the safetensors writer (save_file order); config.json from mg_model_to_hf_config.
@@ -37,27 +39,55 @@ static const ck_tensor *by_name(const ck_file *f, const char *name)
 #define DIRECT_MIN ((uint64_t)1 << 20) /* contiguous input written straight from the mapping */
 #define DIRECT_MAX ((uint64_t)64 << 20)
 
+/* Rows from byte off of t that lie back to back in an input (>= DIRECT_MIN of them),
+ * copied from its file or written from its mapping: their bytes in *len (0: none). */
+static mg_status write_direct(const hf_ctx *x, const ck_tensor *t, uint64_t off, uint64_t rowb,
+                              mg_st_writer *w, uint64_t *len)
+{
+    const uint8_t *p = NULL;
+    int64_t k = ck_tensor_direct_rows(x->s, t, (int64_t)(off / rowb), (int64_t)(DIRECT_MAX / rowb),
+                                      &p);
+    uint64_t foff = 0;
+    int fd = -1;
+    *len = (uint64_t)k * rowb;
+    if (*len < DIRECT_MIN) return *len = 0, MG_OK;
+    mg_status st;
+    if (x->s->file_of && x->s->file_of(x->s, p, &fd, &foff))
+        st = mg_st_writer_copy(w, fd, foff, *len);
+    else
+        st = mg_st_writer_write(w, p, (size_t)*len);
+    ck_release_pages(p, (size_t)*len);
+    return st;
+}
+
+/* Rows from byte off of t (up to STAGE bytes) written from pieces of the mapped inputs by
+ * pwritev: their bytes in *len (0 when the row at off cannot be). */
+static mg_status write_pieces(const hf_ctx *x, const ck_tensor *t, uint64_t off, uint64_t rowb,
+                              struct iovec *iov, mg_st_writer *w, uint64_t *len)
+{
+    int niov = 0;
+    int64_t rows = (int64_t)((ck_tensor_bytes(t) - off) / rowb);
+    int64_t k = ck_tensor_iov(x->s, t, (int64_t)(off / rowb), rows, STAGE, iov, CK_IOV_MAX, &niov);
+    *len = (uint64_t)k * rowb;
+    if (k == 0) return MG_OK;
+    mg_status st = mg_st_writer_writev(w, iov, niov);
+    ck_iov_release(iov, niov);
+    return st;
+}
+
 /* Bytes [off, n) of t: rows that lie back to back in an input file are copied from it
- * (or written straight from the mapping); the rest go through buf. */
+ * (or written straight from the mapping), rows of pieces of the mappings are written from
+ * them, the rest go through buf. */
 static mg_status write_rows(const hf_ctx *x, ck_reader *rd, const ck_tensor *t, uint8_t *buf,
-                            mg_st_writer *w)
+                            struct iovec *iov, mg_st_writer *w)
 {
     uint64_t n = ck_tensor_bytes(t), rowb = (uint64_t)t->gcols * mg_tdtype_size(t->dtype);
-    uint64_t off = 0;
+    uint64_t off = 0, len = 0;
     mg_status st = MG_OK;
     while (off < n && st == MG_OK) {
-        const uint8_t *p = NULL;
-        int64_t k = ck_tensor_direct_rows(x->s, t, (int64_t)(off / rowb),
-                                          (int64_t)(DIRECT_MAX / rowb), &p);
-        uint64_t len = (uint64_t)k * rowb, foff = 0;
-        int fd = -1;
-        if (len >= DIRECT_MIN) {
-            if (x->s->file_of && x->s->file_of(x->s, p, &fd, &foff))
-                st = mg_st_writer_copy(w, fd, foff, len);
-            else
-                st = mg_st_writer_write(w, p, (size_t)len);
-            ck_release_pages(p, (size_t)len);
-        } else {
+        st = write_direct(x, t, off, rowb, w, &len);
+        if (st == MG_OK && len == 0) st = write_pieces(x, t, off, rowb, iov, w, &len);
+        if (st == MG_OK && len == 0) {
             len = n - off < STAGE ? n - off : (STAGE / rowb) * rowb;
             st = ck_reader_read(rd, t, off, buf, (size_t)len);
             if (st == MG_OK) st = mg_st_writer_write(w, buf, (size_t)len);
@@ -71,7 +101,8 @@ static mg_status write_tensors(const hf_ctx *x, const ck_file *f, mg_st_writer *
 {
     ck_reader rd = {.s = x->s, .threads = x->threads};
     uint8_t *buf = mg_malloc(STAGE);
-    mg_status st = buf ? MG_OK : MG_ERR_NOMEM;
+    struct iovec *iov = mg_malloc(CK_IOV_MAX * sizeof(*iov));
+    mg_status st = buf && iov ? MG_OK : MG_ERR_NOMEM;
     for (size_t i = 0; st == MG_OK; i++) {
         const char *name = mg_st_writer_order(w, i);
         if (!name) break;
@@ -85,12 +116,13 @@ static mg_status write_tensors(const hf_ctx *x, const ck_file *f, mg_st_writer *
                 if (st == MG_OK) st = mg_st_writer_write(w, buf, len);
             }
         } else {
-            st = write_rows(x, &rd, t, buf, w);
+            st = write_rows(x, &rd, t, buf, iov, w);
         }
         if (st == MG_OK) ck_tensor_release(x->s, t);
         ck_progress_add(x->prog, 1, n);
     }
     free(buf);
+    free(iov);
     ck_reader_free(&rd);
     return st;
 }

@@ -2,7 +2,9 @@
  * {'args': Namespace, 'checkpoint_version': 3.0, 'iteration': N, 'model': OrderedDict}, and
  * the tracker file; the rank files are written in parallel, tensors streamed one at a time:
  * rows that lie back to back in an input file are read from that file straight into the
- * writer (mg_zip_writer_copy), the others gathered through the reader.
+ * writer (mg_zip_writer_copy), rows made of plain pieces of the mapped inputs are written
+ * from them (mg_zip_writer_writev; their pages dropped at the next callback, after the
+ * write), the others (dtype conversion) gathered through the reader.
  *
  * Contract (ckpt.h; spec §1, §2.1-2.2): args come from the target model (mg_model_to_args);
  * when the source is a Megatron checkpoint its other arguments are kept (tokenizer and
@@ -65,6 +67,8 @@ typedef struct {
     const ck_source *s;
     const ck_tensor *done_t; /* a tensor whose last byte the last direct piece was, or NULL:
                                 released at the next call, once the writer has read it */
+    struct iovec *iov;       /* CK_IOV_MAX pieces handed to the writer by gather */
+    int niov;                /* of them, still to release at the next call */
 } fill_ctx;
 
 /* The planned tensor behind t (they are asked for in order: usually the current one). */
@@ -82,6 +86,8 @@ static const ck_tensor *current(fill_ctx *c, const mg_pk_tensor *t)
 
 static void release_done(fill_ctx *c)
 {
+    ck_iov_release(c->iov, c->niov);
+    c->niov = 0;
     if (c->done_t) ck_tensor_release(c->s, c->done_t);
     c->done_t = NULL;
 }
@@ -118,6 +124,27 @@ static size_t direct(void *ctx, const mg_pk_tensor *t, uint64_t off, size_t max,
     return (size_t)len;
 }
 
+/* Whole rows from off on (at most max bytes) as pieces of the mapped inputs (c->iov). */
+static size_t gather(void *ctx, const mg_pk_tensor *t, uint64_t off, size_t max,
+                     const struct iovec **iov, int *niov)
+{
+    fill_ctx *c = ctx;
+    release_done(c);
+    const ck_tensor *ct = current(c, t);
+    uint64_t rowb = (uint64_t)ct->gcols * mg_tdtype_size(ct->dtype);
+    if (rowb == 0 || off % rowb) return 0;
+    int64_t k = ck_tensor_iov(c->s, ct, (int64_t)(off / rowb), (int64_t)(max / rowb), max,
+                              c->iov, CK_IOV_MAX, &c->niov);
+    uint64_t len = (uint64_t)k * rowb;
+    *iov = c->iov;
+    *niov = c->niov;
+    if (len > 0 && off + len == ck_tensor_bytes(ct)) {
+        c->done_t = ct;
+        ck_progress_add(c->prog, 1, off + len);
+    }
+    return (size_t)len;
+}
+
 static mg_status build_root(mg_pk_graph *g, const save_ctx *x, const ck_file *f, mg_pk_obj **pk,
                             mg_pk_obj **root)
 {
@@ -148,15 +175,17 @@ static mg_status save_file(void *ctx, size_t i)
     mg_pk_graph *g = mg_pk_graph_create();
     fill_ctx fc = {.f = f, .prog = x->prog, .rd = {.s = x->s, .threads = x->threads}, .s = x->s};
     fc.pk = mg_calloc(f->n ? f->n : 1, sizeof(*fc.pk));
+    fc.iov = mg_malloc(CK_IOV_MAX * sizeof(*fc.iov));
     mg_pk_obj *root = NULL;
-    mg_status st = g && fc.pk ? build_root(g, x, f, fc.pk, &root) : MG_ERR_NOMEM;
+    mg_status st = g && fc.pk && fc.iov ? build_root(g, x, f, fc.pk, &root) : MG_ERR_NOMEM;
     if (st == MG_OK) {
         mg_torch_save_opts so = {.archive_name = "model_optim_rng", .fill = fill,
-                                 .direct = direct, .ctx = &fc};
+                                 .direct = direct, .gather = gather, .ctx = &fc};
         st = mg_torch_save(path, root, &so);
         release_done(&fc);
     }
     ck_reader_free(&fc.rd);
+    free(fc.iov);
     free(fc.pk);
     mg_pk_graph_free(g);
     return st;

@@ -1,6 +1,7 @@
 /* plan.c — output plans: the target model, and for every Megatron output file its tensors
  * as runs of canonical rows (per (TP, PP) rank by the split rules), plus materialising one
- * planned tensor from a source. The HF plan is in plan_hf.c.
+ * planned tensor from a source (into a buffer, or as pieces of the mapped inputs that a
+ * writer hands to pwritev). The HF plan is in plan_hf.c.
  *
  * Contract (ckpt.h; spec §2.5-2.9, §5.3-5.4): vocabulary rows past the true vocabulary are
  * zero on Megatron output and absent on HF output; a tied output layer is written as a copy
@@ -264,6 +265,82 @@ int64_t ck_tensor_direct_rows(const ck_source *s, const ck_tensor *t, int64_t r0
         if (k == 0) *p = loc.p;
     }
     return k;
+}
+
+/* ---- rows as pieces of the mapped inputs ---- */
+
+static const uint8_t zero_rows[64 << 10];
+
+typedef struct {
+    struct iovec *v;
+    int n, max;
+} iov_list;
+
+/* Appends [p, p + len) to l, merged into the last piece when adjacent; 0 when l is full. */
+static int iov_add(iov_list *l, const uint8_t *p, size_t len)
+{
+    struct iovec *last = l->n > 0 ? &l->v[l->n - 1] : NULL;
+    if (last && p != zero_rows && (const uint8_t *)last->iov_base + last->iov_len == p) {
+        last->iov_len += len;
+        return 1;
+    }
+    if (l->n == l->max) return 0;
+    l->v[l->n++] = (struct iovec){(void *)(uintptr_t)p, len};
+    return 1;
+}
+
+/* Gathered row r of t (in run) appended to l; 0 when it cannot be (l is then partial). */
+static int row_iov(const ck_source *s, const ck_tensor *t, const ck_run *run, int64_t r,
+                   iov_list *l)
+{
+    size_t es = mg_tdtype_size(t->dtype);
+    if (run->param == CK_ZERO) {
+        for (size_t left = (size_t)t->gcols * es, k; left > 0; left -= k) {
+            k = left < sizeof zero_rows ? left : sizeof zero_rows;
+            if (!iov_add(l, zero_rows, k)) return 0;
+        }
+        return 1;
+    }
+    int64_t row = run->src_row + (r - run->out_row), end = run->col0 + run->ncols;
+    for (int64_t c = run->col0; c < end;) {
+        ck_loc loc;
+        s->locate(s, run->param, row, c, &loc);
+        if (loc.dtype != t->dtype || loc.step != (int64_t)es) return 0;
+        int64_t n = end - c < loc.avail ? end - c : loc.avail;
+        if (!iov_add(l, loc.p, (size_t)n * es)) return 0;
+        c += n;
+    }
+    return 1;
+}
+
+int64_t ck_tensor_iov(const ck_source *s, const ck_tensor *t, int64_t r0, int64_t max_rows,
+                      uint64_t max_bytes, struct iovec *iov, int max_iov, int *niov)
+{
+    uint64_t rowb = (uint64_t)t->gcols * mg_tdtype_size(t->dtype);
+    iov_list l = {iov, 0, max_iov};
+    const ck_run *run = NULL;
+    int64_t k = 0;
+    *niov = 0;
+    if (t->transpose || t->none) return 0;
+    for (; k < max_rows && (uint64_t)(k + 1) * rowb <= max_bytes; k++) {
+        if (!run || r0 + k >= run->out_row + run->nrows) run = run_of(t, r0 + k);
+        int n0 = l.n;
+        struct iovec last = n0 > 0 ? iov[n0 - 1] : (struct iovec){0};
+        if (!run || run->ncols != t->gcols || !row_iov(s, t, run, r0 + k, &l)) {
+            l.n = n0; /* row r0 + k is not taken: undo its pieces */
+            if (n0 > 0) iov[n0 - 1] = last;
+            break;
+        }
+    }
+    *niov = l.n;
+    return k;
+}
+
+void ck_iov_release(const struct iovec *iov, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (iov[i].iov_len >= ((size_t)1 << 20) && iov[i].iov_base != (void *)(uintptr_t)zero_rows)
+            ck_release_pages(iov[i].iov_base, iov[i].iov_len);
 }
 
 void ck_tensor_release(const ck_source *s, const ck_tensor *t)

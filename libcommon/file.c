@@ -9,6 +9,9 @@
  *     and fsyncs the directory. Any failure leaves the temporary file for mg_out_abort()
  *     (or mg_out_free()) to delete; after the first failed write every further call
  *     fails again, so a caller cannot commit a file with a hole in it.
+ *   - mg_out_writev() flushes the buffer and appends the pieces of an iovec array with
+ *     pwritev() at the on-disk offset (at most IOV_MAX pieces per system call), resuming
+ *     partial writes inside the piece where they stopped.
  *   - mg_out_copy_from() flushes the buffer and appends a range of another file with
  *     copy_file_range() at explicit offsets, falling back to pread() + pwrite() through the
  *     buffer where the kernel refuses (other filesystem, old kernel, special file).
@@ -25,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define OUT_BUF_SIZE ((size_t)1 << 20)
@@ -176,6 +180,45 @@ mg_status mg_out_write(mg_out *o, const void *data, size_t len)
     if (len >= OUT_BUF_SIZE) return write_at(o, p, len); /* large writes bypass the buffer */
     memcpy(o->buf, p, len);
     o->used = len;
+    return MG_OK;
+}
+
+/* Drops the pieces of *iov wholly inside the first *done bytes (*done becomes the bytes
+ * written of the new first piece); returns the pieces left. */
+static int iov_skip(const struct iovec **iov, int n, size_t *done)
+{
+    while (n > 0 && *done >= (*iov)->iov_len) {
+        *done -= (*iov)->iov_len;
+        (*iov)++;
+        n--;
+    }
+    return n;
+}
+
+mg_status mg_out_writev(mg_out *o, const struct iovec *iov, int n)
+{
+    MG_FORWARD(check_writable(o));
+    MG_FORWARD(flush_buf(o));
+    struct iovec v[IOV_MAX];
+    size_t done = 0; /* bytes of iov[0] already written */
+    while ((n = iov_skip(&iov, n, &done)) > 0) {
+        int nv = n < IOV_MAX ? n : IOV_MAX;
+        const struct iovec *p = iov;
+        if (done > 0) { /* resume inside iov[0] */
+            memcpy(v, iov, (size_t)nv * sizeof(*v));
+            v[0].iov_base = (uint8_t *)v[0].iov_base + done;
+            v[0].iov_len -= done;
+            p = v;
+        }
+        ssize_t w = pwritev(o->fd, p, nv, (off_t)o->flushed);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            return o->failed = mg_error_errno(e, "%s: write failed", o->path);
+        }
+        o->flushed += (uint64_t)w;
+        done += (size_t)w;
+    }
     return MG_OK;
 }
 

@@ -8,7 +8,8 @@
  * strings escaped like serde_json: \" \\ \b \f \n \r \t, other control characters as
  * \u00xx, everything else raw UTF-8) padded with spaces to a multiple of 8, and writes it
  * through an atomic mg_out. The data then streams in that order; only the declarations
- * are held in memory; data may also be copied from another file (mg_st_writer_copy).
+ * are held in memory; data may also be copied from another file (mg_st_writer_copy) or
+ * written straight from the caller's pieces of memory (mg_st_writer_writev: pwritev).
  */
 #include "mg/safetensors.h"
 #include "mg/strbuf.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "mg/file.h"
 #include "mg/unicode.h"
@@ -381,6 +383,31 @@ mg_status mg_st_writer_copy(mg_st_writer *w, int src_fd, uint64_t src_off, uint6
         MG_FORWARD(mg_out_copy_from(w->out, src_fd, src_off, k));
         w->cur_wr += k;
         src_off += k;
+        len -= k;
+        advance(w);
+    }
+    return MG_OK;
+}
+
+/* Bytes of the data section still due. */
+static uint64_t data_left(const mg_st_writer *w)
+{
+    uint64_t left = 0;
+    for (size_t i = w->cur; i < w->n; i++) left += w->t[i].nbytes;
+    return left - w->cur_wr;
+}
+
+mg_status mg_st_writer_writev(mg_st_writer *w, const struct iovec *iov, int n)
+{
+    MG_RETURN_IF(!w->begun, MG_ERR_ARG, "%s: tensor data written before the header", w->path);
+    uint64_t len = 0;
+    for (int i = 0; i < n; i++) len += iov[i].iov_len;
+    MG_RETURN_IF(len > data_left(w), MG_ERR_ARG, "%s: %llu bytes written past the end of the "
+                 "last tensor", w->path, (unsigned long long)(len - data_left(w)));
+    MG_FORWARD(mg_out_writev(w->out, iov, n));
+    while (len > 0) {
+        uint64_t room = w->t[w->cur].nbytes - w->cur_wr, k = room < len ? room : len;
+        w->cur_wr += k;
         len -= k;
         advance(w);
     }

@@ -77,7 +77,8 @@ static mg_status resolve(mg_torch_file *f, mg_pk_tensor *t)
 static mg_status load(mg_torch_file *f, const uint8_t *data, size_t size)
 {
     if (size >= 2 && data[0] == 0x80 && data[1] <= 5)
-        return mg_error_set(MG_ERR_UNSUPPORTED, "%s: legacy (non-zip) torch.save format not supported",
+        return mg_error_set(MG_ERR_UNSUPPORTED,
+                            "not supported yet: the legacy (non-zip) torch.save format of %s",
                             f->label);
     if (size < 4 || memcmp(data, "PK\3\4", 4) != 0)
         return mg_error_set(MG_ERR_FORMAT, "%s: offset 0: not a torch.save file (no ZIP signature)",
@@ -268,6 +269,22 @@ static mg_status add_rec(saver *s, const char *name, const void *p, size_t n)
     return mg_zip_writer_end(s->w);
 }
 
+/* Bytes from off on of t's storage (at most rest) that the direct or gather callback
+ * offers, written from that file or memory: *d of them (0 when neither offers any). */
+static mg_status write_direct(saver *s, const mg_pk_tensor *t, const mg_torch_save_opts *o,
+                              uint64_t off, uint64_t rest, size_t *d)
+{
+    int fd = -1, niov = 0;
+    uint64_t foff = 0;
+    const struct iovec *iov = NULL;
+    size_t dmax = rest < DIRECT_CHUNK ? (size_t)rest : DIRECT_CHUNK;
+    *d = o->direct ? o->direct(o->ctx, t, off, dmax, &fd, &foff) : 0;
+    if (*d > 0) return mg_zip_writer_copy(s->w, fd, foff, *d);
+    dmax = rest < FILL_CHUNK ? (size_t)rest : FILL_CHUNK;
+    *d = o->gather ? o->gather(o->ctx, t, off, dmax, &iov, &niov) : 0;
+    return *d > 0 ? mg_zip_writer_writev(s->w, iov, niov) : MG_OK;
+}
+
 static mg_status write_storage(saver *s, const char *key, const mg_pk_tensor *t,
                                const mg_torch_save_opts *o, uint8_t **buf)
 {
@@ -279,13 +296,9 @@ static mg_status write_storage(saver *s, const char *key, const mg_pk_tensor *t,
     MG_FORWARD(begin_rec(s, name, t->storage_nbytes));
     for (uint64_t off = 0; off < t->storage_nbytes;) {
         size_t n = t->storage_nbytes - off < FILL_CHUNK ? (size_t)(t->storage_nbytes - off) : FILL_CHUNK;
-        int fd = -1;
-        uint64_t foff = 0;
-        uint64_t rest = t->storage_nbytes - off;
-        size_t dmax = rest < DIRECT_CHUNK ? (size_t)rest : DIRECT_CHUNK;
-        size_t d = o->direct ? o->direct(o->ctx, t, off, dmax, &fd, &foff) : 0;
+        size_t d = 0;
+        MG_FORWARD(write_direct(s, t, o, off, t->storage_nbytes - off, &d));
         if (d > 0) {
-            MG_FORWARD(mg_zip_writer_copy(s->w, fd, foff, d));
             off += d;
             continue;
         }

@@ -5,12 +5,15 @@
  *
  * Contract: records are written one at a time (begin / write... / end) with the size given
  * at begin; end fails if a different number of bytes was written. CRC-32 (IEEE) is computed
- * while streaming. The writer appends to a caller-owned mg_out positioned at offset 0 and
- * never commits it. Entry names are copied.
+ * while streaming (mg_zip_writer_writev: over each group of pieces of about CRC_CHUNK bytes
+ * just before pwritev() writes that group from the caller's memory). The writer appends to
+ * a caller-owned mg_out positioned at offset 0 and never commits it. Entry names are
+ * copied.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "mg/torchfile.h"
 #include "zip_internal.h"
@@ -333,6 +336,36 @@ mg_status mg_zip_writer_write(mg_zip_writer *w, const void *data, size_t len)
         n = len < CRC_CHUNK ? len : CRC_CHUNK;
         r->crc = mg_crc32(r->crc, p, n);
         MG_FORWARD(mg_out_write(w->out, p, n));
+    }
+    return MG_OK;
+}
+
+/* The first pieces of iov[0..n) that make up about CRC_CHUNK bytes (at least one), added
+ * to *crc: their count. */
+static int crc_group(const struct iovec *iov, int n, uint32_t *crc)
+{
+    size_t bytes = 0;
+    int k = 0;
+    for (; k < n && (k == 0 || bytes + iov[k].iov_len <= CRC_CHUNK); k++) {
+        *crc = mg_crc32(*crc, iov[k].iov_base, iov[k].iov_len);
+        bytes += iov[k].iov_len;
+    }
+    return k;
+}
+
+mg_status mg_zip_writer_writev(mg_zip_writer *w, const struct iovec *iov, int n)
+{
+    MG_ASSERT(w->open);
+    mg_zip_rec *r = &w->recs[w->n - 1];
+    uint64_t len = 0;
+    for (int i = 0; i < n; i++) len += iov[i].iov_len;
+    if (len > r->uncomp - w->written)
+        return mg_error_set(MG_ERR_ARG, "%s: zip entry \"%s\" longer than announced",
+                            mg_out_path(w->out), r->name);
+    w->written += len;
+    for (int k; n > 0; iov += k, n -= k) { /* each group is written while cache-hot */
+        k = crc_group(iov, n, &r->crc);
+        MG_FORWARD(mg_out_writev(w->out, iov, k));
     }
     return MG_OK;
 }

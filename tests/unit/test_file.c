@@ -1,5 +1,5 @@
 /* test_file.c — unit tests for mg/file.h: maps, atomic output (commit, abort, write
- * failures, full disk), mg_read_file, mg_is_dir. */
+ * failures, full disk, pwritev of pieces), mg_read_file, mg_is_dir. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +9,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,6 +123,94 @@ MG_TEST(file_out_copy_from_ranges_and_short_source)
     MG_CHECK_ERR(t, mg_out_write(o, "x", 1), MG_ERR_IO, "earlier write failed");
     mg_out_free(o);
     close(fd);
+    free(data);
+}
+
+/* n pieces of data[0..len) cut at pseudo-random places (some empty, some large). */
+static int cut_pieces(struct iovec *v, int n, const uint8_t *data, size_t len)
+{
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        size_t k = i % 7 == 3 ? 0 : i % 97 == 5 ? (64u << 10) + (size_t)i : (size_t)(i * 13 % 301);
+        if (k > len - at || i == n - 1) k = len - at;
+        v[i] = (struct iovec){(void *)(uintptr_t)(data + at), k};
+        at += k;
+    }
+    return n;
+}
+
+MG_TEST(file_out_writev_mixed_with_write_and_copy)
+{
+    size_t big = (2u << 20) + 29;
+    uint8_t *data = malloc(big);
+    for (size_t i = 0; i < big; i++) data[i] = (uint8_t)(i * 11 + (i >> 9));
+    const char *src = mg_test_write_file(t, "src.bin", data, big);
+    const char *path = mg_test_path(t, "v.bin");
+    int n = 3000, fd = open(src, O_RDONLY); /* more pieces than IOV_MAX: several calls */
+    struct iovec *v = malloc((size_t)n * sizeof(*v));
+    mg_out *o;
+    MG_CHECK_OK(t, mg_out_create(&o, path));
+    MG_CHECK_OK(t, mg_out_write(o, data, 100));                          /* [0, 100) buffered */
+    MG_CHECK_OK(t, mg_out_writev(o, v, cut_pieces(v, 5, data + 100, 900))); /* [100, 1000) */
+    MG_CHECK_OK(t, mg_out_copy_from(o, fd, 1000, 5000));                /* [1000, 6000) */
+    MG_CHECK_OK(t, mg_out_writev(o, v, cut_pieces(v, n, data + 6000, (1u << 20) - 6000)));
+    MG_CHECK_OK(t, mg_out_write(o, data + (1u << 20), 777));
+    MG_CHECK_OK(t, mg_out_writev(o, v, 0));
+    MG_CHECK_OK(t, mg_out_writev(o, v, cut_pieces(v, 2, data + (1u << 20) + 777,
+                                                   big - (1u << 20) - 777)));
+    MG_CHECK_EQ_INT(t, mg_out_offset(o), big);
+    MG_CHECK_OK(t, mg_out_commit(o));
+    MG_CHECK_ERR(t, mg_out_writev(o, v, 1), MG_ERR_ARG, "write after commit");
+    mg_out_free(o);
+    close(fd);
+    size_t got_n = 0;
+    char *got = mg_test_read_file(path, &got_n);
+    MG_CHECK(t, got && got_n == big && memcmp(got, data, big) == 0);
+    free(got);
+    free(v);
+    free(data);
+}
+
+/* In a child under RLIMIT_FSIZE = 1 MiB: pieces of 1.5 MiB after 1000 buffered bytes, so
+ * pwritev writes part of them and then fails (EFBIG). Returns 0 when the part on disk is
+ * the start of the pieces, the failure names the path and is sticky. */
+static int child_writev_fails(const char *path, const uint8_t *data, size_t len)
+{
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {1 << 20, 1 << 20};
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0) return 10;
+    mg_out *o;
+    if (mg_out_create(&o, path) != MG_OK) return 11;
+    struct iovec v[600];
+    if (mg_out_write(o, data, 1000) != MG_OK) return 12;
+    mg_status st = mg_out_writev(o, v, cut_pieces(v, 600, data + 1000, len - 1000));
+    if (st != MG_ERR_IO || strncmp(mg_last_error(), path, strlen(path)) != 0 ||
+        !strstr(mg_last_error(), ": write failed: File too large"))
+        return 13;
+    if (mg_out_write(o, "x", 1) == MG_OK || mg_out_writev(o, v, 1) == MG_OK) return 14;
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.0", path, (long)getpid());
+    size_t n = 0;
+    char *got = mg_test_read_file(tmp, &n);
+    int ok = got && n == (1u << 20) && memcmp(got, data, n) == 0;
+    free(got);
+    mg_out_free(o);
+    return ok ? 0 : 15;
+}
+
+MG_TEST(file_out_writev_partial_write_then_failure)
+{
+    size_t len = (3u << 19) + 5;
+    uint8_t *data = malloc(len);
+    for (size_t i = 0; i < len; i++) data[i] = (uint8_t)(i * 5 + (i >> 10));
+    const char *path = mg_test_path(t, "pv.bin");
+    pid_t pid = fork();
+    if (pid == 0) _exit(child_writev_fails(path, data, len));
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    MG_CHECK(t, WIFEXITED(ws));
+    MG_CHECK_EQ_INT(t, WEXITSTATUS(ws), 0);
+    MG_CHECK_EQ_INT(t, count_entries(t->dir), 0);
     free(data);
 }
 

@@ -19,6 +19,8 @@
 
 #include "mg/error.h"
 
+struct iovec; /* <sys/uio.h> */
+
 typedef struct {
     const uint8_t *data; /* NULL when size == 0 */
     size_t size;
@@ -33,6 +35,9 @@ typedef struct mg_out mg_out; /* opaque */
 /* Creates the temporary file for final path `path`. *out is NULL on failure. */
 mg_status mg_out_create(mg_out **out, const char *path);
 mg_status mg_out_write(mg_out *o, const void *data, size_t len);
+/* Appends the n pieces of iov in order (the buffer is flushed first, then pwritev() from
+ * the caller's memory: no copy through the buffer); partial writes are resumed. */
+mg_status mg_out_writev(mg_out *o, const struct iovec *iov, int n);
 /* Appends len bytes read from src_fd at src_off (src_fd's own offset is not used): by
  * copy_file_range() where the kernel can (no copy through user space), otherwise (EXDEV,
  * ENOSYS, EINVAL, EOPNOTSUPP) by pread + write. A source shorter than asked is MG_ERR_IO. */

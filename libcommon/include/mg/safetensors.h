@@ -48,6 +48,8 @@
 #include "mg/error.h"
 #include "mg/tensor.h"
 
+struct iovec; /* <sys/uio.h> */
+
 /* The reference reader's limit on N. */
 #define MG_ST_MAX_HEADER 100000000u
 
@@ -113,6 +115,9 @@ mg_status mg_st_writer_write(mg_st_writer *w, const void *data, size_t len);
 /* Same for bytes [src_off, src_off + len) of the open file src_fd, copied file to file
  * (mg_out_copy_from: copy_file_range where the kernel can). */
 mg_status mg_st_writer_copy(mg_st_writer *w, int src_fd, uint64_t src_off, uint64_t len);
+/* Same for the n pieces of iov, in order, written from the caller's memory by pwritev()
+ * (mg_out_writev: no copy through the output buffer). */
+mg_status mg_st_writer_writev(mg_st_writer *w, const struct iovec *iov, int n);
 /* Writes a whole tensor: name must be the one due next and len its full byte size
  * (MG_ERR_ARG naming the expected tensor otherwise). Empty tensors are never due (next()
  * skips them); writing one with len 0 is accepted at any time and does nothing. */

@@ -18,6 +18,7 @@
  *     version ("3\n"), .data/serialization_id; storage keys "0".. in first-use order, one
  *     storage per distinct data pointer (tensors sharing a pointer share a storage). Tensor
  *     bytes come from mg_pk_tensor.data (storage_nbytes bytes) or, when data is NULL, from
+ *     opts->direct (file ranges), opts->gather (pieces of memory written by pwritev) or
  *     opts->fill in chunks (streaming). Output goes through mg_out (atomic rename).
  */
 #ifndef MG_TORCHFILE_H
@@ -67,6 +68,9 @@ mg_status mg_zip_writer_write(mg_zip_writer *w, const void *data, size_t len);
 /* Like mg_zip_writer_write for the bytes [src_off, src_off + len) of file src_fd: read
  * into the output buffer, checksummed there and written (mg_out_copy_seen). */
 mg_status mg_zip_writer_copy(mg_zip_writer *w, int src_fd, uint64_t src_off, size_t len);
+/* Like mg_zip_writer_write for the n pieces of iov in order: checksummed in place and
+ * written from the caller's memory (mg_out_writev), no copy through the output buffer. */
+mg_status mg_zip_writer_writev(mg_zip_writer *w, const struct iovec *iov, int n);
 mg_status mg_zip_writer_end(mg_zip_writer *w);
 mg_status mg_zip_writer_add(mg_zip_writer *w, const char *name, const void *data, size_t len);
 /* Central directory + end records. */
@@ -97,10 +101,17 @@ typedef mg_status (*mg_torch_fill_fn)(void *ctx, const mg_pk_tensor *t, uint64_t
 typedef size_t (*mg_torch_direct_fn)(void *ctx, const mg_pk_tensor *t, uint64_t offset,
                                      size_t max, int *fd, uint64_t *file_off);
 
+/* Optional: how many bytes (<= max) from offset on of t's storage lie, unconverted, in
+ * memory: *iov lists them in order (*niov pieces, owned by ctx and valid until its next
+ * callback); 0 when none (fill is used). */
+typedef size_t (*mg_torch_gather_fn)(void *ctx, const mg_pk_tensor *t, uint64_t offset,
+                                     size_t max, const struct iovec **iov, int *niov);
+
 typedef struct {
     const char *archive_name; /* NULL: the file name without directory and extension */
     mg_torch_fill_fn fill;    /* for tensors whose data is NULL */
     mg_torch_direct_fn direct; /* NULL: fill only; else tried first, per piece */
+    mg_torch_gather_fn gather; /* NULL: none; else tried after direct, per piece */
     void *ctx;
 } mg_torch_save_opts;
 
