@@ -12,6 +12,8 @@ void ck_print_help(void)
         "Convert checkpoints between Hugging Face (safetensors) and Megatron-LM ('torch' format,\n"
         "Megatron-Core names) and reshard Megatron checkpoints to any tensor/pipeline parallel\n"
         "layout. Streaming: memory stays at a few tensors whatever the model size.\n"
+        "Hugging Face sources may also be pytorch_model.bin (or its shards with\n"
+        "pytorch_model.bin.index.json); safetensors are read when both are present.\n"
         "Model families: GPT-2, Llama-2/3 (GQA), Mistral, Qwen2.\n"
         "\n"
         "Conversion:\n"

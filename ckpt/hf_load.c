@@ -1,10 +1,13 @@
 /* hf_load.c — Hugging Face loader: config.json + model.safetensors or sharded safetensors
- * with model.safetensors.index.json, mapped read-only.
+ * with model.safetensors.index.json, else pytorch_model.bin or its shards with
+ * pytorch_model.bin.index.json (read through hf_bin.h), mapped read-only. Safetensors win
+ * when both are present (as in transformers).
  *
  * Contract (ckpt.h): every tensor of the files is either a schema parameter (shape and
  * dtype checked: a mismatch is MG_ERR_FORMAT naming file and tensor), a known buffer that is
  * dropped and listed (GPT-2 attn.bias/masked_bias, rotary inv_freq, a tied lm_head copy), or
- * a refusal (MG_ERR_UNSUPPORTED naming it). pytorch_model.bin checkpoints are refused.
+ * a refusal (MG_ERR_UNSUPPORTED naming it). Both formats are read in place (zero copy) and
+ * offer file-to-file copies (file_of).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "hf_bin.h"
 #include "mg/file.h"
 #include "mg/safetensors.h"
 
@@ -23,15 +27,41 @@ typedef struct {
     uint64_t len, off;    /* its length, and its offset in the file */
 } hf_extent;
 
+/* One input file: exactly one of st, bin is set. */
 typedef struct {
-    mg_st_file **files;
-    hf_extent *ext;       /* per file */
+    mg_st_file *st;
+    ck_bin *bin;
+    hf_extent ext;
+} hf_file;
+
+typedef struct {
+    hf_file *files;
     size_t nfiles;
     const mg_st_tensor *(*pt)[3]; /* per parameter */
     int64_t qkv_w;                /* c_attn columns */
 } hf_impl;
 
 static int64_t dim(const mg_st_tensor *t, int i) { return i < t->ndim ? t->shape[i] : 1; }
+
+static size_t f_count(const hf_file *f)
+{
+    return f->st ? mg_st_count(f->st) : ck_bin_count(f->bin);
+}
+
+static const char *f_path(const hf_file *f)
+{
+    return f->st ? mg_st_path(f->st) : ck_bin_path(f->bin);
+}
+
+static const mg_st_tensor *f_at(const hf_file *f, size_t i)
+{
+    return f->st ? mg_st_at(f->st, i) : ck_bin_at(f->bin, i);
+}
+
+static const mg_st_tensor *f_find(const hf_file *f, const char *name)
+{
+    return f->st ? mg_st_find(f->st, name) : ck_bin_find(f->bin, name);
+}
 
 static void hf_locate(const ck_source *s, size_t pi, int64_t row, int64_t col, ck_loc *loc)
 {
@@ -91,7 +121,7 @@ static int hf_file_of(const ck_source *s, const uint8_t *p, int *fd, uint64_t *o
 {
     const hf_impl *h = s->impl;
     for (size_t i = 0; i < h->nfiles; i++) {
-        const hf_extent *e = &h->ext[i];
+        const hf_extent *e = &h->files[i].ext;
         if (e->fd < 0 || !e->base || p < e->base || p >= e->base + e->len) continue;
         *fd = e->fd;
         *off = e->off + (uint64_t)(p - e->base);
@@ -105,74 +135,90 @@ static void hf_close(ck_source *s)
     hf_impl *h = s->impl;
     if (!h) return;
     for (size_t i = 0; i < h->nfiles; i++) {
-        mg_st_close(h->files[i]);
-        if (h->ext[i].fd >= 0) close(h->ext[i].fd);
+        mg_st_close(h->files[i].st);
+        ck_bin_close(h->files[i].bin);
+        if (h->files[i].ext.fd >= 0) close(h->files[i].ext.fd);
     }
     free(h->files);
-    free(h->ext);
     free(h->pt);
     free(h);
 }
 
-/* The data section of f in memory and in the file, with a descriptor for copies; fd -1
- * when the file cannot be opened again (then its bytes are written from the mapping). */
-static void set_extent(hf_extent *e, const mg_st_file *f, const char *path)
+/* The data section of a safetensors file in memory and in the file. */
+static void st_extent(hf_extent *e, const mg_st_file *f)
 {
-    *e = (hf_extent){.fd = -1, .off = 8 + mg_st_header_len(f)};
+    e->off = 8 + mg_st_header_len(f);
     for (size_t i = 0; i < mg_st_count(f); i++) {
         const mg_st_tensor *t = mg_st_at(f, i);
         if (t->nbytes == 0 || !t->data) continue;
         e->base = (const uint8_t *)t->data - t->offset;
         if (t->offset + t->nbytes > e->len) e->len = t->offset + t->nbytes;
     }
-    if (e->base) e->fd = open(path, O_RDONLY | O_CLOEXEC);
 }
 
-static mg_status open_file(hf_impl *h, const char *dir, const char *name)
+/* Opens DIR/NAME (a pytorch_model.bin file when bin) and its extent, with a descriptor for
+ * copies; fd -1 when the file cannot be opened again (then its bytes are written from the
+ * mapping). */
+static mg_status open_file(hf_impl *h, const char *dir, const char *name, int bin)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    mg_st_file **f = mg_realloc(h->files, (h->nfiles + 1) * sizeof(*f));
+    hf_file *f = mg_realloc(h->files, (h->nfiles + 1) * sizeof(*f));
     if (!f) return MG_ERR_NOMEM;
     h->files = f;
-    hf_extent *e = mg_realloc(h->ext, (h->nfiles + 1) * sizeof(*e));
-    if (!e) return MG_ERR_NOMEM;
-    h->ext = e;
-    MG_FORWARD(mg_st_open(&h->files[h->nfiles], path));
-    set_extent(&h->ext[h->nfiles], h->files[h->nfiles], path);
+    f = &h->files[h->nfiles];
+    *f = (hf_file){.ext = {.fd = -1}};
     h->nfiles++;
+    if (bin) {
+        size_t size = 0;
+        MG_FORWARD(ck_bin_open(&f->bin, path));
+        f->ext.base = ck_bin_mapping(f->bin, &size);
+        f->ext.len = size;
+    } else {
+        MG_FORWARD(mg_st_open(&f->st, path));
+        st_extent(&f->ext, f->st);
+    }
+    if (f->ext.base) f->ext.fd = open(path, O_RDONLY | O_CLOEXEC);
     return MG_OK;
 }
 
-static mg_status open_files(hf_impl *h, const char *dir)
+static mg_status open_index(hf_impl *h, const char *dir, const char *path, int bin)
 {
+    mg_st_index *ix = NULL;
+    MG_FORWARD(mg_st_index_open(&ix, path));
+    mg_status rc = MG_OK;
+    for (size_t i = 0; i < mg_st_index_nfiles(ix) && rc == MG_OK; i++)
+        rc = open_file(h, dir, mg_st_index_file(ix, i), bin);
+    mg_st_index_free(ix);
+    return rc;
+}
+
+/* The index or the single file, safetensors first; s->format says which was read. */
+static mg_status open_files(ck_source *s, hf_impl *h, const char *dir)
+{
+    static const char *const names[2][2] = {
+        {"model.safetensors.index.json", "model.safetensors"},
+        {"pytorch_model.bin.index.json", "pytorch_model.bin"},
+    };
     char path[4096];
     struct stat st;
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    if (stat(path, &st) == 0) {
-        mg_st_index *ix = NULL;
-        MG_FORWARD(mg_st_index_open(&ix, path));
-        mg_status rc = MG_OK;
-        for (size_t i = 0; i < mg_st_index_nfiles(ix) && rc == MG_OK; i++)
-            rc = open_file(h, dir, mg_st_index_file(ix, i));
-        mg_st_index_free(ix);
-        return rc;
+    for (int bin = 0; bin < 2; bin++) {
+        snprintf(s->format, sizeof s->format, bin ? "hf pytorch_model.bin" : "hf safetensors");
+        snprintf(path, sizeof path, "%s/%s", dir, names[bin][0]);
+        if (stat(path, &st) == 0) return open_index(h, dir, path, bin);
+        snprintf(path, sizeof path, "%s/%s", dir, names[bin][1]);
+        if (stat(path, &st) == 0) return open_file(h, dir, names[bin][1], bin);
     }
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (stat(path, &st) == 0) return open_file(h, dir, "model.safetensors");
-    snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
-    MG_RETURN_IF(stat(path, &st) == 0, MG_ERR_UNSUPPORTED,
-                 "not supported yet: pytorch_model.bin checkpoints (%s); save as safetensors",
-                 dir);
-    return mg_error_set(MG_ERR_NOTFOUND, "%s: no model.safetensors or "
-                        "model.safetensors.index.json", dir);
+    snprintf(s->format, sizeof s->format, "hf safetensors");
+    return mg_error_set(MG_ERR_NOTFOUND, "%s: no model.safetensors, pytorch_model.bin or "
+                        "their index.json", dir);
 }
 
 static const mg_st_tensor *find(const hf_impl *h, const char *name, size_t *fi)
 {
     for (size_t i = 0; i < h->nfiles; i++) {
-        const mg_st_tensor *t = mg_st_find(h->files[i], name);
-        if (!t && strncmp(name, "transformer.", 12) == 0) t = mg_st_find(h->files[i], name + 12);
+        const mg_st_tensor *t = f_find(&h->files[i], name);
+        if (!t && strncmp(name, "transformer.", 12) == 0) t = f_find(&h->files[i], name + 12);
         if (t) {
             *fi = i;
             return t;
@@ -229,8 +275,8 @@ static mg_status bind_params(ck_source *s, hf_impl *h)
             size_t fi = 0;
             const mg_st_tensor *t = find(h, names[k], &fi);
             MG_RETURN_IF(!t, MG_ERR_FORMAT, "%s: tensor %s is missing",
-                         h->nfiles ? mg_st_path(h->files[0]) : "model.safetensors", names[k]);
-            MG_FORWARD(check_tensor(s, &s->params[i], k, t, mg_st_path(h->files[fi])));
+                         h->nfiles ? f_path(&h->files[0]) : "model.safetensors", names[k]);
+            MG_FORWARD(check_tensor(s, &s->params[i], k, t, f_path(&h->files[fi])));
             h->pt[i][k] = t;
         }
         if (s->params[i].spec->hf_xform == MG_HF_C_ATTN) h->qkv_w = s->params[i].rows;
@@ -272,10 +318,11 @@ static mg_status check_leftovers(ck_source *s, const hf_impl *h)
     qsort(used, k, sizeof(*used), cmp_ptr);
     mg_status st = MG_OK;
     for (size_t f = 0; f < h->nfiles && st == MG_OK; f++)
-        for (size_t i = 0; i < mg_st_count(h->files[f]) && st == MG_OK; i++) {
-            const void *t = mg_st_at(h->files[f], i);
-            if (!bsearch(&t, used, k, sizeof(*used), cmp_ptr))
-                st = leftover(s, h, mg_st_at(h->files[f], i)->name, mg_st_path(h->files[f]));
+        for (size_t i = 0; i < f_count(&h->files[f]) && st == MG_OK; i++) {
+            const mg_st_tensor *t = f_at(&h->files[f], i);
+            const void *key = t;
+            if (!bsearch(&key, used, k, sizeof(*used), cmp_ptr))
+                st = leftover(s, h, t->name, f_path(&h->files[f]));
         }
     free(used);
     return st;
@@ -313,7 +360,7 @@ mg_status ck_hf_open(ck_source **out, const char *dir, const ck_opts *o)
     s->tp = s->pp = 1;
     mg_status st = read_config(s, dir, o);
     if (st == MG_OK) st = ck_source_params(s);
-    if (st == MG_OK) st = open_files(h, dir);
+    if (st == MG_OK) st = open_files(s, h, dir);
     if (st == MG_OK) st = bind_params(s, h);
     if (st == MG_OK && h->pt[0][0]->dtype != MG_TD_F64) s->m.dtype = h->pt[0][0]->dtype;
     if (st == MG_OK) st = check_leftovers(s, h);

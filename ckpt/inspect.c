@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "ckpt.h"
+#include "hf_bin.h"
 #include "mg/file.h"
 #include "mg/safetensors.h"
 #include "mg/torchfile.h"
@@ -100,35 +101,70 @@ static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape)
     if (k < cap) snprintf(buf + k, cap - k, "]");
 }
 
-static void list_st(report *rp, const char *dir, const char *file)
+static void add_hf_row(report *rp, const char *file, const mg_st_tensor *t)
 {
-    char path[4096], desc[160], shp[96];
+    char desc[160], shp[96];
+    shape_str(shp, sizeof shp, t->ndim, t->shape);
+    snprintf(desc, sizeof desc, "%s %s %s", shp, mg_tdtype_name(t->dtype), split_of(rp, t->name, 1));
+    add_row(rp, file, t->name, desc, t->nbytes);
+}
+
+/* The tensors of DIR/FILE: safetensors, or pytorch_model.bin when bin. */
+static void list_st(report *rp, const char *dir, const char *file, int bin)
+{
+    char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     mg_st_file *f = NULL;
-    if (mg_st_open(&f, path) != MG_OK) {
+    ck_bin *b = NULL;
+    if ((bin ? ck_bin_open(&b, path) : mg_st_open(&f, path)) != MG_OK) {
         problem(rp, mg_last_error());
         return;
     }
-    for (size_t i = 0; i < mg_st_count(f); i++) {
-        const mg_st_tensor *t = mg_st_at(f, i);
-        shape_str(shp, sizeof shp, t->ndim, t->shape);
-        snprintf(desc, sizeof desc, "%s %s %s", shp, mg_tdtype_name(t->dtype), split_of(rp, t->name, 1));
-        add_row(rp, file, t->name, desc, t->nbytes);
-    }
+    size_t n = bin ? ck_bin_count(b) : mg_st_count(f);
+    for (size_t i = 0; i < n; i++) add_hf_row(rp, file, bin ? ck_bin_at(b, i) : mg_st_at(f, i));
     mg_st_close(f);
+    ck_bin_close(b);
 }
 
-static void list_hf(report *rp, const char *dir)
+static int has(const char *dir, const char *name)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    mg_st_index *ix = NULL;
-    if (mg_st_index_open(&ix, path) == MG_OK) {
-        for (size_t i = 0; i < mg_st_index_nfiles(ix); i++) list_st(rp, dir, mg_st_index_file(ix, i));
-        mg_st_index_free(ix);
-        return;
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &sb) == 0;
+}
+
+/* The HF format the loader reads in dir (for when it fails). */
+static const char *hf_format(const char *dir)
+{
+    int st = has(dir, "model.safetensors.index.json") || has(dir, "model.safetensors");
+    int bin = has(dir, "pytorch_model.bin.index.json") || has(dir, "pytorch_model.bin");
+    return !st && bin ? "hf pytorch_model.bin" : "hf safetensors";
+}
+
+/* Files in the loader's order of preference: safetensors (index, file), then .bin. */
+static void list_hf(report *rp, const char *dir)
+{
+    static const char *const names[2][2] = {
+        {"model.safetensors.index.json", "model.safetensors"},
+        {"pytorch_model.bin.index.json", "pytorch_model.bin"},
+    };
+    char path[4096];
+    for (int bin = 0; bin < 2; bin++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[bin][0]);
+        mg_st_index *ix = NULL;
+        if (has(dir, names[bin][0]) && mg_st_index_open(&ix, path) == MG_OK) {
+            for (size_t i = 0; i < mg_st_index_nfiles(ix); i++)
+                list_st(rp, dir, mg_st_index_file(ix, i), bin);
+            mg_st_index_free(ix);
+            return;
+        }
+        if (has(dir, names[bin][1])) {
+            list_st(rp, dir, names[bin][1], bin);
+            return;
+        }
     }
-    list_st(rp, dir, "model.safetensors");
+    list_st(rp, dir, "model.safetensors", 0); /* reported missing */
 }
 
 static void list_model(report *rp, const char *file, const mg_pk_obj *d, const char *prefix)
@@ -243,7 +279,7 @@ static ck_source *describe_only(const char *dir, int hf)
         snprintf(path, sizeof path, "%s/config.json", dir);
         if (mg_read_file(path, &text, &len) == MG_OK) st = mg_model_from_hf_config(&s->m, text, path);
         free(text);
-        snprintf(s->format, sizeof s->format, "hf safetensors");
+        snprintf(s->format, sizeof s->format, "%s", hf_format(dir));
     } else {
         snprintf(s->format, sizeof s->format, "megatron torch");
         char iterdir[64];
@@ -284,7 +320,7 @@ int ck_inspect(const char *dir, const ck_opts *o)
     snprintf(probe, sizeof probe, "%s/config.json", dir);
     int hf = stat(probe, &sb) == 0;
     if (!s) s = describe_only(dir, hf);
-    printf("format: %s\n", s ? s->format : hf ? "hf safetensors" : "megatron torch");
+    printf("format: %s\n", s ? s->format : hf ? hf_format(dir) : "megatron torch");
     if (s) {
         print_model(s);
         rp.s = s;

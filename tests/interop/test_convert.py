@@ -775,20 +775,27 @@ def test_bad_input_leaves_nothing(case, hf_source, tmp_path):
 # --------------------------------------------------------------------------------------------
 # large pieces: rows that lie back to back in an input file are copied file to file
 
+def large_llama(seed):
+    """A Llama (hidden 512, vocab 1024, one layer, GQA) whose tensors are 1-4 MiB in fp32,
+    random weights from seed."""
+    config = transformers.LlamaConfig(
+        vocab_size=1024, hidden_size=512, intermediate_size=1024, num_hidden_layers=1,
+        num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=64,
+        tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+    gen = torch.Generator().manual_seed(seed)
+    model = transformers.LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
+    return model
+
+
 def test_large_contiguous_tensors_copied_exactly(tmp_path):
     """Tensors of 1-4 MiB (fp32 Llama, hidden 512, vocab 1024): at TP1 whole tensors and at TP2
     whole shards (vocab halves, gate/up halves) are contiguous ranges of the input, which
     mg-convert copies file to file; the shards equal Megatron's split rules and the round
     trip gives the source bytes back."""
-    config = transformers.LlamaConfig(
-        vocab_size=1024, hidden_size=512, intermediate_size=1024, num_hidden_layers=1,
-        num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=64,
-        tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
-    gen = torch.Generator().manual_seed(7)
-    model = transformers.LlamaForCausalLM(config).eval()
-    with torch.no_grad():
-        for _, p in model.named_parameters():
-            p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
+    model = large_llama(7)
     src = tmp_path / "src"
     model.to(torch.float32).save_pretrained(src)
     assert read_hf(src)["model.embed_tokens.weight"].nbytes == 2 << 20
