@@ -408,7 +408,7 @@ static const char *str_or_none(const char *s)
 static void megatron_kwargs(kvlist *l, const mg_tok_opts *t)
 {
     if (strcmp(t->type, "BertWordPieceCase") == 0) {
-        char names[100][16];
+        char names[100][24]; /* "<extra_id_99>"; room for any int, for -Wformat-truncation */
         const char *ptr[100];
         for (int i = 0; i < 100; i++) {
             snprintf(names[i], sizeof names[i], "<extra_id_%d>", i);
