@@ -5,8 +5,9 @@
  *     {NULL, 0}; a directory or other non-regular file is refused.
  *   - mg_out_create() creates "<path>.tmp.<pid>.<n>" (O_EXCL, first free n) in the same
  *     directory; writes go through a 1 MiB buffer and are flushed with pwrite() at 64-bit
- *     offsets; mg_out_commit() flushes, fsyncs the file, renames it over the final path
- *     and fsyncs the directory. Any failure leaves the temporary file for mg_out_abort()
+ *     offsets; every 32 MiB written, the writeback of those bytes is started
+ *     (sync_file_range, not waited for); mg_out_commit() flushes, fsyncs the file, renames
+ *     it over the final path and fsyncs the directory. Any failure leaves the temporary file for mg_out_abort()
  *     (or mg_out_free()) to delete; after the first failed write every further call
  *     fails again, so a caller cannot commit a file with a hole in it.
  *   - mg_out_writev() flushes the buffer and appends the pieces of an iovec array with
@@ -33,12 +34,14 @@
 
 #define OUT_BUF_SIZE ((size_t)1 << 20)
 #define OUT_MAX_TRIES 1000
+#define WRITEBACK_STEP ((uint64_t)32 << 20)
 
 struct mg_out {
     int fd;
     int committed;
     mg_status failed;  /* sticky: first write/flush error */
     uint64_t flushed;  /* bytes on disk (the pwrite offset) */
+    uint64_t kicked;   /* writeback started for [0, kicked) */
     size_t used;       /* bytes waiting in buf */
     uint8_t *buf;
     char *path;        /* final name */
@@ -128,6 +131,18 @@ mg_status mg_out_create(mg_out **out, const char *path)
 }
 
 /* Writes len bytes at the current on-disk offset, retrying short writes. */
+/* Starts the writeback of what was written since the last start, every WRITEBACK_STEP
+ * bytes, without waiting for it: the disk works while we copy, and the fsync of
+ * mg_out_commit waits only for the tail. Advisory: a failure here is ignored (the fsync
+ * reports any write error). */
+static void start_writeback(mg_out *o)
+{
+    if (o->flushed - o->kicked < WRITEBACK_STEP) return;
+    (void)sync_file_range(o->fd, (off_t)o->kicked, (off_t)(o->flushed - o->kicked),
+                          SYNC_FILE_RANGE_WRITE);
+    o->kicked = o->flushed;
+}
+
 static mg_status write_at(mg_out *o, const uint8_t *p, size_t len)
 {
     while (len > 0) {
@@ -142,6 +157,7 @@ static mg_status write_at(mg_out *o, const uint8_t *p, size_t len)
         p += w;
         len -= (size_t)w;
         o->flushed += (uint64_t)w;
+        start_writeback(o);
     }
     return MG_OK;
 }
@@ -217,6 +233,7 @@ mg_status mg_out_writev(mg_out *o, const struct iovec *iov, int n)
             return o->failed = mg_error_errno(e, "%s: write failed", o->path);
         }
         o->flushed += (uint64_t)w;
+        start_writeback(o);
         done += (size_t)w;
     }
     return MG_OK;
@@ -264,6 +281,7 @@ mg_status mg_out_copy_from(mg_out *o, int src_fd, uint64_t src_off, uint64_t len
             return o->failed;
         }
         o->flushed += (uint64_t)w;
+        start_writeback(o);
         src_off += (uint64_t)w;
         len -= (uint64_t)w;
     }
