@@ -8,7 +8,8 @@
 # 11008, 32 heads, 8 KV heads, vocab 32000: 3.4 GB) is generated once under
 # ~/.cache/mgtools/bench/llama-synth-3.4GB. Outputs go to a scratch folder next to it (about
 # 2x the model size at a time) and are removed. Environment: MG_BENCH_WORKERS (mg-convert
-# --workers), MG_BENCH_SKIP_TORCH=1 (leave the PyTorch path out).
+# --workers), MG_BENCH_SKIP_TORCH=1 (leave the PyTorch path out), MG_BENCH_ROUNDS (rounds of
+# all contenders, alternated, each reported by its fastest; default 3).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=$("$root/scripts/setup.sh" --python | sed -n 's/^MG_VENV=//p')
@@ -25,5 +26,6 @@ trap 'rm -rf "$work"' EXIT
 extra=()
 [ -n "${MG_BENCH_WORKERS:-}" ] && extra+=(--workers "$MG_BENCH_WORKERS")
 [ "${MG_BENCH_SKIP_TORCH:-0}" = 1 ] && extra+=(--skip-torch)
+[ -n "${MG_BENCH_ROUNDS:-}" ] && extra+=(--rounds "$MG_BENCH_ROUNDS")
 "$venv/bin/python" "$root/scripts/bench_convert.py" run --bin "$root/bin" --model "$model" \
   --work "$work" "${extra[@]}"
