@@ -6,6 +6,7 @@
 #   make fuzz       libFuzzer targets, run longer (FUZZ_SECONDS per target)
 #   make bench      benchmarks against the peers (scripts/bench-*.sh)
 #   make demo       the README's main job: preprocess a real corpus with a real tokenizer
+#   make vocab      unpack the test vocabularies (tests/data/vocab.tar.zst) into build/vocab
 # Dependencies are detected with probe compiles; force one with HAVE_X=0/1.
 
 .DEFAULT_GOAL := all
@@ -62,7 +63,7 @@ TEST_TOOLS := $(TOOL_SRCS:%.c=$(BUILD)/%)
 all: config $(TOOLS)
 tools-test: $(TEST_TOOLS)
 .PHONY: tools-test all test test-c test-cli test-interop test-minimal asan fuzz bench demo \
-        clean config
+        clean config vocab
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -122,27 +123,33 @@ $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(TLIB) $(KLIB) $(LIB)
 config:
 	@$(MAKE) -s --no-print-directory -f mk/config.mk print-config
 
+# The vocabularies the tests and benchmarks read (tests/data/README.md: provenance, licences);
+# the test runners default MG_VOCAB_DIR to this folder.
+VOCAB_DIR := build/vocab
+vocab:
+	@scripts/unpack-vocab.sh $(VOCAB_DIR)
+
 test: CFLAGS += -Werror
-test: all $(UNIT_BIN) $(TEST_TOOLS)
+test: all $(UNIT_BIN) $(TEST_TOOLS) vocab
 	@scripts/run-tests.sh
 
-test-c: $(UNIT_BIN)
+test-c: $(UNIT_BIN) vocab
 	$(UNIT_BIN)
 
-test-cli: all
+test-cli: all vocab
 	tests/cli/run.sh
 
-test-interop: all $(TEST_TOOLS)
+test-interop: all $(TEST_TOOLS) vocab
 	MG_SKIP_FUZZ=1 MG_SKIP_UNIT=1 MG_SKIP_CLI=1 scripts/run-tests.sh
 
-asan:
+asan: vocab
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin \
 	  CFLAGS="-Werror -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
 	  $(TOOLS:$(BIN)/%=build-asan/bin/%) build-asan/test-unit
 	MG_BIN=build-asan/bin MG_UNIT=build-asan/test-unit MG_SKIP_INTEROP=1 MG_SKIP_FUZZ=1 MG_SKIP_MINIMAL=1 scripts/run-tests.sh
 
 # DESIGN.md: without its optional parts the build still links, runs and passes its tests.
-test-minimal:
+test-minimal: vocab
 	$(MAKE) BUILD=build-min BIN=build-min/bin HAVE_ONIG=0 HAVE_ARCHIVE=0 HAVE_UTF8PROC=0 \
 	  HAVE_OPENMP=0 HAVE_BLAS=0 CFLAGS=-Werror $(TOOLS:$(BIN)/%=build-min/bin/%) build-min/test-unit
 	build-min/test-unit
@@ -150,7 +157,7 @@ test-minimal:
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-60}
 
-bench: all tools-test
+bench: all tools-test vocab
 	scripts/bench-preprocess.sh
 	scripts/bench-tokenizers.sh
 	scripts/bench-convert.sh

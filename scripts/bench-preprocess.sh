@@ -22,5 +22,7 @@ if [ -n "${MEGATRON_LM_DIR:-}" ]; then
   [ -d "$extra/six.py" ] || [ -f "$extra/six.py" ] || "$venv/bin/pip" install -q --target "$extra" six
   export MG_BENCH_PYEXTRA=$extra
 fi
+vocab=${MG_VOCAB_DIR:-$root/build/vocab}
+[ -n "${MG_VOCAB_DIR:-}" ] || "$root/scripts/unpack-vocab.sh" "$vocab"
 exec "$venv/bin/python" "$root/scripts/bench_preprocess.py" --corpus "$corpus" \
-  --bin "$root/bin" --vocab "${MG_VOCAB_DIR:-$root/../shared/vocab}"
+  --bin "$root/bin" --vocab "$vocab"

@@ -22,7 +22,9 @@ if [ -z "$corpus" ]; then
 fi
 build=${MG_BUILD:-$root/build}
 [ -x "$build/tests/tools/encode_bench" ] || make -C "$root" -s tools-test BUILD="$build"
+vocab=${MG_VOCAB_DIR:-$root/build/vocab}
+[ -n "${MG_VOCAB_DIR:-}" ] || "$root/scripts/unpack-vocab.sh" "$vocab"
 export TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1 OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1
 exec "$venv/bin/python" "$root/scripts/bench_tokenizers.py" --corpus "$corpus" \
   --bin "${MG_BIN:-$root/bin}" --encode-bench "$build/tests/tools/encode_bench" \
-  --vocab "${MG_VOCAB_DIR:-$root/../shared/vocab}" "$@"
+  --vocab "$vocab" "$@"

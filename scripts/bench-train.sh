@@ -10,7 +10,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=$("$root/scripts/setup.sh" --python | sed -n 's/^MG_VENV=//p')
 bin=${MG_BIN:-$root/bin}
-vocab=${MG_VOCAB_DIR:-$root/../shared/vocab}
+vocab=${MG_VOCAB_DIR:-$root/build/vocab}
+[ -n "${MG_VOCAB_DIR:-}" ] || "$root/scripts/unpack-vocab.sh" "$vocab"
 dir=${XDG_CACHE_HOME:-$HOME/.cache}/mgtools/bench
 mkdir -p "$dir/train"
 corpus=$dir/corpus-120MB.jsonl

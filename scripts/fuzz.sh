@@ -7,7 +7,8 @@ set -u
 cd "$(dirname "$0")/.."
 secs=${1:-60}; shift || true
 if ! command -v clang >/dev/null; then
-  echo "fuzz: clang not found, fuzz targets skipped (install clang)"; exit 0
+  echo "fuzz: FAILED: clang not found, the fuzz targets cannot run (scripts/setup.sh --system)"
+  exit 1
 fi
 san="-fsanitize=address,undefined -fno-sanitize-recover=all"
 # libcommon is compiled once (by the Makefile, with clang and fuzzer instrumentation) into

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CLI golden tests. Each tests/cli/NAME.sh is run with bash in a fresh temporary directory
-# (its working directory), with MG_BIN (absolute tools dir), MG_VOCAB_DIR and MG_CLI_DIR
-# (this folder) exported. Its stdout, stderr and exit status must equal NAME.out, NAME.err
+# (its working directory), with MG_BIN (absolute tools dir), MG_VOCAB_DIR (default
+# build/vocab, unpacked from tests/data/vocab.tar.zst when stale) and MG_CLI_DIR (this
+# folder) exported. Its stdout, stderr and exit status must equal NAME.out, NAME.err
 # and NAME.exit (a missing .out/.err means "must be empty", a missing .exit means 0).
 # Lines of the golden files may hold the glob '*' (anywhere in the line: any text).
 #   tests/cli/run.sh [--update] [NAME...]
@@ -9,7 +10,10 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export MG_BIN=$(cd "$root/${MG_BIN:-bin}" && pwd)
-export MG_VOCAB_DIR=${MG_VOCAB_DIR:-$(cd "$root/.." && pwd)/shared/vocab}
+if [ -z "${MG_VOCAB_DIR:-}" ]; then
+  "$root/scripts/unpack-vocab.sh" "$root/build/vocab" || exit 1
+  export MG_VOCAB_DIR=$root/build/vocab
+fi
 export MG_CLI_DIR=$here
 update=0
 [ "${1:-}" = --update ] && { update=1; shift; }

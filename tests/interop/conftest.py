@@ -2,7 +2,8 @@
 
 Paths
   root           the repository root (the parent of tests/)
-  vocab_dir      $MG_VOCAB_DIR or <root>/../shared/vocab (must exist)
+  vocab_dir      VOCAB_DIR: $MG_VOCAB_DIR, or <root>/build/vocab, which the session unpacks
+                 from tests/data/vocab.tar.zst (scripts/unpack-vocab.sh) when it is stale
   bin_dir        built tools: <root>/$MG_BIN (default <root>/bin)
   tools_dir      test programs: <root>/$MG_BUILD/tests/tools (default <root>/build/tests/tools)
   mg_preprocess  <bin_dir>/mg-preprocess; a missing binary FAILS the test (never skips)
@@ -32,7 +33,12 @@ Megatron indexed datasets (megatron-core's own code, import warnings silenced)
       .bin and .idx must be byte-identical; on a mismatch the failure names the first
       differing document (read with IndexedDataset), or the header/array that differs.
 All helpers exist both as module functions (import conftest) and as fixtures of the same name.
+
+Skips
+  Every skip is listed with its reason (-rs is always on). A skip that expected-skips.txt
+  does not name fails the run: a suite that cannot run must not pass.
 """
+import fnmatch
 import logging
 import os
 import pathlib
@@ -43,6 +49,8 @@ import numpy
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+VOCAB_DIR = pathlib.Path(os.environ.get("MG_VOCAB_DIR") or ROOT / "build" / "vocab")
+EXPECTED_SKIPS = pathlib.Path(__file__).with_name("expected-skips.txt")
 
 DTYPE_CODES = {
     1: numpy.uint8,
@@ -210,10 +218,7 @@ def root():
 
 @pytest.fixture(scope="session")
 def vocab_dir():
-    d = pathlib.Path(os.environ.get("MG_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
-    if not d.is_dir():
-        pytest.fail(f"vocabulary directory {d} missing (set MG_VOCAB_DIR)")
-    return d
+    return VOCAB_DIR
 
 
 @pytest.fixture(scope="session")
@@ -268,3 +273,72 @@ def megatron_read_fixture():
 @pytest.fixture(name="assert_same_dataset")
 def assert_same_dataset_fixture():
     return assert_same_dataset
+
+
+# ---- session set-up: the vocabularies; skips listed, and failing unless expected ----
+
+def pytest_configure(config):
+    if "s" not in config.option.reportchars and "a" not in config.option.reportchars:
+        config.option.reportchars += "s"
+
+
+def pytest_sessionstart(session):
+    if not os.environ.get("MG_VOCAB_DIR"):
+        p = subprocess.run([str(ROOT / "scripts" / "unpack-vocab.sh"), str(VOCAB_DIR)],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            pytest.exit(f"cannot unpack the test vocabularies: {p.stderr.strip()}", returncode=1)
+    if not VOCAB_DIR.is_dir():
+        pytest.exit(f"vocabulary directory {VOCAB_DIR} missing (MG_VOCAB_DIR)", returncode=1)
+
+
+_skipped = []  # (test id relative to tests/interop, reason)
+
+
+def _test_id(nodeid):
+    path, sep, rest = nodeid.partition("::")
+    return pathlib.PurePath(path).name + sep + rest
+
+
+def _note_skip(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _skipped.append((_test_id(report.nodeid), reason))
+
+
+def pytest_runtest_logreport(report):
+    _note_skip(report)
+
+
+def pytest_collectreport(report):
+    _note_skip(report)
+
+
+def expected_skips():
+    """[(test id pattern, why)] from expected-skips.txt: 'PATTERN | why' per line."""
+    out = []
+    for line in EXPECTED_SKIPS.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            pattern, _, why = line.partition(" | ")
+            out.append((pattern.strip(), why.strip()))
+    return out
+
+
+def unexpected_skips():
+    patterns = [p for p, _ in expected_skips()]
+    return [(t, r) for t, r in _skipped if not any(fnmatch.fnmatchcase(t, p) for p in patterns)]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if unexpected_skips() and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    bad = unexpected_skips()
+    if bad:
+        terminalreporter.section("unexpected skips (not in tests/interop/expected-skips.txt)",
+                                 red=True)
+        for t, r in bad:
+            terminalreporter.line(f"UNEXPECTED SKIP {t}: {r}", red=True)

@@ -220,8 +220,7 @@ def test_megatron_reads_mg_train_cache(data, kind, tmp_path):
 
 
 def _vocab(name):
-    return os.path.join(os.environ.get("MG_VOCAB_DIR", str(conftest.ROOT.parent / "shared" /
-                                                           "vocab")), name)
+    return os.path.join(conftest.VOCAB_DIR, name)
 
 
 TOKENIZERS = {

@@ -188,7 +188,7 @@ TRAINED = {
 
 @pytest.fixture(scope="module")
 def spm_models(tmp_path_factory):
-    spm = pytest.importorskip("sentencepiece")
+    import sentencepiece as spm
     d = tmp_path_factory.mktemp("spm_decode")
     out = {n: os.path.join(VOCAB, "sentencepiece", n + ".model")
            for n in ("test_model", "test_ja_model")}

@@ -19,7 +19,7 @@ import subprocess
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "build", "tests", "tools", "dtype_tool")

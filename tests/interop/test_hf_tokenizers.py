@@ -97,6 +97,7 @@ def fortunes():
         except (UnicodeDecodeError, OSError):
             continue
         out.extend(e for e in data.split("\n%\n")[:200] if e.strip())
+    assert out, f"no fortunes under {base} (Debian fortunes-zh, fortunes-bg: scripts/setup.sh)"
     return out
 
 

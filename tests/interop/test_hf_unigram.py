@@ -147,13 +147,13 @@ def hf_args(d, include_special=True):
     return args
 
 
-@pytest.mark.parametrize("name", NAMES)
+# t5class-test_model is left out: transformers rebuilds it from its classes, so only
+# test_unigram_ids_vs_transformers compares it.
+@pytest.mark.parametrize("name", [n for n in NAMES if not n.startswith("t5class")])
 def test_unigram_ids_vs_tokenizers(name, models, corpus, corpus_file, test_tool, tmp_path):
     """tokenizer.json alone (no tokenizer_config.json: its named tokens are transformers')."""
     from tokenizers import Tokenizer
 
-    if name.startswith("t5class"):
-        pytest.skip("transformers rebuilds this one (test_unigram_ids_vs_transformers)")
     d = tmp_path
     shutil.copy(models[name] / "tokenizer.json", d / "tokenizer.json")
     tok = Tokenizer.from_file(str(d / "tokenizer.json"))

@@ -16,9 +16,9 @@ gradient, on both kernel backends (ref and fast):
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-st = pytest.importorskip("safetensors.torch")
+import torch
+import transformers
+import safetensors.torch as st
 F = torch.nn.functional
 
 V, B, T, H, L = 1000, 2, 16, 64, 2

@@ -37,9 +37,9 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT, assert_same_dataset, megatron_build, megatron_merge, run_mg
+from conftest import ROOT, VOCAB_DIR, assert_same_dataset, megatron_build, megatron_merge, run_mg
 
-VOCAB = pathlib.Path(os.environ.get("MG_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
+VOCAB = VOCAB_DIR
 FORTUNES = pathlib.Path("/usr/share/games/fortunes")
 
 ADVERSARIAL = [

@@ -25,10 +25,10 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT, assert_same_dataset, megatron_build, megatron_merge, run_mg
+from conftest import ROOT, VOCAB_DIR, assert_same_dataset, megatron_build, megatron_merge, run_mg
 from test_preprocess import gpt2_tok, quiet_imports
 
-VOCAB = pathlib.Path(os.environ.get("MG_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
+VOCAB = VOCAB_DIR
 
 
 @pytest.fixture(scope="module")

@@ -21,12 +21,12 @@ import zlib
 
 import pytest
 
-from conftest import ROOT, assert_same_dataset, megatron_build, run_mg
+from conftest import ROOT, VOCAB_DIR, assert_same_dataset, megatron_build, run_mg
 
-spm = pytest.importorskip("sentencepiece")
+import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2  # noqa: E402
 
-VOCAB = pathlib.Path(os.environ.get("MG_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
+VOCAB = VOCAB_DIR
 TOOL = ROOT / os.environ.get("MG_BUILD", "build") / "tests" / "tools" / "tokenize"
 FORTUNES = pathlib.Path("/usr/share/games/fortunes")
 BOTCHAN = VOCAB / "sentencepiece" / "botchan.txt"

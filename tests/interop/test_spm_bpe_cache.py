@@ -20,11 +20,11 @@ import zlib
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, VOCAB_DIR
 
-spm = pytest.importorskip("sentencepiece")
+import sentencepiece as spm
 
-VOCAB = pathlib.Path(os.environ.get("MG_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
+VOCAB = VOCAB_DIR
 TOOL = ROOT / os.environ.get("MG_BUILD", "build") / "tests" / "tools" / "tokenize"
 BOTCHAN = VOCAB / "sentencepiece" / "botchan.txt"
 

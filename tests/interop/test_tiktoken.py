@@ -16,13 +16,14 @@ import random
 import subprocess
 
 import pytest
+import tiktoken
+from tiktoken.load import load_tiktoken_bpe
+from tiktoken_ext import openai_public
 
-tiktoken = pytest.importorskip("tiktoken")
-from tiktoken.load import load_tiktoken_bpe  # noqa: E402
-from tiktoken_ext import openai_public  # noqa: E402
+import conftest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VOCAB = os.environ.get("MG_VOCAB_DIR", os.path.join(ROOT, "..", "shared", "vocab"))
+VOCAB = str(conftest.VOCAB_DIR)
 TOOL = os.path.join(ROOT, "build", "tests", "tools", "tokenize")
 FORTUNES = "/usr/share/games/fortunes"
 ENCODINGS = ["r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base"]

@@ -24,7 +24,7 @@ import warnings
 
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -20,8 +20,8 @@ import warnings
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-st = pytest.importorskip("safetensors.torch")
+import torch
+import safetensors.torch as st
 F = torch.nn.functional
 
 from test_model_torch import COMMON, LLAMA_FLAGS, H, T, V, gpt2_model, llama_model  # noqa: E402

@@ -24,13 +24,13 @@ import warnings
 
 import pytest
 
-from conftest import ROOT, assert_same_dataset, megatron_build, run_mg, write_texts_jsonl
+from conftest import ROOT, VOCAB_DIR, assert_same_dataset, megatron_build, run_mg, write_texts_jsonl
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-VOCAB = pathlib.Path(os.environ.get("MG_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
+VOCAB = VOCAB_DIR
 BOTCHAN = VOCAB / "sentencepiece" / "botchan.txt"
 
 MULTILINGUAL = [

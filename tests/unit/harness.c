@@ -4,6 +4,7 @@
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MG_TEST_ENTRY(name) void mg_test_##name(mg_test_ctx *t);
@@ -72,8 +73,16 @@ char *mg_test_read_file(const char *path, size_t *len)
 
 const char *mg_test_vocab_dir(void)
 {
+    static int warned;
     const char *d = getenv("MG_VOCAB_DIR");
-    return d ? d : "../shared/vocab";
+    if (!d) d = "build/vocab";
+    struct stat st;
+    if (!warned && stat(d, &st) != 0) {
+        fprintf(stderr, "test vocabularies not found at %s: run make vocab or set MG_VOCAB_DIR\n",
+                d);
+        warned = 1;
+    }
+    return d;
 }
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)

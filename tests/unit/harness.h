@@ -36,7 +36,8 @@ const char *mg_test_path(mg_test_ctx *t, const char *name);
 const char *mg_test_write_file(mg_test_ctx *t, const char *name, const void *data, size_t len);
 /* Reads a whole file into a malloc'd buffer (NUL-terminated); NULL if missing. */
 char *mg_test_read_file(const char *path, size_t *len);
-/* Directory holding the shared vocabularies (../shared/vocab by default, MG_VOCAB_DIR). */
+/* Directory holding the test vocabularies: $MG_VOCAB_DIR, else build/vocab (make vocab
+ * unpacks tests/data/vocab.tar.zst there); says once on stderr when it is missing. */
 const char *mg_test_vocab_dir(void);
 
 #define MG_CHECK(t, cond)                                                                  \

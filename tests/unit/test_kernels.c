@@ -17,11 +17,22 @@ static void gemm_case(mg_test_ctx *t, mg_kctx *r, mg_kctx *f, int64_t M, int64_t
     float *C1 = kt_randn(M * ldc, 3, 1.0f), *C2 = kt_dup(C1, M * ldc);
     if (beta == 0.0f)
         for (int64_t i = 0; i < M * ldc; i++) C1[i] = C2[i] = NAN; /* must be ignored */
+    float *C0 = kt_dup(C1, M * ldc);
     mgk_gemm(r, C1, ldc, A, lda, B, ldb, M, N, K, ta, tb, 0.7f, beta);
     mgk_gemm(f, C2, ldc, A, lda, B, ldb, M, N, K, ta, tb, 0.7f, beta);
-    for (int64_t i = 0; i < M; i++) /* the padding columns of C stay untouched */
+    for (int64_t i = 0; i < M; i++)
         if (!KT_CLOSE(t, "gemm", C2 + i * ldc, C1 + i * ldc, N, ATOL, RTOL)) break;
-    free(A), free(B), free(C1), free(C2);
+    for (int64_t i = 0; i < M; i++) { /* the padding columns N..ldc-1 of C stay untouched */
+        size_t pad = (size_t)(ldc - N) * sizeof(float);
+        if (memcmp(C1 + i * ldc + N, C0 + i * ldc + N, pad) ||
+            memcmp(C2 + i * ldc + N, C0 + i * ldc + N, pad)) {
+            mg_test_fail(t, __FILE__, __LINE__, "gemm %lldx%lldx%lld ta=%d tb=%d: padding of "
+                         "row %lld written", (long long)M, (long long)N, (long long)K, ta, tb,
+                         (long long)i);
+            break;
+        }
+    }
+    free(A), free(B), free(C0), free(C1), free(C2);
 }
 
 MG_TEST(kernels_gemm_fast_vs_ref)
