@@ -148,7 +148,8 @@ asan: vocab
 	  $(TOOLS:$(BIN)/%=build-asan/bin/%) build-asan/test-unit
 	MG_BIN=build-asan/bin MG_UNIT=build-asan/test-unit MG_SKIP_INTEROP=1 MG_SKIP_FUZZ=1 MG_SKIP_MINIMAL=1 scripts/run-tests.sh
 
-# DESIGN.md: without its optional parts the build still links, runs and passes its tests.
+# docs/DESIGN.md: without its optional dependencies the build still links, runs and passes
+# its tests (each test checks the refusal instead).
 test-minimal: vocab
 	$(MAKE) BUILD=build-min BIN=build-min/bin HAVE_ONIG=0 HAVE_ARCHIVE=0 HAVE_UTF8PROC=0 \
 	  HAVE_OPENMP=0 HAVE_BLAS=0 CFLAGS=-Werror $(TOOLS:$(BIN)/%=build-min/bin/%) build-min/test-unit

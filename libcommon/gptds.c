@@ -1,5 +1,5 @@
 /* gptds.c — one Megatron GPTDataset: epochs, the document/sample/shuffle indices and the
- * tokens of a sample (contract in mg/gptds.h; facts in specs/megatron-data.md §4.3-§4.6).
+ * tokens of a sample (contract in mg/gptds.h; facts in docs/FORMATS.md §3.2-§3.6).
  *
  * RNG order (GPTDataset._build_document_sample_shuffle_indices): one RandomState(seed) per
  * dataset; the document index is shuffled first (one shuffle over all epochs, or one over the

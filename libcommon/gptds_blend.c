@@ -1,6 +1,6 @@
 /* gptds_blend.c — blends: --data-path parsing, the per-dataset sample counts of
  * BlendedMegatronDatasetBuilder, the blending indices of helpers.cpp, and mg_gpt_data, the
- * per-split top-level datasets (contract in mg/gptds.h; facts in specs/megatron-data.md §5).
+ * per-split top-level datasets (contract in mg/gptds.h; facts in docs/FORMATS.md §3.8).
  */
 #include "mg/gptds.h"
 

@@ -1,6 +1,6 @@
 /* gptds_data.c — mg_gpt_data: BlendedMegatronDatasetBuilder.build() for `blend` + `split`
  * or `blend_per_split`, and BlendedDataset item lookup (contract in mg/gptds.h; facts in
- * specs/megatron-data.md §5.2-§5.3).
+ * docs/FORMATS.md §3.8).
  *
  * All opened .idx files live in one array; split k uses entries [base[k], base[k] + n[k])
  * (the same entries for every split with --data-path, its own with per-split blends).

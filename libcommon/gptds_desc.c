@@ -2,7 +2,7 @@
  * unique_identifiers, indent=4) of a GPTDataset / BlendedDataset, byte for byte (Python's
  * float repr, ensure_ascii escaping), and the tokenizer's unique_identifiers for mg-train's
  * tokenizer flags (megatron-core 0.16.1 build_tokenizer + MegatronTokenizerText). Contract
- * in gptds_internal.h and mg/gptds.h; facts in specs/megatron-data.md §4.5, §5.3, App. A.
+ * in gptds_internal.h and mg/gptds.h; facts in docs/FORMATS.md §3.10.
  */
 #include "gptds_internal.h"
 

@@ -3,7 +3,7 @@
  * GPTDataset._build_document_sample_shuffle_indices and BlendedDataset._build_indices).
  * Never included by the tools.
  *
- * Cache contract (facts: specs/megatron-data.md §4.5, §5.3; code: gptds_cache.c):
+ * Cache contract (facts: docs/FORMATS.md §3.10; code: gptds_cache.c):
  *   - Names: "{md5(description)}-{GPTDataset|MockGPTDataset|BlendedDataset}-{split}-"
  *     + description.txt | document_index.npy | sample_index.npy | shuffle_index.npy
  *     (BlendedDataset: dataset_index.npy | dataset_sample_index.npy), where description is

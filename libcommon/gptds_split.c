@@ -1,5 +1,5 @@
 /* gptds_split.c — the --split string and the per-split sequence ranges, with numpy's float64
- * sum (contract in mg/gptds.h; facts in specs/megatron-data.md §4.2, §5.6).
+ * sum (contract in mg/gptds.h; facts in docs/FORMATS.md §3.1, §3.9).
  *
  * numpy.sum of a contiguous float64 array is 0.0 + pairwise(a, n): blocks of fewer than 8
  * are summed left to right, blocks up to 128 with 8 interleaved accumulators, longer ones are

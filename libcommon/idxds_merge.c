@@ -1,6 +1,6 @@
 /* idxds_merge.c — mg_idx_merge_dir: Megatron tools/merge_datasets.py.
  *
- * Contract (mg/idxds.h, specs/megatron-data.md §1.7):
+ * Contract (mg/idxds.h, docs/FORMATS.md §1.4):
  *   - Every regular file (symlinks followed) "NAME.EXT" in dir (EXT split off like Python's
  *     os.path.splitext) must have the sibling "NAME.bin" if EXT is ".idx", else "NAME.idx";
  *     otherwise MG_ERR_FORMAT naming the file and the missing sibling.

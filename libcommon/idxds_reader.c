@@ -1,6 +1,6 @@
 /* idxds_reader.c — opens a Megatron indexed dataset (P.idx + P.bin) for random access.
  *
- * Contract (mg/idxds.h, byte layout in specs/megatron-data.md §1.2):
+ * Contract (mg/idxds.h, byte layout in docs/FORMATS.md §1.2):
  *   - Validation is mg_idx_view_open's (idxds_view.c): header, sizes, lengths, pointers,
  *     document indices and the .bin size, with the first problem reported as
  *     MG_ERR_FORMAT "P.idx: byte OFFSET: <found>, expected <what>".

@@ -5,7 +5,7 @@
  *   - mg_idx_view_open() accepts exactly the datasets mg_idx_open() accepts and rejects the
  *     others with the same MG_ERR_FORMAT message ("P.idx: byte OFFSET: <found>, expected
  *     <what>", checks in the same order: header, sizes, lengths and pointers, document
- *     indices, .bin size; layout in specs/megatron-data.md §1.2).
+ *     indices, .bin size; layout in docs/FORMATS.md §1.2).
  *   - The arrays stay in the mapping, at their unaligned file offsets: mg_idx_view_lengths()
  *     etc. return little-endian bytes that callers read with memcpy. Memory use is the page
  *     cache of the two mappings, nothing proportional to the dataset is allocated.

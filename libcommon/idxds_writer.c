@@ -1,6 +1,6 @@
 /* idxds_writer.c — writes a Megatron indexed dataset like IndexedDatasetBuilder.
  *
- * Contract (mg/idxds.h; layout in specs/megatron-data.md §1.2-1.3, builder §1.6):
+ * Contract (mg/idxds.h; layout in docs/FORMATS.md §1.2-§1.3, builder §1.4):
  *   - P.bin and P.idx are atomic outputs (mg/file.h); tokens go to P.bin as they come, through
  *     a conversion buffer, in the dataset dtype, little-endian. A document is checked whole
  *     (lengths >= 0, sum(lengths) == n_tokens, every token in the dtype's range) before any

@@ -1,6 +1,6 @@
 /* nprandom.c — numpy's legacy RandomState: MT19937 with init_genrand seeding, bounded
  * integers by masked rejection, Fisher-Yates shuffle (contract in mg/nprandom.h, facts in
- * specs/megatron-data.md §6). Written from the MT19937 definition and the spec, not from
+ * docs/FORMATS.md §4). Written from the MT19937 definition and that description, not from
  * numpy's source.
  */
 #include "mg/nprandom.h"

@@ -1,5 +1,5 @@
 /* npy.c — .npy reading and writing (contract in mg/npy.h; format: numpy/lib/_format_impl.py,
- * specs/megatron-data.md Appendix B). The header dict is parsed as a tiny subset of Python
+ * docs/FORMATS.md §3.10). The header dict is parsed as a tiny subset of Python
  * literals: quoted strings, True/False, tuples of non-negative integers. */
 #include "mg/npy.h"
 

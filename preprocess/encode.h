@@ -1,5 +1,5 @@
 /* preprocess/encode.h — Megatron's Encoder.encode for a batch of JSON lines
- * (../shared/specs/megatron-data.md §2.4), one pp_encoder per thread.
+ * (docs/FORMATS.md §2), one pp_encoder per thread.
  *
  * For each line: a trailing "\r" is dropped (Megatron reads with universal newlines); an
  * empty line, invalid JSON, a missing key, a value that is neither a string nor a list of

@@ -1,6 +1,6 @@
 /* checkpoint.h — mg-train's Megatron `torch`-format checkpoints (--save / --load).
  *
- * Contract (../shared/specs/megatron-ckpt.md §1-2):
+ * Contract (facts: docs/FORMATS.md §5.1-§5.3):
  *   - Layout: DIR/iter_%07d/mp_rank_00/model_optim_rng.pt and the tracker
  *     DIR/latest_checkpointed_iteration.txt ("<iteration>", no newline). A save writes the
  *     iteration folder under a temporary name, renames it into place (replacing an older

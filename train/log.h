@@ -1,5 +1,5 @@
 /* log.h — mg-train's output: Megatron's per-iteration log line (training.py training_log,
- * ../shared/specs/training-anchors.md §3.7), the validation block, the metrics file
+ * docs/TRAINING.md), the validation block, the metrics file
  * (--log-file, JSON lines) and the CPU sgemm peak that MFU is measured against.
  *
  * Contract:

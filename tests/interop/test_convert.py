@@ -1,5 +1,5 @@
 """Interop tests of mg-convert (bin/mg-convert, ckpt/) against transformers, PyTorch and the
-rules Megatron documents for its checkpoints (../shared/specs/megatron-ckpt.md §2, §5).
+rules Megatron documents for its checkpoints (docs/FORMATS.md §5, §6).
 
 Every expectation is computed here, in PyTorch, from the Hugging Face weights; nothing is
 taken from mg-convert's own output. The sources are tiny random models that transformers

@@ -7,7 +7,7 @@ the reference is the library Megatron uses, decoding with special tokens kept:
   TikTokenizer          tiktoken Encoding.decode(ids) (errors="replace"): the OpenAI encodings
                         from the local .tiktoken files, and the Megatron layout as an
                         Encoding with the ranks shifted by num_special and Megatron's specials
-  SentencePiece .model  sentencepiece DecodeIds(ids), shared and trained models
+  SentencePiece .model  sentencepiece DecodeIds(ids), test and trained models
   NullTokenizer         Megatron's detokenize: " ".join(str(i) for i in ids)
 Id sequences: the reference's ids of botchan lines, Chinese/Bulgarian fortunes, the
 adversarial strings of test_tiktoken and multilingual samples; random slices and reversals

@@ -5,7 +5,7 @@ mgtools does not support is refused at load time with MG_ERR_UNSUPPORTED
 
 The custom pipelines are built with the tokenizers library itself (pre_tokenizers.Split
 with patterns no hand-written scanner knows, each behaviour) on the Qwen3 byte-level BPE
-and on a Unigram model converted from the shared test_model.model, then compared with
+and on a Unigram model converted from SentencePiece's test_model.model, then compared with
 tokenizers.Tokenizer.from_file(...).encode(text).ids.
 """
 import json

@@ -2,8 +2,8 @@
 
 The tokenizer.json files are built here, in tmp folders, by the reference libraries
 themselves:
-  - transformers' convert_slow_tokenizer (SpmConverter, T5Converter) applied to the shared
-    sentencepiece .model files and to Unigram models trained with the sentencepiece package
+  - transformers' convert_slow_tokenizer (SpmConverter, T5Converter) applied to
+    SentencePiece's test .model files (tests/data) and to Unigram models trained with the sentencepiece package
     on botchan.txt (with and without byte_fallback): normalizer Precompiled + Strip +
     Replace, pre-tokenizer Metaspace, decoder Metaspace; with tokenizer_class T5Tokenizer
     transformers 5 rebuilds the pipeline (Precompiled only, WhitespaceSplit + Metaspace,

@@ -1,6 +1,6 @@
 """Interop tests of mg-preprocess against Megatron's preprocess_data.py / merge_datasets.py.
 
-The peer side is what preprocess_data.py does (specs/megatron-data.md §2.4), computed here
+The peer side is what preprocess_data.py does (docs/FORMATS.md §2), computed here
 with the real peers, and written with megatron-core's IndexedDatasetBuilder
 (conftest.megatron_build / megatron_merge):
     for each line, for each key: ids = tokenizer.tokenize(value); if ids and --append-eod:

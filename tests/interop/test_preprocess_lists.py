@@ -1,6 +1,6 @@
 """Interop tests of mg-preprocess on JSON values that are lists of strings (sentences).
 
-Megatron's Encoder.encode (specs/megatron-data.md §2.4) accepts data[key] being a list of
+Megatron's Encoder.encode (docs/FORMATS.md §2) accepts data[key] being a list of
 strings, as in the "_ss" files --split-sentences writes:
     sentences = text if isinstance(text, list) else [text]
     for s in sentences: ids = tokenize(s); if ids: doc_ids += ids; lens.append(len(ids))

@@ -3,7 +3,7 @@
 Our ids come from build/tests/tools/tokenize; the peers are the sentencepiece package
 (0.2.x: SentencePieceProcessor.encode_as_ids) and megatron-core's build_tokenizer for
 --tokenizer-type SentencePieceTokenizer / GPTSentencePieceTokenizer / Llama2Tokenizer
-(tokenize, eod, vocab_size). Models: the two shared Unigram test models and models trained
+(tokenize, eod, vocab_size). Models: SentencePiece's two Unigram test models (tests/data) and models trained
 here on botchan.txt (BPE and Unigram, with and without byte_fallback, user_defined_symbols,
 split_digits, identity normalization without whitespace removal, whitespace as suffix,
 nmt_nfkc_cf, a custom normalization_rule_tsv; WORD and CHAR models), plus copies edited

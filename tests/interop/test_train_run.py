@@ -187,7 +187,7 @@ ARCHS = {
 }
 
 LOG_RE = re.compile(
-    # Megatron's training_log (training-anchors.md §3.7; older releases print no microseconds)
+    # Megatron's training_log (docs/TRAINING.md; older releases print no microseconds)
     r"^ \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{6})?\] iteration +(\d+)/ +(\d+) \|"
     r" consumed samples: +(\d+) \| elapsed time per iteration \(ms\): ([\d.]+) \|"
     r" throughput per GPU \(TFLOP/s/GPU\): ([\d.]+) \| tokens per second: ([\d.]+) \|"

@@ -1,5 +1,5 @@
-/* test_gptds.c — mg/gptds.h against the worked examples of specs/megatron-data.md §4.2,
- * §4.7, §5.2 and §5.4 (checked there against helpers.cpp and numpy). The interop test
+/* test_gptds.c — mg/gptds.h against the worked examples of docs/FORMATS.md §3.1,
+ * §3.7 and §3.8 (computed with megatron-core's helpers.cpp and numpy). The interop test
  * tests/interop/test_gptds.py compares whole datasets with megatron-core itself.
  */
 #include <stdlib.h>

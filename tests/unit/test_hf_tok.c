@@ -6,9 +6,9 @@
  *
  * Small tokenizer.json files are built here with jansson: the 256 byte tokens (id = byte
  * value) plus a few merges, so the expected ids can be worked out by hand. The real
- * vocabularies of ../shared/vocab are checked on a few anchors computed with transformers
- * 5.23 (AutoTokenizer / GPT2TokenizerFast); tests/interop/test_hf_tokenizers.py compares
- * them on large corpora.
+ * vocabularies of tests/data (unpacked into build/vocab) are checked on a few anchors
+ * computed with transformers 5.23 (AutoTokenizer / GPT2TokenizerFast);
+ * tests/interop/test_hf_tokenizers.py compares them on large corpora.
  */
 #include <jansson.h>
 #include <stdlib.h>

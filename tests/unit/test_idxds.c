@@ -1,5 +1,5 @@
-/* test_idxds.c — unit tests for mg/idxds.h: the worked example of specs/megatron-data.md
- * §1.8 byte for byte (plain, merged twice, multimodal), every dtype, empty documents and
+/* test_idxds.c — unit tests for mg/idxds.h: the worked example of docs/FORMATS.md
+ * §1.5 byte for byte (plain, merged twice, multimodal), every dtype, empty documents and
  * datasets, reading back, each validation error of the reader (and the same message from
  * add_index, which validates through mg_idx_view), add_index, merge of a directory (order,
  * stray file, empty dir), dtype mismatch, free without finish, and the bounded-memory

@@ -1,5 +1,5 @@
 /* test_nprandom.c — mg/nprandom.h against values printed by numpy's RandomState
- * (specs/megatron-data.md §6 vectors, plus numpy 2.4 outputs recorded here). The interop
+ * (docs/FORMATS.md §4 vectors, plus numpy 2.4 outputs recorded here). The interop
  * test tests/interop/test_gptds.py compares many more seeds and sizes with numpy itself.
  */
 #include <math.h>

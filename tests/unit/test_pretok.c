@@ -1,5 +1,5 @@
 /* test_pretok.c — the pre-tokenizer (mg/pretok.h): hand-written expected splits for the
- * edge cases of tokenizer-anchors.md §3.6 per family (values checked against HF tokenizers),
+ * edge cases of docs/TOKENIZERS.md §4 per family (values checked against HF tokenizers),
  * Split behaviours, Sequences, errors, thread safety, and a deterministic differential test
  * of every scanner against Oniguruma running the same regex text.
  */
@@ -103,7 +103,7 @@ static void check_rendered(mg_test_ctx *t, int line, const mg_pretok *p, const c
     check_split((t), __LINE__, (p), (text), sizeof(text) - 1,                              \
                 (const char *const[]){__VA_ARGS__, NULL})
 
-/* ---- edge cases per family (tokenizer-anchors.md §3.6) ---- */
+/* ---- edge cases per family (docs/TOKENIZERS.md §4) ---- */
 
 MG_TEST(pretok_gpt2_edge_cases)
 {

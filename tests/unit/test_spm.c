@@ -1,7 +1,7 @@
 /* test_spm.c — SentencePiece tokenizers (tok_spm.c, spm_*.c): the proto2 reader, Unigram
  * Viterbi (scores, unk fusion, byte fallback, user-defined symbols), BPE (score order,
- * leftmost ties, UNUSED resegmentation), WORD and CHAR, the normalizer options, the shared
- * test models, Megatron's vocab_size/eod, and load errors. Tiny models are written here
+ * leftmost ties, UNUSED resegmentation), WORD and CHAR, the normalizer options, SentencePiece's
+ * own test models (tests/data), Megatron's vocab_size/eod, and load errors. Tiny models are written here
  * with a small protobuf writer; every expected id list was checked against sentencepiece
  * 0.2.3's encode_as_ids on the same model.
  */
@@ -207,7 +207,7 @@ MG_TEST(spm_word_and_char_models)
     mg_tokenizer_free(tk);
 }
 
-/* ---- the shared models (ids from sentencepiece 0.2.3 encode_as_ids) ---- */
+/* ---- SentencePiece's test models (ids from sentencepiece 0.2.3 encode_as_ids) ---- */
 
 MG_TEST(spm_shared_test_model)
 {

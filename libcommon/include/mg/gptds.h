@@ -2,7 +2,7 @@
  * blends, and the tokens of a sample (megatron-core GPTDataset, BlendedDataset,
  * BlendedMegatronDatasetBuilder, helpers.cpp).
  *
- * Facts: ../shared/specs/megatron-data.md §4-§6. Everything here reproduces megatron-core
+ * Facts: docs/FORMATS.md §3-§4. Everything here reproduces megatron-core
  * 0.16.1 exactly (same numbers, same numpy RandomState stream, same float/double rounding),
  * so that for the same files, --split, --seq-length, --seed and sample counts the samples are
  * Megatron's, in Megatron's order. The index caches (--data-cache-path, Megatron's .npy

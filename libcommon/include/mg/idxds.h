@@ -1,6 +1,6 @@
 /* mg/idxds.h — Megatron indexed datasets (.bin/.idx, "MMIDIDX" version 1).
  *
- * Byte layout: ../shared/specs/megatron-data.md §1 (megatron/core/datasets/indexed_dataset.py).
+ * Byte layout: docs/FORMATS.md §1 (megatron/core/datasets/indexed_dataset.py).
  * A dataset is a path prefix P with files P.bin (raw tokens, little-endian) and P.idx.
  *
  * Writer contract (mirrors IndexedDatasetBuilder):

@@ -1,5 +1,5 @@
 /* mg/model.h — one description of a GPT-style model, shared by mg-convert, mg-train and
- * the schemas (DESIGN.md "Model families").
+ * the schemas (docs/DESIGN.md "Model families").
  *
  * Contract:
  *   - mg_model_desc holds the architecture (family, sizes, variants), the vocabulary sizes,
@@ -9,7 +9,7 @@
  *     after mg_model_init). mg_model_check validates the combination.
  *   - Writers: mg_model_to_hf_config (config.json text that transformers loads) and
  *     mg_model_to_args (a Namespace with every model argument Megatron checks on load,
- *     ../shared/specs/megatron-ckpt.md §2.2). The original config.json text, when known, is
+ *     docs/FORMATS.md §5.2). The original config.json text, when known, is
  *     kept (hf_config_json; also stored in args as `hf_config_json`) so that an export
  *     reproduces the fields this struct does not model (token ids, rope parameters, ...).
  *   - Families: GPT-2 (LayerNorm, GeLU, learned positions, biases, tied embeddings), Llama /

@@ -1,6 +1,6 @@
 /* mg/nprandom.h — numpy's legacy RandomState (MT19937), bit for bit.
  *
- * Facts: ../shared/specs/megatron-data.md §6 (numpy/random/_mt19937.pyx _legacy_seeding,
+ * Facts: docs/FORMATS.md §4 (numpy/random/_mt19937.pyx _legacy_seeding,
  * src/mt19937, distributions.c random_interval / random_bounded_uint64_fill, mtrand.pyx).
  *
  * Contract:

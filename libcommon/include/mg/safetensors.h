@@ -1,6 +1,6 @@
 /* mg/safetensors.h — safetensors files (Hugging Face), read and write.
  *
- * Format (../shared/specs/megatron-ckpt.md §5.1, huggingface/safetensors src/tensor.rs):
+ * Format (docs/FORMATS.md §6.1, huggingface/safetensors src/tensor.rs):
  *   u64 LE N | N bytes of UTF-8 JSON object | data section.
  *   The JSON maps tensor names to {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}
  *   (offsets relative to the data section), plus an optional "__metadata__" object of

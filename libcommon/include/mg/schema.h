@@ -2,7 +2,7 @@
  * with its names in each checkpoint format, its tensor-parallel split rule and its Hugging
  * Face transform; pipeline layer placement; vocabulary padding.
  *
- * Contract (../shared/specs/megatron-ckpt.md §2.4-2.9, §5.3-5.4):
+ * Contract (facts: docs/FORMATS.md §5.3-§5.8, §6.2):
  *   - The "canonical" form of a parameter is Megatron's full, unsplit tensor: [rows, cols]
  *     (cols = 1 for a vector), with the fused QKV rows interleaved per query group
  *     (q heads of the group, then k, then v), SwiGLU fc1 = [gate; up], and vocabulary

@@ -15,8 +15,8 @@
  *                             <extra_id_i>; needs utf8proc)
  *     HuggingFaceTokenizer also takes WordPiece tokenizer.json files (BERT-style).
  *     Anything else is MG_ERR_UNSUPPORTED "not supported yet: --tokenizer-type X".
- *   - Semantics follow Megatron's current tokenizer system (megatron/core/tokenizers, HEAD
- *     of ../shared/specs/megatron-data.md §3): ids == what Megatron writes into .bin.
+ *   - Semantics follow Megatron's current tokenizer system (megatron/core/tokenizers,
+ *     "HEAD" in these comments; docs/TOKENIZERS.md): ids == what Megatron writes into .bin.
  *   - A tokenizer is immutable and shared by threads; each thread encodes through its own
  *     mg_encoder (which owns caches and scratch memory).
  *   - mg_encode() appends the ids of one text (one JSON value, UTF-8) to *out; it includes
