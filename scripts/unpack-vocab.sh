@@ -17,6 +17,9 @@ rm -rf "$tmp" && mkdir -p "$tmp"
 zstd -dcq "$archive" | tar -xf - -C "$tmp"
 (cd "$tmp" && sha256sum --quiet --strict -c "$sums") ||
   { echo "unpack-vocab: $archive does not match $sums" >&2; exit 1; }
+for v in llama2 llama3 gemma3; do  # vocabularies under their own terms: the terms beside them
+  cp "$root/tests/data/licenses/$v/"* "$tmp/hf/$v/"
+done
 rm -rf "$dest" && mv "$tmp" "$dest"
 touch "$stamp"
 echo "unpack-vocab: test vocabularies in $dest" >&2
