@@ -15,7 +15,7 @@
 #include <sys/uio.h>
 
 #include "mg/error.h"
-#include "mg/model.h"
+#include "mg/model_desc.h"
 #include "mg/pickle.h"
 #include "mg/schema.h"
 

@@ -45,7 +45,7 @@
 
 #include "kernels.h"
 #include "mg/error.h"
-#include "mg/model.h"
+#include "mg/model_desc.h"
 #include "mg/schema.h"
 
 typedef struct {

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "lr_schedule.h"
-#include "mg/model.h"
+#include "mg/model_desc.h"
 #include "mg/tokenizer.h"
 
 typedef struct {

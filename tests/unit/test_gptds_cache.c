@@ -7,7 +7,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 
-#include "gptds_internal.h"
+#include "dataset/gptds_internal.h"
 #include "harness.h"
 #include "mg/npy.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "mg/model.h"
+#include "mg/model_desc.h"
 
 static const char *llama_cfg =
     "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 64,"

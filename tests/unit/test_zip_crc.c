@@ -6,7 +6,7 @@
 
 #include "harness.h"
 #include "mg/torchfile.h"
-#include "zip_internal.h"
+#include "ckptfmt/zip_internal.h"
 
 #define BUF_LEN ((size_t)1 << 20)
 

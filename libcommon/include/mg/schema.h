@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "mg/error.h"
-#include "mg/model.h"
+#include "mg/model_desc.h"
 
 typedef enum {
     MG_SPLIT_REPLICATED,

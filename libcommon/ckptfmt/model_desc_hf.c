@@ -6,7 +6,7 @@
  * Llama, and rope scaling types other than "default" with MG_ERR_UNSUPPORTED. The writer
  * starts from the kept original config (when any) and sets every field transformers needs.
  */
-#include "mg/model.h"
+#include "mg/model_desc.h"
 
 #include <jansson.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * describe a dense GPT model of a supported family (MoE, virtual pipeline, rotary
  * interleaving, layernorm-1p, qk-layernorm refused as "not supported yet").
  */
-#include "mg/model.h"
+#include "mg/model_desc.h"
 
 #include <stdlib.h>
 #include <string.h>
