@@ -1,4 +1,4 @@
-/* zip_write.c — the stored (uncompressed) ZIP64 writer of mg/torchfile.h, writing what
+/* zip_write.c — the stored (uncompressed) ZIP64 writer of mg/zip.h, writing what
  * PyTorch's PyTorchStreamWriter (miniz) writes: local headers with flags 0x0808 and zero
  * crc/sizes, an "FB" extra padding every record's data to 64 bytes, the data, a data
  * descriptor, then the central directory and, always, ZIP64 EOCD + locator + EOCD.
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "mg/torchfile.h"
+#include "mg/zip.h"
 #include "zip_internal.h"
 
 static void wr16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }

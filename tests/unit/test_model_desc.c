@@ -1,4 +1,4 @@
-/* test_model_desc.c — mg/model.h: config.json reading for each family (transformers 4 and 5
+/* test_model_desc.c — mg/model_desc.h: config.json reading for each family (transformers 4 and 5
  * spellings), refusals, and the round trips config.json -> desc -> args -> desc and
  * desc -> config.json -> desc. */
 #include <stdlib.h>

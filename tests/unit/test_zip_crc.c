@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "mg/torchfile.h"
+#include "mg/zip.h"
 #include "ckptfmt/zip_internal.h"
 
 #define BUF_LEN ((size_t)1 << 20)

@@ -1,4 +1,4 @@
-/* mg/schema.h — model schemas: every logical parameter of a GPT-style model (mg/model.h)
+/* mg/schema.h — model schemas: every logical parameter of a GPT-style model (mg/model_desc.h)
  * with its names in each checkpoint format, its tensor-parallel split rule and its Hugging
  * Face transform; pipeline layer placement; vocabulary padding.
  *
