@@ -15,6 +15,7 @@
 #include "ckpt.h"
 #include "hf_bin.h"
 #include "mg/file.h"
+#include "mg/megatron_layout.h"
 #include "mg/safetensors.h"
 #include "mg/torchfile.h"
 
@@ -193,7 +194,7 @@ static void list_model(report *rp, const char *file, const mg_pk_obj *d, const c
 static void list_rank(report *rp, const char *dir, const char *iterdir, const char *rank)
 {
     char rel[512], path[4096];
-    snprintf(rel, sizeof rel, "%s/%s/model_optim_rng.pt", iterdir, rank);
+    snprintf(rel, sizeof rel, "%s/%s/" MG_MEGATRON_RANK_FILE, iterdir, rank);
     snprintf(path, sizeof path, "%s/%s", dir, rel);
     mg_torch_file *f = NULL;
     if (mg_torch_open(&f, path) != MG_OK) {
@@ -210,29 +211,27 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The iteration folder the tracker names ("release" when unreadable). */
-static void iter_dir(const char *dir, char *iterdir, size_t cap)
+/* The iteration folder the tracker names; 0 when the tracker does not name one (the
+ * loader has reported why). */
+static int iter_dir(const char *dir, char *iterdir)
 {
-    char path[4096], *text = NULL;
-    size_t len = 0;
-    snprintf(iterdir, cap, "release");
-    snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", dir);
-    if (mg_read_file(path, &text, &len) != MG_OK) return;
-    long long v = strtoll(text, NULL, 10);
-    if (strncmp(text, "release", 7)) snprintf(iterdir, cap, "iter_%07lld", v);
-    free(text);
+    mg_megatron_iter it;
+    if (mg_megatron_tracker_read(dir, &it) != MG_OK) return 0;
+    mg_megatron_iter_name(&it, iterdir);
+    return 1;
 }
 
 static void list_megatron(report *rp, const char *dir)
 {
-    char path[4096], iterdir[64];
-    iter_dir(dir, iterdir, sizeof iterdir);
+    char path[MG_PATH_MAX], iterdir[MG_MEGATRON_NAME_MAX];
+    if (!iter_dir(dir, iterdir)) return;
     snprintf(path, sizeof path, "%s/%s", dir, iterdir);
     DIR *d = opendir(path);
     char *names[4096];
     size_t n = 0;
     for (struct dirent *e; d && (e = readdir(d)) && n < 4096;)
-        if (!strncmp(e->d_name, "mp_rank_", 8)) names[n++] = strdup(e->d_name);
+        if (!strncmp(e->d_name, MG_MEGATRON_RANK_PREFIX, strlen(MG_MEGATRON_RANK_PREFIX)))
+            names[n++] = strdup(e->d_name);
     if (d) closedir(d);
     qsort(names, n, sizeof(char *), cmp_str);
     for (size_t i = 0; i < n; i++) {
@@ -282,12 +281,13 @@ static ck_source *describe_only(const char *dir, int hf)
         snprintf(s->format, sizeof s->format, "%s", hf_format(dir));
     } else {
         snprintf(s->format, sizeof s->format, "megatron torch");
-        char iterdir[64];
-        iter_dir(dir, iterdir, sizeof iterdir);
-        for (int pp = 0; pp < 2 && st != MG_OK; pp++) {
+        mg_megatron_iter it;
+        int named = mg_megatron_tracker_read(dir, &it) == MG_OK;
+        for (int pp = 0; named && pp < 2 && st != MG_OK; pp++) {
             mg_torch_file *f = NULL;
-            snprintf(path, sizeof path, pp ? "%s/%s/mp_rank_00_000/model_optim_rng.pt"
-                                           : "%s/%s/mp_rank_00/model_optim_rng.pt", dir, iterdir);
+            char rel[256];
+            if (mg_megatron_rank_file(&it, 0, 0, pp, rel, sizeof rel) != MG_OK) continue;
+            snprintf(path, sizeof path, "%s/%s", dir, rel);
             if (mg_torch_open(&f, path) != MG_OK) continue;
             const mg_pk_obj *root = mg_torch_root(f);
             const mg_pk_obj *args = root->kind == MG_PK_DICT ? mg_pk_get(root, "args") : NULL;

@@ -16,6 +16,7 @@
 
 #include "ckpt.h"
 #include "mg/file.h"
+#include "mg/megatron_layout.h"
 #include "mg/torchfile.h"
 
 typedef struct {
@@ -113,37 +114,10 @@ static void mg_close(ck_source *s)
     free(h);
 }
 
-static mg_status read_tracker(const char *dir, char *iterdir, size_t cap, int64_t *iter)
-{
-    char path[4096], *text = NULL;
-    size_t len = 0;
-    snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", dir);
-    MG_FORWARD(mg_read_file(path, &text, &len));
-    char *b = text, *e = text + len;
-    while (b < e && (*b == ' ' || *b == '\n' || *b == '\r' || *b == '\t')) b++;
-    while (e > b && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r' || e[-1] == '\t')) e--;
-    *e = 0;
-    char *end = NULL;
-    long long v = strtoll(b, &end, 10);
-    mg_status st = MG_OK;
-    if (strcmp(b, "release") == 0) snprintf(iterdir, cap, "release"), *iter = 0;
-    else if (*b && end && !*end && v >= 0) snprintf(iterdir, cap, "iter_%07lld", v), *iter = v;
-    else st = mg_error_set(MG_ERR_FORMAT, "%s: expected an iteration number or 'release'", path);
-    free(text);
-    return st;
-}
-
 static int is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static void rank_rel(char *buf, size_t cap, const char *iterdir, int64_t pp, int64_t p, int64_t r)
-{
-    if (pp > 1) snprintf(buf, cap, "%s/mp_rank_%02lld_%03lld/model_optim_rng.pt", iterdir,
-                         (long long)r, (long long)p);
-    else snprintf(buf, cap, "%s/mp_rank_%02lld/model_optim_rng.pt", iterdir, (long long)r);
 }
 
 static mg_status add_entry(rank_file *rf, const char *name, const mg_pk_obj *o)
@@ -271,15 +245,16 @@ static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *
     return MG_OK;
 }
 
-static mg_status first_file(ck_source *s, const char *dir, const char *iterdir,
+static mg_status first_file(ck_source *s, const char *dir, const mg_megatron_iter *it,
                             mg_torch_file **f, char *rel, size_t cap)
 {
-    char path[4096];
-    for (int pp = 1; pp <= 2; pp++) {
-        rank_rel(rel, cap, iterdir, pp, 0, 0);
+    char path[MG_PATH_MAX], iterdir[MG_MEGATRON_NAME_MAX];
+    for (int pipeline = 0; pipeline <= 1; pipeline++) {
+        MG_FORWARD(mg_megatron_rank_file(it, 0, 0, pipeline, rel, cap));
         snprintf(path, sizeof path, "%s/%s", dir, rel);
         if (is_file(path)) return mg_torch_open(f, path);
     }
+    mg_megatron_iter_name(it, iterdir);
     snprintf(path, sizeof path, "%s/%s/metadata.json", dir, iterdir);
     MG_RETURN_IF(is_file(path), MG_ERR_UNSUPPORTED,
                  "not supported yet: torch_dist checkpoints (%s)", path);
@@ -289,12 +264,12 @@ static mg_status first_file(ck_source *s, const char *dir, const char *iterdir,
 }
 
 /* Reads args from rank 0 and sets the model, its layout and the vocabulary. */
-static mg_status read_args(ck_source *s, mg_impl *h, const char *dir, const char *iterdir,
+static mg_status read_args(ck_source *s, mg_impl *h, const char *dir, const mg_megatron_iter *it,
                            const ck_opts *o)
 {
     mg_torch_file *f = NULL;
     char rel[256];
-    MG_FORWARD(first_file(s, dir, iterdir, &f, rel, sizeof rel));
+    MG_FORWARD(first_file(s, dir, it, &f, rel, sizeof rel));
     const mg_pk_obj *root = mg_torch_root(f);
     const mg_pk_obj *args = root->kind == MG_PK_DICT || root->kind == MG_PK_ODICT
                                 ? mg_pk_get(root, "args") : NULL;
@@ -466,13 +441,14 @@ static mg_status leftovers(ck_source *s, mg_impl *h)
 
 static mg_status load_all(ck_source *s, mg_impl *h, const char *dir, const ck_opts *o)
 {
-    char iterdir[64];
-    int64_t iter = 0;
-    MG_FORWARD(read_tracker(dir, iterdir, sizeof iterdir, &iter));
+    char iterdir[MG_MEGATRON_NAME_MAX];
+    mg_megatron_iter it;
+    MG_FORWARD(mg_megatron_tracker_read(dir, &it));
+    mg_megatron_iter_name(&it, iterdir);
     snprintf(s->format, sizeof s->format, "megatron torch (%s)", iterdir);
     h->names = mg_pk_graph_create();
     if (!h->names) return MG_ERR_NOMEM;
-    MG_FORWARD(read_args(s, h, dir, iterdir, o));
+    MG_FORWARD(read_args(s, h, dir, &it, o));
     MG_FORWARD(ck_source_params(s));
     h->nfiles = (size_t)(s->tp * s->pp);
     h->files = mg_calloc(h->nfiles, sizeof(rank_file));
@@ -481,7 +457,7 @@ static mg_status load_all(ck_source *s, mg_impl *h, const char *dir, const ck_op
         for (int64_t r = 0; r < s->tp; r++) {
             rank_file *rf = &h->files[p * s->tp + r];
             char rel[512];
-            rank_rel(rel, sizeof rel, iterdir, s->pp, p, r);
+            MG_FORWARD(mg_megatron_rank_file(&it, r, p, s->pp > 1, rel, sizeof rel));
             snprintf(rf->rel, sizeof rf->rel, "%s/%s", dir, rel);
             MG_FORWARD(open_rank(s, h, rf, dir, o, p == 0 && r == 0));
         }

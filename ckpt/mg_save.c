@@ -213,11 +213,8 @@ mg_status ck_write_megatron(const ck_plan *pl, const ck_source *s, const char *r
     }
     if (st == MG_OK) st = ck_parallel(pl->nfiles, o->workers, save_file, &x);
     if (st == MG_OK) {
-        char path[4096], text[32];
-        snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", root);
-        if (o->iteration >= 0) snprintf(text, sizeof text, "%lld", (long long)o->iteration);
-        else snprintf(text, sizeof text, "release");
-        st = ck_write_small(path, text, strlen(text));
+        mg_megatron_iter it = ck_iteration(o);
+        st = mg_megatron_tracker_write(root, &it);
     }
     mg_pk_graph_free(g);
     return st;

@@ -175,8 +175,8 @@ mg_status ck_plan_megatron(ck_plan *pl, const ck_source *s, const ck_opts *o)
 {
     memset(pl, 0, sizeof(*pl));
     MG_FORWARD(ck_plan_target(&pl->m, s, o));
-    if (o->iteration >= 0) snprintf(pl->iterdir, sizeof pl->iterdir, "iter_%07lld", (long long)o->iteration);
-    else snprintf(pl->iterdir, sizeof pl->iterdir, "release");
+    mg_megatron_iter it = ck_iteration(o);
+    mg_megatron_iter_name(&it, pl->iterdir);
     pl->nfiles = (size_t)(pl->m.tp * pl->m.pp);
     pl->files = mg_calloc(pl->nfiles, sizeof(ck_file));
     if (!pl->files) return MG_ERR_NOMEM;
@@ -184,10 +184,7 @@ mg_status ck_plan_megatron(ck_plan *pl, const ck_source *s, const ck_opts *o)
         for (int64_t r = 0; r < pl->m.tp; r++) {
             ck_file *f = &pl->files[p * pl->m.tp + r];
             char path[256];
-            if (pl->m.pp > 1) snprintf(path, sizeof path, "%s/mp_rank_%02lld_%03lld/model_optim_rng.pt",
-                                       pl->iterdir, (long long)r, (long long)p);
-            else snprintf(path, sizeof path, "%s/mp_rank_%02lld/model_optim_rng.pt", pl->iterdir,
-                          (long long)r);
+            MG_FORWARD(mg_megatron_rank_file(&it, r, p, pl->m.pp > 1, path, sizeof path));
             if (!(f->path = ck_dupstr(path))) return MG_ERR_NOMEM;
             f->tp_rank = r;
             f->pp_rank = p;
