@@ -45,6 +45,13 @@ static int ch_pos(mg_train_opts *o, const char *v)
     return -1;
 }
 
+static int ch_tiktoken(mg_train_opts *o, const char *v)
+{
+    if (!mg_tiktoken_pattern_known(v)) return -1;
+    o->tok.tiktoken_pattern = v;
+    return 0;
+}
+
 static int ch_lr(mg_train_opts *o, const char *v) { return mg_lr_style_parse(v, &o->lr_decay_style); }
 static int ch_wsd(mg_train_opts *o, const char *v) { return mg_wsd_style_parse(v, &o->lr_wsd_decay_style); }
 static int ch_wd(mg_train_opts *o, const char *v) { return mg_wd_style_parse(v, &o->weight_decay_incr_style); }
@@ -80,6 +87,13 @@ static const struct flag flags[] = {
     {"--vocab-file", K_STR, F(tok.vocab_file), 0, NULL, NULL},
     {"--merge-file", K_STR, F(tok.merge_file), 0, NULL, NULL},
     {"--tokenizer-model", K_STR, F(tok.model), 0, NULL, NULL},
+    {"--tiktoken-pattern", K_CHOICE, 0, 0, ch_tiktoken,
+     "v1, v2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base"},
+    {"--tiktoken-num-special-tokens", K_I64, F(tok.tiktoken_num_special), 0, NULL, NULL},
+    {"--tokenizer-special-tokens", K_LIST, F(special_tokens), 0, NULL, NULL},
+    {"--tokenizer-hf-no-include-special-tokens", K_ON, F(tok.hf_no_include_special), 0, NULL,
+     NULL},
+    {"--null-tokenizer-eod-id", K_I64, F(tok.null_eod_id), 0, NULL, NULL},
     {"--tensor-model-parallel-size", K_I64, F(model.tp), 1, NULL, NULL},
     {"--pipeline-model-parallel-size", K_I64, F(model.pp), 1, NULL, NULL},
     /* training */
@@ -112,7 +126,7 @@ static const struct flag flags[] = {
     {"--bf16", K_ON, F(bf16), 0, NULL, NULL},
     {"--fp16", K_ON, F(fp16), 0, NULL, NULL},
     /* data */
-    {"--data-path", K_LIST, 0, 0, NULL, NULL},
+    {"--data-path", K_LIST, F(data_path), 0, NULL, NULL},
     {"--split", K_STR, F(split), 0, NULL, NULL},
     {"--data-cache-path", K_STR, F(data_cache_path), 0, NULL, NULL},
     {"--eod-mask-loss", K_ON, F(eod_mask_loss), 0, NULL, NULL},
@@ -205,12 +219,20 @@ static mg_status parse_i64(const struct flag *f, const char *v, int64_t *out)
     return MG_OK;
 }
 
-static mg_status push_data_path(mg_train_opts *o, const char *v)
+/* The count of list flag f's array (--data-path, --tokenizer-special-tokens). */
+static size_t *list_count(mg_train_opts *o, const struct flag *f)
 {
-    const char **a = mg_realloc(o->data_path, (o->n_data_path + 1) * sizeof *a);
+    return f->off == F(data_path) ? &o->n_data_path : &o->n_special_tokens;
+}
+
+static mg_status push_list(mg_train_opts *o, const struct flag *f, const char *v)
+{
+    const char ***arr = (const char ***)(void *)((char *)o + f->off);
+    size_t *n = list_count(o, f);
+    const char **a = mg_realloc(*arr, (*n + 1) * sizeof *a);
     if (!a) return MG_ERR_NOMEM;
-    a[o->n_data_path++] = v;
-    o->data_path = a;
+    a[(*n)++] = v;
+    *arr = a;
     return MG_OK;
 }
 
@@ -226,7 +248,7 @@ static mg_status set_value(mg_train_opts *o, const struct flag *f, const char *v
         *(double *)(void *)field = (double)i;
         return MG_OK;
     case K_STR: *(const char **)(void *)field = v; return MG_OK;
-    case K_LIST: return push_data_path(o, v);
+    case K_LIST: return push_list(o, f, v);
     case K_CHOICE:
         MG_RETURN_IF(f->choice(o, v) != 0, MG_ERR_ARG,
                      "argument %s: invalid choice: '%s' (choose from %s)", f->name, v,
@@ -249,9 +271,12 @@ static mg_status parse_one(mg_train_opts *o, int argc, char **argv, int *i)
         *(int *)(void *)((char *)o + f->off) = f->kind == K_ON;
         return MG_OK;
     }
-    if (f->kind == K_LIST) o->n_data_path = 0; /* a repeated nargs='*' flag replaces */
+    if (f->kind == K_LIST) *list_count(o, f) = 0; /* a repeated nargs='*'/'+' flag replaces */
     if (eq) return set_value(o, f, eq + 1);
     if (f->kind == K_LIST) {
+        /* --data-path takes any number of words (nargs='*'), the others at least one */
+        MG_RETURN_IF(f->off != F(data_path) && (*i >= argc || is_flag_word(argv[*i])),
+                     MG_ERR_ARG, "argument %s: expected at least one argument", f->name);
         while (*i < argc && !is_flag_word(argv[*i])) MG_FORWARD(set_value(o, f, argv[(*i)++]));
         return MG_OK;
     }
@@ -268,6 +293,8 @@ mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
         MG_FORWARD(parse_one(o, argc, argv, &i));
     }
     if (o->help || o->version) return MG_OK;
+    o->tok.special_tokens = o->special_tokens;
+    o->tok.n_special_tokens = o->n_special_tokens;
     return mg_train_validate(o);
 }
 
@@ -292,7 +319,10 @@ void mg_train_opts_free(mg_train_opts *o)
 {
     if (!o) return;
     free(o->data_path);
+    free(o->special_tokens);
     mg_model_free(&o->model);
-    o->data_path = NULL;
-    o->n_data_path = 0;
+    o->data_path = o->special_tokens = NULL;
+    o->n_data_path = o->n_special_tokens = 0;
+    o->tok.special_tokens = NULL;
+    o->tok.n_special_tokens = 0;
 }
