@@ -1,6 +1,7 @@
 /* options.c — argv -> mg_train_opts: the flag table, defaults and value parsing
- * (options.h). Validation and derived values are in options_validate.c. Megatron's parser
- * has allow_abbrev=False, so only exact names (or "--name=value") are accepted. */
+ * (options.h); the words are scanned by mg/argv.h. Validation and derived values are in
+ * options_validate.c. Megatron's parser has allow_abbrev=False, so only exact names (or
+ * "--name=value") are accepted. */
 #include "options.h"
 
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/argv.h"
 #include "mg/cli.h"
 #include "options_internal.h"
 
@@ -188,20 +190,6 @@ static void set_defaults(mg_train_opts *o)
     o->log_interval = 100;
 }
 
-static int is_flag_word(const char *w)
-{
-    if (w[0] != '-' || w[1] == 0) return 0;
-    if ((w[1] >= '0' && w[1] <= '9') || w[1] == '.') return 0; /* a negative number */
-    return 1;
-}
-
-static const struct flag *lookup(const char *w, size_t len)
-{
-    for (size_t i = 0; i < N_FLAGS; i++)
-        if (strlen(flags[i].name) == len && strncmp(flags[i].name, w, len) == 0) return &flags[i];
-    return NULL;
-}
-
 static mg_status parse_f64(const struct flag *f, const char *v, double *out)
 {
     char *end = NULL;
@@ -258,40 +246,59 @@ static mg_status set_value(mg_train_opts *o, const struct flag *f, const char *v
     }
 }
 
-/* Consumes the flag at argv[*i] and its values. */
-static mg_status parse_one(mg_train_opts *o, int argc, char **argv, int *i)
+/* The scanner's table: Megatron's parser has allow_abbrev=False (exact names only). */
+static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
 {
-    const char *w = argv[(*i)++];
-    const char *eq = strncmp(w, "--", 2) == 0 ? strchr(w, '=') : NULL;
-    const struct flag *f = lookup(w, eq ? (size_t)(eq - w) : strlen(w));
-    MG_RETURN_IF(!f, MG_ERR_ARG, "unrecognized arguments: %s", w);
+    for (size_t i = 0; i < N_FLAGS; i++) {
+        enum kind k = flags[i].kind;
+        mg_argv_nargs n = k == K_ON || k == K_OFF ? MG_ARGV_SWITCH
+                          : k != K_LIST          ? MG_ARGV_ONE
+                          : flags[i].off == F(data_path) ? MG_ARGV_ANY /* nargs='*' */
+                                                         : MG_ARGV_LIST;
+        t[i] = (mg_argv_flag){flags[i].name, n};
+    }
+    *spec = (mg_argv_spec){t, N_FLAGS, 0, 0, -1};
+}
+
+/* Megatron's (argparse's) words for the scanner's errors. */
+static mg_status scan_error(const mg_argv *a, mg_argv_event ev)
+{
+    const char *name = a->id >= 0 ? flags[a->id].name : "";
+    switch (ev) {
+    case MG_ARGV_EXPLICIT:
+        return mg_error_set(MG_ERR_ARG, "argument %s: ignored explicit argument '%s'", name,
+                            a->value);
+    case MG_ARGV_MISSING:
+        return mg_error_set(MG_ERR_ARG, "argument %s: expected %s", name,
+                            flags[a->id].kind == K_LIST ? "at least one argument"
+                                                        : "one argument");
+    default: return mg_error_set(MG_ERR_ARG, "unrecognized arguments: %s", a->word);
+    }
+}
+
+/* Applies flag a->id with its values. */
+static mg_status take(mg_train_opts *o, const mg_argv *a)
+{
+    const struct flag *f = &flags[a->id];
     if (f->kind == K_ON || f->kind == K_OFF) {
-        MG_RETURN_IF(eq, MG_ERR_ARG, "argument %s: ignored explicit argument '%s'", f->name,
-                     eq + 1);
         *(int *)(void *)((char *)o + f->off) = f->kind == K_ON;
         return MG_OK;
     }
     if (f->kind == K_LIST) *list_count(o, f) = 0; /* a repeated nargs='*'/'+' flag replaces */
-    if (eq) return set_value(o, f, eq + 1);
-    if (f->kind == K_LIST) {
-        /* --data-path takes any number of words (nargs='*'), the others at least one */
-        MG_RETURN_IF(f->off != F(data_path) && (*i >= argc || is_flag_word(argv[*i])),
-                     MG_ERR_ARG, "argument %s: expected at least one argument", f->name);
-        while (*i < argc && !is_flag_word(argv[*i])) MG_FORWARD(set_value(o, f, argv[(*i)++]));
-        return MG_OK;
-    }
-    MG_RETURN_IF(*i >= argc || is_flag_word(argv[*i]), MG_ERR_ARG,
-                 "argument %s: expected one argument", f->name);
-    return set_value(o, f, argv[(*i)++]);
+    for (size_t k = 0; k < a->nvalues; k++) MG_FORWARD(set_value(o, f, a->values[k]));
+    return MG_OK;
 }
 
 mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
 {
     set_defaults(o);
-    for (int i = 1; i < argc;) {
-        MG_RETURN_IF(!is_flag_word(argv[i]), MG_ERR_ARG, "unrecognized arguments: %s", argv[i]);
-        MG_FORWARD(parse_one(o, argc, argv, &i));
-    }
+    mg_argv_flag table[N_FLAGS];
+    mg_argv_spec spec;
+    argv_table(table, &spec);
+    mg_argv a;
+    mg_argv_init(&a, &spec, argc, argv);
+    for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;)
+        MG_FORWARD(ev == MG_ARGV_FLAG ? take(o, &a) : scan_error(&a, ev));
     if (o->help || o->version) return MG_OK;
     o->tok.special_tokens = o->special_tokens;
     o->tok.n_special_tokens = o->n_special_tokens;
