@@ -127,7 +127,7 @@ static void st_extent(hf_extent *e, const mg_st_file *f)
  * mapping). */
 static mg_status open_file(hf_impl *h, const char *dir, const char *name, int bin)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     hf_file *f = mg_realloc(h->files, (h->nfiles + 1) * sizeof(*f));
     if (!f) return MG_ERR_NOMEM;
@@ -166,7 +166,7 @@ static mg_status open_files(ck_source *s, hf_impl *h, const char *dir)
         {"model.safetensors.index.json", "model.safetensors"},
         {"pytorch_model.bin.index.json", "pytorch_model.bin"},
     };
-    char path[4096];
+    char path[MG_PATH_MAX];
     struct stat st;
     for (int bin = 0; bin < 2; bin++) {
         snprintf(s->format, sizeof s->format, bin ? "hf pytorch_model.bin" : "hf safetensors");
@@ -278,7 +278,7 @@ static mg_status check_leftovers(ck_source *s, const hf_impl *h)
 
 static mg_status read_config(ck_source *s, const char *dir, const ck_opts *o)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/config.json", dir);
     char *text = NULL;
     size_t len = 0;

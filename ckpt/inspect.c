@@ -15,6 +15,7 @@
 #include "ckpt.h"
 #include "hf_bin.h"
 #include "mg/file.h"
+#include "mg/grow.h"
 #include "mg/megatron_layout.h"
 #include "mg/safetensors.h"
 #include "mg/torchfile.h"
@@ -37,12 +38,7 @@ typedef struct {
 static void add_row(report *rp, const char *file, const char *name, const char *desc,
                     uint64_t bytes)
 {
-    if (rp->n == rp->cap) {
-        rp->cap = rp->cap ? rp->cap * 2 : 256;
-        row *r = realloc(rp->r, rp->cap * sizeof(*r));
-        if (!r) abort();
-        rp->r = r;
-    }
+    if (MG_GROW(rp->r, rp->cap, rp->n + 1, 256) != MG_OK) abort();
     size_t len = strlen(file) + strlen(name) + 4;
     row *r = &rp->r[rp->n++];
     r->name = malloc(len);
@@ -113,7 +109,7 @@ static void add_hf_row(report *rp, const char *file, const mg_st_tensor *t)
 /* The tensors of DIR/FILE: safetensors, or pytorch_model.bin when bin. */
 static void list_st(report *rp, const char *dir, const char *file, int bin)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     mg_st_file *f = NULL;
     ck_bin *b = NULL;
@@ -129,7 +125,7 @@ static void list_st(report *rp, const char *dir, const char *file, int bin)
 
 static int has(const char *dir, const char *name)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     struct stat sb;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return stat(path, &sb) == 0;
@@ -150,7 +146,7 @@ static void list_hf(report *rp, const char *dir)
         {"model.safetensors.index.json", "model.safetensors"},
         {"pytorch_model.bin.index.json", "pytorch_model.bin"},
     };
-    char path[4096];
+    char path[MG_PATH_MAX];
     for (int bin = 0; bin < 2; bin++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[bin][0]);
         mg_st_index *ix = NULL;
@@ -193,7 +189,7 @@ static void list_model(report *rp, const char *file, const mg_pk_obj *d, const c
 
 static void list_rank(report *rp, const char *dir, const char *iterdir, const char *rank)
 {
-    char rel[512], path[4096];
+    char rel[512], path[MG_PATH_MAX];
     snprintf(rel, sizeof rel, "%s/%s/" MG_MEGATRON_RANK_FILE, iterdir, rank);
     snprintf(path, sizeof path, "%s/%s", dir, rel);
     mg_torch_file *f = NULL;
@@ -271,7 +267,7 @@ static ck_source *describe_only(const char *dir, int hf)
     if (!s) return NULL;
     mg_model_init(&s->m);
     s->tp = s->pp = 1;
-    char path[4096], *text = NULL;
+    char path[MG_PATH_MAX], *text = NULL;
     size_t len = 0;
     mg_status st = MG_ERR_FORMAT;
     if (hf) {
@@ -316,7 +312,7 @@ int ck_inspect(const char *dir, const ck_opts *o)
     char err[MG_ERROR_MAX];
     mg_error_copy(err);
     struct stat sb;
-    char probe[4096];
+    char probe[MG_PATH_MAX];
     snprintf(probe, sizeof probe, "%s/config.json", dir);
     int hf = stat(probe, &sb) == 0;
     if (!s) s = describe_only(dir, hf);

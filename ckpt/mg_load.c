@@ -17,6 +17,7 @@
 
 #include "ckpt.h"
 #include "mg/file.h"
+#include "mg/grow.h"
 #include "mg/megatron_layout.h"
 #include "mg/torchfile.h"
 
@@ -28,7 +29,7 @@ typedef struct {
 
 typedef struct {
     mg_torch_file *f;
-    char rel[4096]; /* DIR/iterdir/mp_rank_../model_optim_rng.pt */
+    char rel[MG_PATH_MAX]; /* DIR/iterdir/mp_rank_../model_optim_rng.pt */
     entry *e;
     size_t n, cap;
     int fd1;               /* a descriptor of the file + 1 for file-to-file copies; 0: none */
@@ -123,13 +124,7 @@ static int is_file(const char *path)
 
 static mg_status add_entry(rank_file *rf, const char *name, const mg_pk_obj *o)
 {
-    if (rf->n == rf->cap) {
-        size_t cap = rf->cap ? rf->cap * 2 : 256;
-        entry *e = mg_realloc(rf->e, cap * sizeof(*e));
-        if (!e) return MG_ERR_NOMEM;
-        rf->e = e;
-        rf->cap = cap;
-    }
+    MG_FORWARD(MG_GROW(rf->e, rf->cap, rf->n + 1, 256));
     rf->e[rf->n++] = (entry){name, o, 0};
     return MG_OK;
 }
@@ -226,7 +221,7 @@ static mg_status same_args(const ck_source *s, const rank_file *rf, const mg_pk_
 static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *dir,
                            const ck_opts *o, int first)
 {
-    char path[4096], dpath[4096];
+    char path[MG_PATH_MAX], dpath[MG_PATH_MAX];
     (void)dir;
     snprintf(path, sizeof path, "%s", rf->rel);
     MG_RETURN_IF(!is_file(path), MG_ERR_NOTFOUND, "%s: missing shard (expected for TP %lld x "
@@ -280,7 +275,7 @@ static mg_status read_args(ck_source *s, mg_impl *h, const char *dir, const mg_m
     const mg_pk_obj *root = mg_torch_root(f);
     const mg_pk_obj *args = root->kind == MG_PK_DICT || root->kind == MG_PK_ODICT
                                 ? mg_pk_get(root, "args") : NULL;
-    char label[4200];
+    char label[MG_PATH_MAX];
     snprintf(label, sizeof label, "%s/%s", dir, rel);
     mg_status st = args ? mg_model_from_args(&s->m, args, label)
                         : mg_error_set(MG_ERR_FORMAT, "%s: no 'args' Namespace", label);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "mg/grow.h"
 
 char *ck_dupstr(const char *s)
 {
@@ -23,13 +24,7 @@ char *ck_dupstr(const char *s)
 ck_tensor *ck_add_tensor(ck_file *f, const char *name, mg_tdtype dt, int ndim, int64_t r,
                              int64_t c)
 {
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 64;
-        ck_tensor *t = mg_realloc(f->t, cap * sizeof(*t));
-        if (!t) return NULL;
-        f->t = t;
-        f->cap = cap;
-    }
+    if (MG_GROW(f->t, f->cap, f->n + 1, 64) != MG_OK) return NULL;
     ck_tensor *t = &f->t[f->n];
     memset(t, 0, sizeof(*t));
     if (!(t->name = ck_dupstr(name))) return NULL;
@@ -47,13 +42,7 @@ mg_status ck_add_run(ck_tensor *t, int64_t out_row, int64_t nrows, size_t param,
                          int64_t src_row, int64_t col0, int64_t ncols)
 {
     if (nrows <= 0) return MG_OK;
-    if (t->nruns == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 4;
-        ck_run *r = mg_realloc(t->runs, cap * sizeof(*r));
-        if (!r) return MG_ERR_NOMEM;
-        t->runs = r;
-        t->cap = cap;
-    }
+    MG_FORWARD(MG_GROW(t->runs, t->cap, t->nruns + 1, 4));
     t->runs[t->nruns++] = (ck_run){out_row, nrows, param, src_row, col0, ncols};
     return MG_OK;
 }

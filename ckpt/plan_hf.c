@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "mg/grow.h"
 #include "mg/hf_map.h"
 #include "mg/safetensors.h"
 
@@ -82,12 +83,7 @@ static mg_status hf_shard(ck_plan *pl, ck_file *all, uint64_t max)
         uint64_t b = ck_tensor_bytes(&all->t[i]);
         if (nf == 0 || (max > 0 && cur + b > max && files[nf - 1].n > 0)) nf++, cur = 0;
         ck_file *f = &files[nf - 1];
-        if (f->n == f->cap) {
-            f->cap = f->cap ? f->cap * 2 : 16;
-            ck_tensor *t = mg_realloc(f->t, f->cap * sizeof(*t));
-            if (!t) return MG_ERR_NOMEM; /* files leak only on allocation failure */
-            f->t = t;
-        }
+        MG_FORWARD(MG_GROW(f->t, f->cap, f->n + 1, 16)); /* files leak only on failure */
         f->t[f->n++] = all->t[i];
         cur += b;
     }

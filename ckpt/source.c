@@ -18,7 +18,7 @@
 
 static int exists(const char *dir, const char *name)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return stat(path, &st) == 0;

@@ -252,7 +252,7 @@ static mg_status make_dir(const char *path)
 /* Removes DIR/mp_rank_00/model_optim_rng.pt, DIR/mp_rank_00 and DIR (what a save wrote). */
 static void remove_iter_dir(const char *dir)
 {
-    char p[8192];
+    char p[MG_PATH_MAX + 64]; /* room beyond a tmp folder name, so gcc sees no truncation */
     snprintf(p, sizeof p, "%s/" CKPT_FILE, dir);
     unlink(p);
     snprintf(p, sizeof p, "%s/" RANK_DIR, dir);
@@ -263,7 +263,7 @@ static void remove_iter_dir(const char *dir)
 static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt *g,
                            const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
 {
-    char p[8192];
+    char p[MG_PATH_MAX + 64]; /* room beyond a tmp folder name, so gcc sees no truncation */
     MG_FORWARD(make_dir(tmp));
     snprintf(p, sizeof p, "%s/" RANK_DIR, tmp);
     MG_FORWARD(make_dir(p));
@@ -292,8 +292,8 @@ static mg_status write_tracker(const char *dir, int64_t iteration)
 mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
                              const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
 {
-    char final[4200], tmp[4300], old[4300];
-    MG_RETURN_IF(strlen(dir) > 4000, MG_ERR_ARG, "--save: directory name too long");
+    char final[MG_PATH_MAX], tmp[MG_PATH_MAX + 32], old[MG_PATH_MAX + 32];
+    MG_RETURN_IF(strlen(dir) > MG_PATH_MAX - 96, MG_ERR_ARG, "--save: directory name too long");
     MG_FORWARD(make_dir(dir));
     char name[MG_MEGATRON_NAME_MAX];
     mg_megatron_iter_name(&(mg_megatron_iter){st->iteration, 0}, name);
@@ -499,7 +499,7 @@ mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
                              mg_train_ckpt_state *st)
 {
     mg_megatron_iter it;
-    char path[8192], name[MG_MEGATRON_NAME_MAX];
+    char path[MG_PATH_MAX], name[MG_MEGATRON_NAME_MAX];
     memset(st, 0, sizeof *st);
     MG_FORWARD(mg_megatron_tracker_read(dir, &it));
     mg_megatron_iter_name(&it, name);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "mg/grow.h"
 #include "mg/zip.h"
 #include "zip_internal.h"
 
@@ -297,13 +298,7 @@ mg_status mg_zip_writer_begin(mg_zip_writer *w, const char *name, uint64_t size)
     size_t len = strlen(name);
     if (len == 0 || len > 0xFFFF - MG_ZIP_HDR_MAX)
         return mg_error_set(MG_ERR_ARG, "%s: bad zip entry name \"%s\"", mg_out_path(w->out), name);
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 32;
-        mg_zip_rec *r = mg_realloc(w->recs, cap * sizeof(*r));
-        if (!r) return MG_ERR_NOMEM;
-        w->recs = r;
-        w->cap = cap;
-    }
+    MG_FORWARD(MG_GROW(w->recs, w->cap, w->n + 1, 32));
     char *copy = mg_malloc(len + 1);
     uint8_t *hdr = mg_malloc(MG_ZIP_HDR_MAX + len);
     if (!copy || !hdr) {
