@@ -22,8 +22,12 @@ Q := @
 say = @printf '  %-6s %s\n'
 endif
 BIN     := bin
+# Everything reaches the public headers mg/*.h; only libcommon's own objects and the tests
+# that exercise internals (unit tests, test helper programs, fuzz targets) also reach
+# libcommon's internal headers (-Ilibcommon: "tok/bpe.h", "text/pretok_internal.h", ...).
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -O2 -g -pthread $(WARNINGS) $(DEP_CFLAGS) \
-               -Ilibcommon/include -Ilibcommon
+               -Ilibcommon/include
+LIB_INTERNAL := -Ilibcommon
 CFLAGS  ?=
 LDLIBS_ALL := $(DEP_LDLIBS) -lm -pthread
 
@@ -73,6 +77,7 @@ $(BUILD)/%.o: %.c
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(say) AR $@
+	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
 $(KLIB): $(KERN_OBJS)
@@ -87,6 +92,7 @@ $(TLIB): $(TLIB_OBJS)
 	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
+$(BUILD)/libcommon/%.o: CFLAGS_BASE += $(LIB_INTERNAL)
 $(BUILD)/kernels/%.o $(BUILD)/train/%.o: CFLAGS_BASE += -Ikernels -I.
 
 $(BIN)/mg-preprocess: $(PRE_OBJS) $(LIB)
@@ -110,12 +116,12 @@ $(BUILD)/tests/unit/test_list.h: $(UNIT_SRCS)
 	@grep -h '^MG_TEST(' $(UNIT_SRCS) | sed 's/^MG_TEST(\([a-z0-9_]*\)).*/MG_TEST_ENTRY(\1)/' | sort > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 $(BUILD)/tests/unit/harness.o: $(BUILD)/tests/unit/test_list.h
-$(BUILD)/tests/unit/%.o: CFLAGS_BASE += -I$(BUILD)/tests/unit -Itests/unit -Ikernels -I. -Itrain
+$(BUILD)/tests/unit/%.o: CFLAGS_BASE += $(LIB_INTERNAL) -I$(BUILD)/tests/unit -Itests/unit -Ikernels -I. -Itrain
 $(UNIT_BIN): $(UNIT_OBJS) $(TLIB) $(KLIB) $(LIB)
 	$(say) LINK $@
 	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(UNIT_OBJS) $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL)
 
-$(BUILD)/tests/tools/%.o: CFLAGS_BASE += -Ikernels -I.
+$(BUILD)/tests/tools/%.o: CFLAGS_BASE += $(LIB_INTERNAL) -Ikernels -I.
 $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(TLIB) $(KLIB) $(LIB)
 	$(say) LINK $@
 	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL)

@@ -15,7 +15,8 @@
 #include <sys/uio.h>
 
 #include "mg/error.h"
-#include "mg/model.h"
+#include "mg/megatron_layout.h"
+#include "mg/model_desc.h"
 #include "mg/pickle.h"
 #include "mg/schema.h"
 
@@ -37,6 +38,12 @@ typedef struct {
 
 void ck_parse_options(ck_opts *o, int argc, char **argv);
 void ck_print_help(void);
+
+/* The iteration folder a Megatron save writes (--iteration N, or release). */
+static inline mg_megatron_iter ck_iteration(const ck_opts *o)
+{
+    return (mg_megatron_iter){o->iteration >= 0 ? o->iteration : 0, o->iteration < 0};
+}
 
 /* Where canonical element (row, col) of a parameter lives: p points at it, the next ones
  * along the row follow every `step` bytes, `avail` of them (>= 1) are there. */
@@ -128,7 +135,7 @@ typedef struct {
     mg_model_desc m;        /* the target model (tp, pp, dtype, vocab) */
     ck_file *files;
     size_t nfiles;
-    char iterdir[32];       /* Megatron: "release" or "iter_%07d" */
+    char iterdir[MG_MEGATRON_NAME_MAX]; /* Megatron: "release" or "iter_%07d" */
     uint64_t bytes;
     size_t ntensors;
 } ck_plan;

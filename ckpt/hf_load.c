@@ -19,6 +19,7 @@
 #include "ckpt.h"
 #include "hf_bin.h"
 #include "mg/file.h"
+#include "mg/hf_map.h"
 #include "mg/safetensors.h"
 
 typedef struct {
@@ -38,7 +39,6 @@ typedef struct {
     hf_file *files;
     size_t nfiles;
     const mg_st_tensor *(*pt)[3]; /* per parameter */
-    int64_t qkv_w;                /* c_attn columns */
 } hf_impl;
 
 static int64_t dim(const mg_st_tensor *t, int i) { return i < t->ndim ? t->shape[i] : 1; }
@@ -67,46 +67,12 @@ static void hf_locate(const ck_source *s, size_t pi, int64_t row, int64_t col, c
 {
     const hf_impl *h = s->impl;
     const mg_param *p = &s->params[pi];
-    const mg_model_desc *m = &s->m;
-    const mg_st_tensor *t = h->pt[pi][0];
-    int64_t d = m->kv_channels, hpg = m->num_attention_heads / m->num_query_groups;
-    int64_t blk = (hpg + 2) * d, g = row / blk, w = row % blk, r = row, c_off;
-    switch (p->spec->hf_xform) {
-    case MG_HF_QKV:
-        if (w < hpg * d) r = g * hpg * d + w;
-        else if (w < (hpg + 1) * d) t = h->pt[pi][1], r = g * d + w - hpg * d;
-        else t = h->pt[pi][2], r = g * d + w - (hpg + 1) * d;
-        break;
-    case MG_HF_GATE_UP:
-        if (row >= p->rows / 2) t = h->pt[pi][1], r = row - p->rows / 2;
-        break;
-    case MG_HF_TRANSPOSE: {
-        size_t es = mg_tdtype_size(t->dtype);
-        loc->p = (const uint8_t *)t->data + (size_t)(col * p->rows + row) * es;
-        loc->step = (int64_t)es * p->rows;
-        loc->avail = p->cols - col;
-        loc->dtype = t->dtype;
-        return;
-    }
-    case MG_HF_C_ATTN: {
-        int64_t nhd = m->num_attention_heads * d, ngd = m->num_query_groups * d;
-        c_off = w < hpg * d          ? g * hpg * d + w
-                : w < (hpg + 1) * d ? nhd + g * d + w - hpg * d
-                                    : nhd + ngd + g * d + w - (hpg + 1) * d;
-        size_t es = mg_tdtype_size(t->dtype);
-        loc->p = (const uint8_t *)t->data + (size_t)(col * h->qkv_w + c_off) * es;
-        loc->step = (int64_t)es * h->qkv_w;
-        loc->avail = p->cols - col;
-        loc->dtype = t->dtype;
-        return;
-    }
-    case MG_HF_COPY: break;
-    }
+    mg_hf_elem e = mg_hf_locate(&s->m, p, row, col);
+    const mg_st_tensor *t = h->pt[pi][e.k];
     size_t es = mg_tdtype_size(t->dtype);
-    int64_t rowlen = t->ndim == 2 ? dim(t, 1) : 1;
-    loc->p = (const uint8_t *)t->data + (size_t)(r * rowlen + col) * es;
-    loc->step = (int64_t)es;
-    loc->avail = rowlen - col;
+    loc->p = (const uint8_t *)t->data + (size_t)e.off * es;
+    loc->step = (int64_t)es * e.step;
+    loc->avail = p->cols - col;
     loc->dtype = t->dtype;
 }
 
@@ -161,7 +127,7 @@ static void st_extent(hf_extent *e, const mg_st_file *f)
  * mapping). */
 static mg_status open_file(hf_impl *h, const char *dir, const char *name, int bin)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     hf_file *f = mg_realloc(h->files, (h->nfiles + 1) * sizeof(*f));
     if (!f) return MG_ERR_NOMEM;
@@ -200,7 +166,7 @@ static mg_status open_files(ck_source *s, hf_impl *h, const char *dir)
         {"model.safetensors.index.json", "model.safetensors"},
         {"pytorch_model.bin.index.json", "pytorch_model.bin"},
     };
-    char path[4096];
+    char path[MG_PATH_MAX];
     struct stat st;
     for (int bin = 0; bin < 2; bin++) {
         snprintf(s->format, sizeof s->format, bin ? "hf pytorch_model.bin" : "hf safetensors");
@@ -227,28 +193,11 @@ static const mg_st_tensor *find(const hf_impl *h, const char *name, size_t *fi)
     return NULL;
 }
 
-/* Expected HF shape of the k-th tensor of p. */
-static void expected(const ck_source *s, const mg_param *p, int k, int64_t e[2])
-{
-    const mg_model_desc *m = &s->m;
-    e[0] = p->rows;
-    e[1] = p->cols;
-    switch (p->spec->hf_xform) {
-    case MG_HF_QKV: e[0] = (k == 0 ? m->num_attention_heads : m->num_query_groups) * m->kv_channels; break;
-    case MG_HF_GATE_UP: e[0] = p->rows / 2; break;
-    case MG_HF_TRANSPOSE:
-    case MG_HF_C_ATTN:
-        if (p->spec->ndim == 2) e[0] = p->cols, e[1] = p->rows;
-        break;
-    case MG_HF_COPY: break;
-    }
-}
-
 static mg_status check_tensor(const ck_source *s, const mg_param *p, int k,
                               const mg_st_tensor *t, const char *file)
 {
     int64_t e[2];
-    expected(s, p, k, e);
+    mg_hf_shape(&s->m, p, k, e);
     int vocab = p->spec->split == MG_SPLIT_VOCAB;
     int nd = p->spec->ndim;
     int ok = t->ndim == nd && (vocab ? t->shape[0] >= e[0] : t->shape[0] == e[0]) &&
@@ -279,7 +228,6 @@ static mg_status bind_params(ck_source *s, hf_impl *h)
             MG_FORWARD(check_tensor(s, &s->params[i], k, t, f_path(&h->files[fi])));
             h->pt[i][k] = t;
         }
-        if (s->params[i].spec->hf_xform == MG_HF_C_ATTN) h->qkv_w = s->params[i].rows;
     }
     return MG_OK;
 }
@@ -330,7 +278,7 @@ static mg_status check_leftovers(ck_source *s, const hf_impl *h)
 
 static mg_status read_config(ck_source *s, const char *dir, const ck_opts *o)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/config.json", dir);
     char *text = NULL;
     size_t len = 0;

@@ -131,7 +131,7 @@ static mg_status save_shard(void *ctx, size_t i)
 {
     const hf_ctx *x = ctx;
     const ck_file *f = &x->pl->files[i];
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", x->root, f->path);
     mg_st_writer *w = NULL;
     MG_FORWARD(mg_st_writer_create(&w, path));
@@ -159,7 +159,7 @@ static mg_status write_index(const ck_plan *pl, const char *root)
             files[k] = pl->files[f].path;
             params += pl->files[f].t[i].grows * pl->files[f].t[i].gcols;
         }
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", root);
     if (st == MG_OK) st = mg_st_index_write(path, names, files, n, pl->bytes, params);
     free(names);
@@ -195,7 +195,7 @@ static mg_status copy_tokenizer(const char *dir, const char *root)
     mg_status st = MG_OK;
     size_t copied = 0;
     for (struct dirent *e; st == MG_OK && (e = readdir(d));) {
-        char src[4096], dst[4096];
+        char src[MG_PATH_MAX], dst[MG_PATH_MAX];
         struct stat sb;
         snprintf(src, sizeof src, "%s/%s", dir, e->d_name);
         if (!tokenizer_file(e->d_name) || stat(src, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
@@ -217,7 +217,7 @@ mg_status ck_write_hf(const ck_plan *pl, const ck_source *s, const char *root, c
     MG_FORWARD(ck_parallel(pl->nfiles, o->workers, save_shard, &x));
     if (pl->nfiles > 1) MG_FORWARD(write_index(pl, root));
     if (o->tokenizer_dir) MG_FORWARD(copy_tokenizer(o->tokenizer_dir, root));
-    char *cfg = NULL, path[4096];
+    char *cfg = NULL, path[MG_PATH_MAX];
     MG_FORWARD(mg_model_to_hf_config(&pl->m, &cfg));
     snprintf(path, sizeof path, "%s/config.json", root);
     mg_status st = ck_write_small(path, cfg, strlen(cfg));

@@ -15,6 +15,8 @@
 #include "ckpt.h"
 #include "hf_bin.h"
 #include "mg/file.h"
+#include "mg/grow.h"
+#include "mg/megatron_layout.h"
 #include "mg/safetensors.h"
 #include "mg/torchfile.h"
 
@@ -36,12 +38,7 @@ typedef struct {
 static void add_row(report *rp, const char *file, const char *name, const char *desc,
                     uint64_t bytes)
 {
-    if (rp->n == rp->cap) {
-        rp->cap = rp->cap ? rp->cap * 2 : 256;
-        row *r = realloc(rp->r, rp->cap * sizeof(*r));
-        if (!r) abort();
-        rp->r = r;
-    }
+    if (MG_GROW(rp->r, rp->cap, rp->n + 1, 256) != MG_OK) abort();
     size_t len = strlen(file) + strlen(name) + 4;
     row *r = &rp->r[rp->n++];
     r->name = malloc(len);
@@ -112,7 +109,7 @@ static void add_hf_row(report *rp, const char *file, const mg_st_tensor *t)
 /* The tensors of DIR/FILE: safetensors, or pytorch_model.bin when bin. */
 static void list_st(report *rp, const char *dir, const char *file, int bin)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     mg_st_file *f = NULL;
     ck_bin *b = NULL;
@@ -128,7 +125,7 @@ static void list_st(report *rp, const char *dir, const char *file, int bin)
 
 static int has(const char *dir, const char *name)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     struct stat sb;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return stat(path, &sb) == 0;
@@ -149,7 +146,7 @@ static void list_hf(report *rp, const char *dir)
         {"model.safetensors.index.json", "model.safetensors"},
         {"pytorch_model.bin.index.json", "pytorch_model.bin"},
     };
-    char path[4096];
+    char path[MG_PATH_MAX];
     for (int bin = 0; bin < 2; bin++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[bin][0]);
         mg_st_index *ix = NULL;
@@ -192,8 +189,8 @@ static void list_model(report *rp, const char *file, const mg_pk_obj *d, const c
 
 static void list_rank(report *rp, const char *dir, const char *iterdir, const char *rank)
 {
-    char rel[512], path[4096];
-    snprintf(rel, sizeof rel, "%s/%s/model_optim_rng.pt", iterdir, rank);
+    char rel[512], path[MG_PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/%s/" MG_MEGATRON_RANK_FILE, iterdir, rank);
     snprintf(path, sizeof path, "%s/%s", dir, rel);
     mg_torch_file *f = NULL;
     if (mg_torch_open(&f, path) != MG_OK) {
@@ -210,29 +207,27 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The iteration folder the tracker names ("release" when unreadable). */
-static void iter_dir(const char *dir, char *iterdir, size_t cap)
+/* The iteration folder the tracker names; 0 when the tracker does not name one (the
+ * loader has reported why). */
+static int iter_dir(const char *dir, char *iterdir)
 {
-    char path[4096], *text = NULL;
-    size_t len = 0;
-    snprintf(iterdir, cap, "release");
-    snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", dir);
-    if (mg_read_file(path, &text, &len) != MG_OK) return;
-    long long v = strtoll(text, NULL, 10);
-    if (strncmp(text, "release", 7)) snprintf(iterdir, cap, "iter_%07lld", v);
-    free(text);
+    mg_megatron_iter it;
+    if (mg_megatron_tracker_read(dir, &it) != MG_OK) return 0;
+    mg_megatron_iter_name(&it, iterdir);
+    return 1;
 }
 
 static void list_megatron(report *rp, const char *dir)
 {
-    char path[4096], iterdir[64];
-    iter_dir(dir, iterdir, sizeof iterdir);
+    char path[MG_PATH_MAX], iterdir[MG_MEGATRON_NAME_MAX];
+    if (!iter_dir(dir, iterdir)) return;
     snprintf(path, sizeof path, "%s/%s", dir, iterdir);
     DIR *d = opendir(path);
     char *names[4096];
     size_t n = 0;
     for (struct dirent *e; d && (e = readdir(d)) && n < 4096;)
-        if (!strncmp(e->d_name, "mp_rank_", 8)) names[n++] = strdup(e->d_name);
+        if (!strncmp(e->d_name, MG_MEGATRON_RANK_PREFIX, strlen(MG_MEGATRON_RANK_PREFIX)))
+            names[n++] = strdup(e->d_name);
     if (d) closedir(d);
     qsort(names, n, sizeof(char *), cmp_str);
     for (size_t i = 0; i < n; i++) {
@@ -272,7 +267,7 @@ static ck_source *describe_only(const char *dir, int hf)
     if (!s) return NULL;
     mg_model_init(&s->m);
     s->tp = s->pp = 1;
-    char path[4096], *text = NULL;
+    char path[MG_PATH_MAX], *text = NULL;
     size_t len = 0;
     mg_status st = MG_ERR_FORMAT;
     if (hf) {
@@ -282,12 +277,13 @@ static ck_source *describe_only(const char *dir, int hf)
         snprintf(s->format, sizeof s->format, "%s", hf_format(dir));
     } else {
         snprintf(s->format, sizeof s->format, "megatron torch");
-        char iterdir[64];
-        iter_dir(dir, iterdir, sizeof iterdir);
-        for (int pp = 0; pp < 2 && st != MG_OK; pp++) {
+        mg_megatron_iter it;
+        int named = mg_megatron_tracker_read(dir, &it) == MG_OK;
+        for (int pp = 0; named && pp < 2 && st != MG_OK; pp++) {
             mg_torch_file *f = NULL;
-            snprintf(path, sizeof path, pp ? "%s/%s/mp_rank_00_000/model_optim_rng.pt"
-                                           : "%s/%s/mp_rank_00/model_optim_rng.pt", dir, iterdir);
+            char rel[256];
+            if (mg_megatron_rank_file(&it, 0, 0, pp, rel, sizeof rel) != MG_OK) continue;
+            snprintf(path, sizeof path, "%s/%s", dir, rel);
             if (mg_torch_open(&f, path) != MG_OK) continue;
             const mg_pk_obj *root = mg_torch_root(f);
             const mg_pk_obj *args = root->kind == MG_PK_DICT ? mg_pk_get(root, "args") : NULL;
@@ -316,7 +312,7 @@ int ck_inspect(const char *dir, const ck_opts *o)
     char err[MG_ERROR_MAX];
     mg_error_copy(err);
     struct stat sb;
-    char probe[4096];
+    char probe[MG_PATH_MAX];
     snprintf(probe, sizeof probe, "%s/config.json", dir);
     int hf = stat(probe, &sb) == 0;
     if (!s) s = describe_only(dir, hf);

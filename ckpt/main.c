@@ -51,7 +51,7 @@ static int convert(const ck_opts *o)
     if (st == MG_OK) st = write_all(&pl, s, tmp, o);
     if (st == MG_OK)
         st = ck_outdir_commit(o->save_dir, tmp,
-                              o->saver == CK_HF ? "config.json" : "latest_checkpointed_iteration.txt");
+                              o->saver == CK_HF ? "config.json" : MG_MEGATRON_TRACKER);
     if (st != MG_OK) {
         ck_outdir_abort(o->save_dir, tmp, created);
         free(tmp);

@@ -4,8 +4,9 @@
  * Contract (ckpt.h): every shard is checked (present, floating dtype, contiguous, shape equal
  * to the schema's shard shape); replicated tensors must be byte-identical on all TP ranks;
  * `_extra_state`, RNG and scheduler state and a tied output-layer copy are dropped and
- * listed; optimizer state is refused unless --drop-optimizer-state; anything else outside
- * the schema, virtual pipeline, torch_dist and MoE are refused. Errors name file and tensor.
+ * listed; optimizer state is refused unless --drop-optimizer-state or --saver hf (then it is
+ * dropped and listed); anything else outside the schema, virtual pipeline, torch_dist and
+ * MoE are refused. Errors name file and tensor.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +17,8 @@
 
 #include "ckpt.h"
 #include "mg/file.h"
+#include "mg/grow.h"
+#include "mg/megatron_layout.h"
 #include "mg/torchfile.h"
 
 typedef struct {
@@ -26,7 +29,7 @@ typedef struct {
 
 typedef struct {
     mg_torch_file *f;
-    char rel[4096]; /* DIR/iterdir/mp_rank_../model_optim_rng.pt */
+    char rel[MG_PATH_MAX]; /* DIR/iterdir/mp_rank_../model_optim_rng.pt */
     entry *e;
     size_t n, cap;
     int fd1;               /* a descriptor of the file + 1 for file-to-file copies; 0: none */
@@ -113,48 +116,15 @@ static void mg_close(ck_source *s)
     free(h);
 }
 
-static mg_status read_tracker(const char *dir, char *iterdir, size_t cap, int64_t *iter)
-{
-    char path[4096], *text = NULL;
-    size_t len = 0;
-    snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", dir);
-    MG_FORWARD(mg_read_file(path, &text, &len));
-    char *b = text, *e = text + len;
-    while (b < e && (*b == ' ' || *b == '\n' || *b == '\r' || *b == '\t')) b++;
-    while (e > b && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r' || e[-1] == '\t')) e--;
-    *e = 0;
-    char *end = NULL;
-    long long v = strtoll(b, &end, 10);
-    mg_status st = MG_OK;
-    if (strcmp(b, "release") == 0) snprintf(iterdir, cap, "release"), *iter = 0;
-    else if (*b && end && !*end && v >= 0) snprintf(iterdir, cap, "iter_%07lld", v), *iter = v;
-    else st = mg_error_set(MG_ERR_FORMAT, "%s: expected an iteration number or 'release'", path);
-    free(text);
-    return st;
-}
-
 static int is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static void rank_rel(char *buf, size_t cap, const char *iterdir, int64_t pp, int64_t p, int64_t r)
-{
-    if (pp > 1) snprintf(buf, cap, "%s/mp_rank_%02lld_%03lld/model_optim_rng.pt", iterdir,
-                         (long long)r, (long long)p);
-    else snprintf(buf, cap, "%s/mp_rank_%02lld/model_optim_rng.pt", iterdir, (long long)r);
-}
-
 static mg_status add_entry(rank_file *rf, const char *name, const mg_pk_obj *o)
 {
-    if (rf->n == rf->cap) {
-        size_t cap = rf->cap ? rf->cap * 2 : 256;
-        entry *e = mg_realloc(rf->e, cap * sizeof(*e));
-        if (!e) return MG_ERR_NOMEM;
-        rf->e = e;
-        rf->cap = cap;
-    }
+    MG_FORWARD(MG_GROW(rf->e, rf->cap, rf->n + 1, 256));
     rf->e[rf->n++] = (entry){name, o, 0};
     return MG_OK;
 }
@@ -190,6 +160,12 @@ static entry *lookup(rank_file *rf, const char *name)
     return bsearch(&key, rf->e, rf->n, sizeof(entry), cmp_entry);
 }
 
+/* --drop-optimizer-state, or a Hugging Face export: it has nowhere to put optimizer state. */
+static int drops_optimizer(const ck_opts *o)
+{
+    return o->drop_optim || o->saver == CK_HF;
+}
+
 static mg_status top_level(ck_source *s, rank_file *rf, const mg_pk_obj *root, const ck_opts *o,
                            int first)
 {
@@ -204,7 +180,7 @@ static mg_status top_level(ck_source *s, rank_file *rf, const mg_pk_obj *root, c
                  "(%s; the QKV row order changed in 2.0)", version, rf->rel);
     const mg_pk_obj *opt = mg_pk_get(root, "optimizer");
     if (opt && opt->kind != MG_PK_NONE) {
-        MG_RETURN_IF(!o->drop_optim, MG_ERR_UNSUPPORTED,
+        MG_RETURN_IF(!drops_optimizer(o), MG_ERR_UNSUPPORTED,
                      "not supported yet: converting optimizer state (%s); pass "
                      "--drop-optimizer-state to drop it", rf->rel);
         MG_FORWARD(ck_source_drop(s, "optimizer (%s): optimizer state", rf->rel));
@@ -245,7 +221,7 @@ static mg_status same_args(const ck_source *s, const rank_file *rf, const mg_pk_
 static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *dir,
                            const ck_opts *o, int first)
 {
-    char path[4096], dpath[4096];
+    char path[MG_PATH_MAX], dpath[MG_PATH_MAX];
     (void)dir;
     snprintf(path, sizeof path, "%s", rf->rel);
     MG_RETURN_IF(!is_file(path), MG_ERR_NOTFOUND, "%s: missing shard (expected for TP %lld x "
@@ -254,7 +230,7 @@ static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *
     char *slash = strrchr(dpath, '/');
     snprintf(slash + 1, sizeof dpath - (size_t)(slash + 1 - dpath), "distrib_optim.pt");
     if (is_file(dpath)) {
-        MG_RETURN_IF(!o->drop_optim, MG_ERR_UNSUPPORTED, "not supported yet: converting "
+        MG_RETURN_IF(!drops_optimizer(o), MG_ERR_UNSUPPORTED, "not supported yet: converting "
                      "optimizer state (%s); pass --drop-optimizer-state to drop it", dpath);
         MG_FORWARD(ck_source_drop(s, "distrib_optim.pt (%s): optimizer state", dpath));
     }
@@ -271,15 +247,16 @@ static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *
     return MG_OK;
 }
 
-static mg_status first_file(ck_source *s, const char *dir, const char *iterdir,
+static mg_status first_file(ck_source *s, const char *dir, const mg_megatron_iter *it,
                             mg_torch_file **f, char *rel, size_t cap)
 {
-    char path[4096];
-    for (int pp = 1; pp <= 2; pp++) {
-        rank_rel(rel, cap, iterdir, pp, 0, 0);
+    char path[MG_PATH_MAX], iterdir[MG_MEGATRON_NAME_MAX];
+    for (int pipeline = 0; pipeline <= 1; pipeline++) {
+        MG_FORWARD(mg_megatron_rank_file(it, 0, 0, pipeline, rel, cap));
         snprintf(path, sizeof path, "%s/%s", dir, rel);
         if (is_file(path)) return mg_torch_open(f, path);
     }
+    mg_megatron_iter_name(it, iterdir);
     snprintf(path, sizeof path, "%s/%s/metadata.json", dir, iterdir);
     MG_RETURN_IF(is_file(path), MG_ERR_UNSUPPORTED,
                  "not supported yet: torch_dist checkpoints (%s)", path);
@@ -289,16 +266,16 @@ static mg_status first_file(ck_source *s, const char *dir, const char *iterdir,
 }
 
 /* Reads args from rank 0 and sets the model, its layout and the vocabulary. */
-static mg_status read_args(ck_source *s, mg_impl *h, const char *dir, const char *iterdir,
+static mg_status read_args(ck_source *s, mg_impl *h, const char *dir, const mg_megatron_iter *it,
                            const ck_opts *o)
 {
     mg_torch_file *f = NULL;
     char rel[256];
-    MG_FORWARD(first_file(s, dir, iterdir, &f, rel, sizeof rel));
+    MG_FORWARD(first_file(s, dir, it, &f, rel, sizeof rel));
     const mg_pk_obj *root = mg_torch_root(f);
     const mg_pk_obj *args = root->kind == MG_PK_DICT || root->kind == MG_PK_ODICT
                                 ? mg_pk_get(root, "args") : NULL;
-    char label[4200];
+    char label[MG_PATH_MAX];
     snprintf(label, sizeof label, "%s/%s", dir, rel);
     mg_status st = args ? mg_model_from_args(&s->m, args, label)
                         : mg_error_set(MG_ERR_FORMAT, "%s: no 'args' Namespace", label);
@@ -466,13 +443,14 @@ static mg_status leftovers(ck_source *s, mg_impl *h)
 
 static mg_status load_all(ck_source *s, mg_impl *h, const char *dir, const ck_opts *o)
 {
-    char iterdir[64];
-    int64_t iter = 0;
-    MG_FORWARD(read_tracker(dir, iterdir, sizeof iterdir, &iter));
+    char iterdir[MG_MEGATRON_NAME_MAX];
+    mg_megatron_iter it;
+    MG_FORWARD(mg_megatron_tracker_read(dir, &it));
+    mg_megatron_iter_name(&it, iterdir);
     snprintf(s->format, sizeof s->format, "megatron torch (%s)", iterdir);
     h->names = mg_pk_graph_create();
     if (!h->names) return MG_ERR_NOMEM;
-    MG_FORWARD(read_args(s, h, dir, iterdir, o));
+    MG_FORWARD(read_args(s, h, dir, &it, o));
     MG_FORWARD(ck_source_params(s));
     h->nfiles = (size_t)(s->tp * s->pp);
     h->files = mg_calloc(h->nfiles, sizeof(rank_file));
@@ -481,7 +459,7 @@ static mg_status load_all(ck_source *s, mg_impl *h, const char *dir, const ck_op
         for (int64_t r = 0; r < s->tp; r++) {
             rank_file *rf = &h->files[p * s->tp + r];
             char rel[512];
-            rank_rel(rel, sizeof rel, iterdir, s->pp, p, r);
+            MG_FORWARD(mg_megatron_rank_file(&it, r, p, s->pp > 1, rel, sizeof rel));
             snprintf(rf->rel, sizeof rf->rel, "%s/%s", dir, rel);
             MG_FORWARD(open_rank(s, h, rf, dir, o, p == 0 && r == 0));
         }

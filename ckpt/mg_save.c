@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "mg/file.h"
 #include "mg/torchfile.h"
 
 static int keep_source(const char *k)
@@ -170,7 +171,7 @@ static mg_status save_file(void *ctx, size_t i)
 {
     const save_ctx *x = ctx;
     const ck_file *f = &x->pl->files[i];
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", x->root, f->path);
     mg_pk_graph *g = mg_pk_graph_create();
     fill_ctx fc = {.f = f, .prog = x->prog, .rd = {.s = x->s, .threads = x->threads}, .s = x->s};
@@ -207,17 +208,14 @@ mg_status ck_write_megatron(const ck_plan *pl, const ck_source *s, const char *r
         st = impl ? mg_pk_set(g, ours, "transformer_impl", impl) : MG_ERR_NOMEM;
     if (st == MG_OK) st = merged_args(g, s->args, ours, &x.args);
     for (size_t i = 0; i < pl->nfiles && st == MG_OK; i++) {
-        char path[4096];
+        char path[MG_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", root, pl->files[i].path);
         st = ck_mkdirs_for(path);
     }
     if (st == MG_OK) st = ck_parallel(pl->nfiles, o->workers, save_file, &x);
     if (st == MG_OK) {
-        char path[4096], text[32];
-        snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", root);
-        if (o->iteration >= 0) snprintf(text, sizeof text, "%lld", (long long)o->iteration);
-        else snprintf(text, sizeof text, "release");
-        st = ck_write_small(path, text, strlen(text));
+        mg_megatron_iter it = ck_iteration(o);
+        st = mg_megatron_tracker_write(root, &it);
     }
     mg_pk_graph_free(g);
     return st;

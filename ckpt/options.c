@@ -1,11 +1,13 @@
-/* options.c — mg-convert flags (Megatron tools/checkpoint/convert.py spelling). Accepts
- * "--flag value" and "--flag=value"; a bad flag or value is a usage error (exit 2).
+/* options.c — mg-convert flags (Megatron tools/checkpoint/convert.py spelling), one table
+ * scanned by mg/argv.h. Accepts "--flag value" and "--flag=value"; a bad flag or value is a
+ * usage error (exit 2).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ckpt.h"
+#include "mg/argv.h"
 #include "mg/cli.h"
 
 static void defaults(ck_opts *o)
@@ -57,42 +59,76 @@ static mg_tdtype dtype_arg(const char *v)
     return types[choice("--target-dtype", v, names, 6) % 3];
 }
 
-/* Flags with a value: returns 1 if handled. */
-static int with_value(ck_opts *o, const char *f, const char *v)
+enum {
+    C_LOAD_DIR, C_SAVE_DIR, C_INSPECT, C_TOKENIZER_DIR, C_LOADER, C_SAVER, C_TP, C_PP,
+    C_PP_FIRST, C_PP_LAST, C_DTYPE, C_DIVISIBLE, C_TRUE_VOCAB, C_IMPL, C_ITERATION,
+    C_MAX_SHARD, C_WORKERS, C_DROP_OPTIM, C_VERIFY, C_QUIET, C_HELP, C_VERSION, C_COUNT
+};
+
+/* convert.py's flags: exact names; a value is the next word whatever it looks like. */
+static const mg_argv_flag flags[C_COUNT] = {
+    [C_LOAD_DIR] = {"--load-dir", MG_ARGV_ONE},
+    [C_SAVE_DIR] = {"--save-dir", MG_ARGV_ONE},
+    [C_INSPECT] = {"--inspect", MG_ARGV_ONE},
+    [C_TOKENIZER_DIR] = {"--tokenizer-dir", MG_ARGV_ONE},
+    [C_LOADER] = {"--loader", MG_ARGV_ONE},
+    [C_SAVER] = {"--saver", MG_ARGV_ONE},
+    [C_TP] = {"--target-tensor-parallel-size", MG_ARGV_ONE},
+    [C_PP] = {"--target-pipeline-parallel-size", MG_ARGV_ONE},
+    [C_PP_FIRST] = {"--decoder-first-pipeline-num-layers", MG_ARGV_ONE},
+    [C_PP_LAST] = {"--decoder-last-pipeline-num-layers", MG_ARGV_ONE},
+    [C_DTYPE] = {"--target-dtype", MG_ARGV_ONE},
+    [C_DIVISIBLE] = {"--make-vocab-size-divisible-by", MG_ARGV_ONE},
+    [C_TRUE_VOCAB] = {"--true-vocab-size", MG_ARGV_ONE},
+    [C_IMPL] = {"--transformer-impl", MG_ARGV_ONE},
+    [C_ITERATION] = {"--iteration", MG_ARGV_ONE},
+    [C_MAX_SHARD] = {"--max-shard-size", MG_ARGV_ONE},
+    [C_WORKERS] = {"--workers", MG_ARGV_ONE},
+    [C_DROP_OPTIM] = {"--drop-optimizer-state", MG_ARGV_SWITCH},
+    [C_VERIFY] = {"--verify", MG_ARGV_SWITCH},
+    [C_QUIET] = {"--quiet", MG_ARGV_SWITCH},
+    [C_HELP] = {"--help", MG_ARGV_SWITCH},
+    [C_VERSION] = {"--version", MG_ARGV_SWITCH},
+};
+
+static const mg_argv_spec spec = {flags, C_COUNT, 0, 1, C_HELP};
+
+static void set_value(ck_opts *o, int id, const char *v)
 {
     static const char *const loaders[] = {"auto", "hf", "megatron", "core", "mcore"};
     static const char *const savers[] = {"megatron", "hf", "core", "mcore"};
     static const char *const impls[] = {"transformer_engine", "local"};
-    if (!strcmp(f, "--load-dir")) o->load_dir = v;
-    else if (!strcmp(f, "--save-dir")) o->save_dir = v;
-    else if (!strcmp(f, "--inspect")) o->inspect_dir = v;
-    else if (!strcmp(f, "--tokenizer-dir")) o->tokenizer_dir = v;
-    else if (!strcmp(f, "--loader")) o->loader = choice(f, v, loaders, 5) > 2 ? CK_MEGATRON : choice(f, v, loaders, 5);
-    else if (!strcmp(f, "--saver")) o->saver = choice(f, v, savers, 4) == 1 ? CK_HF : CK_MEGATRON;
-    else if (!strcmp(f, "--target-tensor-parallel-size")) o->tp = num(f, v, 1, 4096);
-    else if (!strcmp(f, "--target-pipeline-parallel-size")) o->pp = num(f, v, 1, 4096);
-    else if (!strcmp(f, "--decoder-first-pipeline-num-layers")) o->pp_first = num(f, v, 1, 1 << 20);
-    else if (!strcmp(f, "--decoder-last-pipeline-num-layers")) o->pp_last = num(f, v, 1, 1 << 20);
-    else if (!strcmp(f, "--target-dtype")) o->dtype = dtype_arg(v);
-    else if (!strcmp(f, "--make-vocab-size-divisible-by")) o->divisible_by = num(f, v, 1, 1 << 20);
-    else if (!strcmp(f, "--true-vocab-size")) o->true_vocab = num(f, v, 1, INT64_C(1) << 40);
-    else if (!strcmp(f, "--transformer-impl")) o->te = choice(f, v, impls, 2) == 0;
-    else if (!strcmp(f, "--iteration")) o->iteration = num(f, v, 0, INT64_C(1) << 40);
-    else if (!strcmp(f, "--max-shard-size")) o->max_shard = size_arg(f, v);
-    else if (!strcmp(f, "--workers")) o->workers = (int)num(f, v, 1, 1024);
-    else return 0;
-    return 1;
+    const char *f = flags[id].name;
+    switch (id) {
+    case C_LOAD_DIR: o->load_dir = v; break;
+    case C_SAVE_DIR: o->save_dir = v; break;
+    case C_INSPECT: o->inspect_dir = v; break;
+    case C_TOKENIZER_DIR: o->tokenizer_dir = v; break;
+    case C_LOADER: o->loader = choice(f, v, loaders, 5) > 2 ? CK_MEGATRON : choice(f, v, loaders, 5); break;
+    case C_SAVER: o->saver = choice(f, v, savers, 4) == 1 ? CK_HF : CK_MEGATRON; break;
+    case C_TP: o->tp = num(f, v, 1, 4096); break;
+    case C_PP: o->pp = num(f, v, 1, 4096); break;
+    case C_PP_FIRST: o->pp_first = num(f, v, 1, 1 << 20); break;
+    case C_PP_LAST: o->pp_last = num(f, v, 1, 1 << 20); break;
+    case C_DTYPE: o->dtype = dtype_arg(v); break;
+    case C_DIVISIBLE: o->divisible_by = num(f, v, 1, 1 << 20); break;
+    case C_TRUE_VOCAB: o->true_vocab = num(f, v, 1, INT64_C(1) << 40); break;
+    case C_IMPL: o->te = choice(f, v, impls, 2) == 0; break;
+    case C_ITERATION: o->iteration = num(f, v, 0, INT64_C(1) << 40); break;
+    case C_MAX_SHARD: o->max_shard = size_arg(f, v); break;
+    case C_WORKERS: o->workers = (int)num(f, v, 1, 1024); break;
+    }
 }
 
-static int boolean(ck_opts *o, const char *f)
+static void set_switch(ck_opts *o, int id)
 {
-    if (!strcmp(f, "--drop-optimizer-state")) o->drop_optim = 1;
-    else if (!strcmp(f, "--verify")) o->verify = 1;
-    else if (!strcmp(f, "--quiet")) o->quiet = 1;
-    else if (!strcmp(f, "--help") || !strcmp(f, "-h")) o->help = 1;
-    else if (!strcmp(f, "--version")) o->version = 1;
-    else return 0;
-    return 1;
+    switch (id) {
+    case C_DROP_OPTIM: o->drop_optim = 1; break;
+    case C_VERIFY: o->verify = 1; break;
+    case C_QUIET: o->quiet = 1; break;
+    case C_HELP: o->help = 1; break;
+    case C_VERSION: o->version = 1; break;
+    }
 }
 
 static void check(const ck_opts *o)
@@ -113,25 +149,14 @@ static void check(const ck_opts *o)
 void ck_parse_options(ck_opts *o, int argc, char **argv)
 {
     defaults(o);
-    for (int i = 1; i < argc; i++) {
-        char flag[128];
-        const char *a = argv[i], *eq = strchr(a, '=');
-        const char *val = NULL;
-        if (strncmp(a, "--", 2) == 0 && eq && (size_t)(eq - a) < sizeof flag) {
-            memcpy(flag, a, (size_t)(eq - a));
-            flag[eq - a] = 0;
-            val = eq + 1;
-        } else {
-            snprintf(flag, sizeof flag, "%s", a);
-        }
-        if (!val && boolean(o, flag)) continue;
-        if (!val && i + 1 < argc && with_value(o, flag, argv[i + 1])) {
-            i++;
-            continue;
-        }
-        if (val && with_value(o, flag, val)) continue;
-        if (a[0] == '-') mg_usage_error("unknown or incomplete option '%s'", a);
-        mg_usage_error("unexpected argument '%s'", a);
+    mg_argv a;
+    mg_argv_init(&a, &spec, argc, argv);
+    for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;) {
+        if (ev == MG_ARGV_POSITIONAL && a.word[0] != '-')
+            mg_usage_error("unexpected argument '%s'", a.word);
+        if (ev != MG_ARGV_FLAG) mg_usage_error("unknown or incomplete option '%s'", a.word);
+        if (flags[a.id].nargs == MG_ARGV_SWITCH) set_switch(o, a.id);
+        else set_value(o, a.id, a.values[0]);
     }
     check(o);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "mg/file.h"
 
 static mg_status dir_empty(const char *dst)
 {
@@ -38,7 +39,7 @@ mg_status ck_outdir_begin(const char *dst, char **tmp, int *created)
         MG_RETURN_IF(!S_ISDIR(st.st_mode), MG_ERR_ARG, "%s: exists and is not a directory", dst);
         MG_FORWARD(dir_empty(dst));
     } else {
-        char probe[4096];
+        char probe[MG_PATH_MAX];
         snprintf(probe, sizeof probe, "%s/x", dst);
         MG_FORWARD(ck_mkdirs_for(probe));
         *created = 1;
@@ -58,7 +59,7 @@ mg_status ck_outdir_begin(const char *dst, char **tmp, int *created)
 
 static mg_status move(const char *tmp, const char *dst, const char *name)
 {
-    char a[4096], b[4096];
+    char a[MG_PATH_MAX], b[MG_PATH_MAX];
     snprintf(a, sizeof a, "%s/%s", tmp, name);
     snprintf(b, sizeof b, "%s/%s", dst, name);
     if (rename(a, b) != 0) return mg_error_errno(errno, "%s: cannot move into place", b);

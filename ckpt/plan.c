@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "mg/grow.h"
 
 char *ck_dupstr(const char *s)
 {
@@ -23,13 +24,7 @@ char *ck_dupstr(const char *s)
 ck_tensor *ck_add_tensor(ck_file *f, const char *name, mg_tdtype dt, int ndim, int64_t r,
                              int64_t c)
 {
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 64;
-        ck_tensor *t = mg_realloc(f->t, cap * sizeof(*t));
-        if (!t) return NULL;
-        f->t = t;
-        f->cap = cap;
-    }
+    if (MG_GROW(f->t, f->cap, f->n + 1, 64) != MG_OK) return NULL;
     ck_tensor *t = &f->t[f->n];
     memset(t, 0, sizeof(*t));
     if (!(t->name = ck_dupstr(name))) return NULL;
@@ -47,13 +42,7 @@ mg_status ck_add_run(ck_tensor *t, int64_t out_row, int64_t nrows, size_t param,
                          int64_t src_row, int64_t col0, int64_t ncols)
 {
     if (nrows <= 0) return MG_OK;
-    if (t->nruns == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 4;
-        ck_run *r = mg_realloc(t->runs, cap * sizeof(*r));
-        if (!r) return MG_ERR_NOMEM;
-        t->runs = r;
-        t->cap = cap;
-    }
+    MG_FORWARD(MG_GROW(t->runs, t->cap, t->nruns + 1, 4));
     t->runs[t->nruns++] = (ck_run){out_row, nrows, param, src_row, col0, ncols};
     return MG_OK;
 }
@@ -175,8 +164,8 @@ mg_status ck_plan_megatron(ck_plan *pl, const ck_source *s, const ck_opts *o)
 {
     memset(pl, 0, sizeof(*pl));
     MG_FORWARD(ck_plan_target(&pl->m, s, o));
-    if (o->iteration >= 0) snprintf(pl->iterdir, sizeof pl->iterdir, "iter_%07lld", (long long)o->iteration);
-    else snprintf(pl->iterdir, sizeof pl->iterdir, "release");
+    mg_megatron_iter it = ck_iteration(o);
+    mg_megatron_iter_name(&it, pl->iterdir);
     pl->nfiles = (size_t)(pl->m.tp * pl->m.pp);
     pl->files = mg_calloc(pl->nfiles, sizeof(ck_file));
     if (!pl->files) return MG_ERR_NOMEM;
@@ -184,10 +173,7 @@ mg_status ck_plan_megatron(ck_plan *pl, const ck_source *s, const ck_opts *o)
         for (int64_t r = 0; r < pl->m.tp; r++) {
             ck_file *f = &pl->files[p * pl->m.tp + r];
             char path[256];
-            if (pl->m.pp > 1) snprintf(path, sizeof path, "%s/mp_rank_%02lld_%03lld/model_optim_rng.pt",
-                                       pl->iterdir, (long long)r, (long long)p);
-            else snprintf(path, sizeof path, "%s/mp_rank_%02lld/model_optim_rng.pt", pl->iterdir,
-                          (long long)r);
+            MG_FORWARD(mg_megatron_rank_file(&it, r, p, pl->m.pp > 1, path, sizeof path));
             if (!(f->path = ck_dupstr(path))) return MG_ERR_NOMEM;
             f->tp_rank = r;
             f->pp_rank = p;

@@ -10,22 +10,20 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "mg/grow.h"
+#include "mg/hf_map.h"
 #include "mg/safetensors.h"
 
 
+/* The rows of HF part `which` (0 q, 1 k, 2 v), head by head, at rows out0.. of t. */
 static mg_status hf_qkv_runs(ck_tensor *t, const ck_plan *pl, size_t pi, int which,
                              int64_t out0, int64_t cols)
 {
     const mg_model_desc *m = &pl->m;
-    int64_t d = m->kv_channels, hpg = m->num_attention_heads / m->num_query_groups;
-    int64_t blk = (hpg + 2) * d;
-    if (which == 0) {
-        for (int64_t h = 0; h < m->num_attention_heads; h++)
-            MG_FORWARD(ck_add_run(t, out0 + h * d, d, pi, (h / hpg) * blk + (h % hpg) * d, 0, cols));
-        return MG_OK;
-    }
-    for (int64_t g = 0; g < m->num_query_groups; g++)
-        MG_FORWARD(ck_add_run(t, out0 + g * d, d, pi, g * blk + (hpg + which - 1) * d, 0, cols));
+    int64_t d = m->kv_channels;
+    int64_t heads = which == 0 ? m->num_attention_heads : m->num_query_groups;
+    for (int64_t h = 0; h < heads; h++)
+        MG_FORWARD(ck_add_run(t, out0 + h * d, d, pi, mg_hf_qkv_row(m, which, h * d), 0, cols));
     return MG_OK;
 }
 
@@ -85,12 +83,7 @@ static mg_status hf_shard(ck_plan *pl, ck_file *all, uint64_t max)
         uint64_t b = ck_tensor_bytes(&all->t[i]);
         if (nf == 0 || (max > 0 && cur + b > max && files[nf - 1].n > 0)) nf++, cur = 0;
         ck_file *f = &files[nf - 1];
-        if (f->n == f->cap) {
-            f->cap = f->cap ? f->cap * 2 : 16;
-            ck_tensor *t = mg_realloc(f->t, f->cap * sizeof(*t));
-            if (!t) return MG_ERR_NOMEM; /* files leak only on allocation failure */
-            f->t = t;
-        }
+        MG_FORWARD(MG_GROW(f->t, f->cap, f->n + 1, 16)); /* files leak only on failure */
         f->t[f->n++] = all->t[i];
         cur += b;
     }

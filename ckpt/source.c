@@ -18,7 +18,7 @@
 
 static int exists(const char *dir, const char *name)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return stat(path, &st) == 0;
@@ -30,11 +30,11 @@ mg_status ck_source_open(ck_source **s, const char *dir, const ck_opts *o, int l
     MG_RETURN_IF(!mg_is_dir(dir), MG_ERR_NOTFOUND, "%s: no such directory", dir);
     if (loader == CK_AUTO) {
         if (exists(dir, "config.json")) loader = CK_HF;
-        else if (exists(dir, "latest_checkpointed_iteration.txt")) loader = CK_MEGATRON;
+        else if (exists(dir, MG_MEGATRON_TRACKER)) loader = CK_MEGATRON;
         else
             return mg_error_set(MG_ERR_FORMAT,
                                 "%s: neither config.json (Hugging Face) nor "
-                                "latest_checkpointed_iteration.txt (Megatron) found",
+                                MG_MEGATRON_TRACKER " (Megatron) found",
                                 dir);
     }
     return loader == CK_HF ? ck_hf_open(s, dir, o) : ck_mg_open(s, dir, o);

@@ -124,7 +124,7 @@ void ck_progress_free(ck_progress *p)
 
 mg_status ck_mkdirs_for(const char *path)
 {
-    char buf[4096];
+    char buf[MG_PATH_MAX];
     size_t n = strlen(path);
     MG_RETURN_IF(n >= sizeof buf, MG_ERR_LIMIT, "%s: path too long", path);
     memcpy(buf, path, n + 1);

@@ -1,14 +1,16 @@
 /* options.c — argv -> struct mg_preprocess_opts, with argparse's rules as
- * tools/preprocess_data.py sees them: "--flag value" and "--flag=value", list flags take
- * every following word up to the next flag (nargs='+'), unambiguous prefixes of a long flag
- * are accepted (allow_abbrev), the last occurrence of a flag wins (but --input accumulates
- * here). Usage errors exit with status 2 naming the flag. */
+ * tools/preprocess_data.py sees them (the words scanned by mg/argv.h): "--flag value" and
+ * "--flag=value", list flags take every following word up to the next flag (nargs='+'),
+ * unambiguous prefixes of a long flag are accepted (allow_abbrev), the last occurrence of a
+ * flag wins (but --input accumulates here). Usage errors exit with status 2 naming the
+ * flag. */
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "mg/argv.h"
 #include "mg/cli.h"
 #include "preprocess.h"
 
@@ -94,31 +96,30 @@ struct parse_state {
     int first_unsupported; /* -1 if none */
 };
 
-static int is_flag_word(const char *w)
+static const mg_argv_nargs nargs_of[] = {
+    [ARG_NONE] = MG_ARGV_SWITCH, [ARG_ONE] = MG_ARGV_ONE, [ARG_LIST] = MG_ARGV_LIST};
+
+/* The scanner's table: argparse rules, unique prefixes accepted (allow_abbrev), -h. */
+static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
 {
-    if (w[0] != '-' || w[1] == 0) return 0; /* "-" (stdin) is a value */
-    if ((w[1] >= '0' && w[1] <= '9') || w[1] == '.') return 0; /* negative number */
-    return 1;
+    for (int i = 0; i < O_COUNT; i++) t[i] = (mg_argv_flag){flags[i].name, nargs_of[flags[i].kind]};
+    *spec = (mg_argv_spec){t, O_COUNT, 1, 0, O_HELP};
 }
 
-/* Exact name, or a unique prefix of one (argparse allow_abbrev). */
-static int lookup_flag(const char *name, size_t len)
+/* argparse's words for the scanner's errors. */
+__attribute__((noreturn)) static void scan_error(const mg_argv *a, mg_argv_event ev)
 {
-    if (len == 2 && strncmp(name, "-h", 2) == 0) return O_HELP;
-    int found = -1, n_prefix = 0;
-    char cands[512] = "";
-    for (int i = 0; i < O_COUNT; i++) {
-        if (strncmp(flags[i].name, name, len) != 0) continue;
-        if (flags[i].name[len] == 0) return i;
-        found = i;
-        n_prefix++;
-        size_t used = strlen(cands);
-        snprintf(cands + used, sizeof cands - used, "%s%s", used ? ", " : "", flags[i].name);
+    const char *name = a->id >= 0 ? flags[a->id].name : "";
+    switch (ev) {
+    case MG_ARGV_AMBIGUOUS:
+        mg_usage_error("ambiguous option: %.*s could match %s", (int)a->name_len, a->word,
+                       a->candidates);
+    case MG_ARGV_EXPLICIT: mg_usage_error("%s: ignored explicit argument '%s'", name, a->value);
+    case MG_ARGV_MISSING:
+        mg_usage_error("%s: expected %s", name,
+                       flags[a->id].kind == ARG_ONE ? "one argument" : "at least one argument");
+    default: mg_usage_error("unrecognized argument: %s", a->word);
     }
-    if (n_prefix > 1 && len > 2)
-        mg_usage_error("ambiguous option: %.*s could match %s", (int)len, name, cands);
-    if (n_prefix == 1 && len > 2) return found;
-    mg_usage_error("unrecognized argument: %s", name);
 }
 
 static void push(const char ***arr, size_t *n, const char *v)
@@ -190,35 +191,20 @@ static void set_switch(struct mg_preprocess_opts *o, int id)
     }
 }
 
-/* Consumes the flag at argv[*i] (and its values); advances *i past them. */
-static void parse_one(struct mg_preprocess_opts *o, struct parse_state *ps, int argc,
-                      char **argv, int *i)
+/* Applies flag a->id with its values. */
+static void take(struct mg_preprocess_opts *o, struct parse_state *ps, const mg_argv *a)
 {
-    const char *w = argv[*i];
-    const char *eq = strncmp(w, "--", 2) == 0 ? strchr(w, '=') : NULL;
-    int id = lookup_flag(w, eq ? (size_t)(eq - w) : strlen(w));
-    const struct flag *f = &flags[id];
+    int id = a->id;
     ps->seen[id] = 1;
-    if (f->cls == CL_UNSUPPORTED && ps->first_unsupported < 0) ps->first_unsupported = id;
-    (*i)++;
-    if (f->kind == ARG_NONE) {
-        if (eq) mg_usage_error("%s: ignored explicit argument '%s'", f->name, eq + 1);
+    if (flags[id].cls == CL_UNSUPPORTED && ps->first_unsupported < 0) ps->first_unsupported = id;
+    if (flags[id].kind == ARG_NONE) {
         set_switch(o, id);
         return;
     }
     /* argparse: a repeated nargs='+' flag replaces the earlier list (--input accumulates) */
     if (id == O_JSON_KEYS) o->n_json_keys = 0;
     if (id == O_SPECIAL_TOKENS) o->n_special_tokens = 0;
-    if (eq) {
-        set_value(o, id, eq + 1);
-        return;
-    }
-    if (*i >= argc || is_flag_word(argv[*i]))
-        mg_usage_error("%s: expected %s", f->name,
-                       f->kind == ARG_ONE ? "one argument" : "at least one argument");
-    set_value(o, id, argv[(*i)++]);
-    while (f->kind == ARG_LIST && *i < argc && !is_flag_word(argv[*i]))
-        set_value(o, id, argv[(*i)++]);
+    for (size_t k = 0; k < a->nvalues; k++) set_value(o, id, a->values[k]);
 }
 
 static void set_defaults(struct mg_preprocess_opts *o)
@@ -331,9 +317,14 @@ void pp_parse_options(struct mg_preprocess_opts *o, int argc, char **argv)
     memset(&ps, 0, sizeof ps);
     ps.first_unsupported = -1;
     set_defaults(o);
-    for (int i = 1; i < argc;) {
-        if (!is_flag_word(argv[i])) mg_usage_error("unrecognized argument: %s", argv[i]);
-        parse_one(o, &ps, argc, argv, &i);
+    mg_argv_flag table[O_COUNT];
+    mg_argv_spec spec;
+    argv_table(table, &spec);
+    mg_argv a;
+    mg_argv_init(&a, &spec, argc, argv);
+    for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;) {
+        if (ev != MG_ARGV_FLAG) scan_error(&a, ev);
+        take(o, &ps, &a);
     }
     if (o->help || o->version) return;
     if (ps.first_unsupported >= 0) {

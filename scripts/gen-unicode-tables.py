@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""gen-unicode-tables.py — generates libcommon/unicode_tables.c (the pre-tokenizer's code point
+"""gen-unicode-tables.py — generates libcommon/base/unicode_tables.c (the pre-tokenizer's code point
 class table) from Debian's unicode-data files (/usr/share/unicode, Unicode 15.0.0).
 
-    scripts/gen-unicode-tables.py [--ucd DIR] [-o libcommon/unicode_tables.c]
+    scripts/gen-unicode-tables.py [--ucd DIR] [-o libcommon/base/unicode_tables.c]
     scripts/gen-unicode-tables.py --check          # regenerate and compare byte for byte
     scripts/gen-unicode-tables.py --probe-delta    # re-derive POST_15_0 from the peers
 
@@ -227,7 +227,7 @@ def main():
     ap.add_argument("--probe-delta", action="store_true")
     args = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = args.output or os.path.join(root, "libcommon", "unicode_tables.c")
+    out = args.output or os.path.join(root, "libcommon", "base", "unicode_tables.c")
     if args.probe_delta:
         probe_delta(args.ucd)
         return 0

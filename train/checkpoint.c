@@ -10,10 +10,11 @@
 
 #include "mg/dtype_convert.h"
 #include "mg/file.h"
+#include "mg/megatron_layout.h"
 #include "mg/torchfile.h"
 
-#define CKPT_FILE "mp_rank_00/model_optim_rng.pt"
-#define TRACKER "latest_checkpointed_iteration.txt"
+#define RANK_DIR MG_MEGATRON_RANK_PREFIX "00" /* one rank: TP 1, PP 1 */
+#define CKPT_FILE RANK_DIR "/" MG_MEGATRON_RANK_FILE
 
 /* ---- save ---- */
 
@@ -251,10 +252,10 @@ static mg_status make_dir(const char *path)
 /* Removes DIR/mp_rank_00/model_optim_rng.pt, DIR/mp_rank_00 and DIR (what a save wrote). */
 static void remove_iter_dir(const char *dir)
 {
-    char p[8192];
+    char p[MG_PATH_MAX + 64]; /* room beyond a tmp folder name, so gcc sees no truncation */
     snprintf(p, sizeof p, "%s/" CKPT_FILE, dir);
     unlink(p);
-    snprintf(p, sizeof p, "%s/mp_rank_00", dir);
+    snprintf(p, sizeof p, "%s/" RANK_DIR, dir);
     rmdir(p);
     rmdir(dir);
 }
@@ -262,9 +263,9 @@ static void remove_iter_dir(const char *dir)
 static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt *g,
                            const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
 {
-    char p[8192];
+    char p[MG_PATH_MAX + 64]; /* room beyond a tmp folder name, so gcc sees no truncation */
     MG_FORWARD(make_dir(tmp));
-    snprintf(p, sizeof p, "%s/mp_rank_00", tmp);
+    snprintf(p, sizeof p, "%s/" RANK_DIR, tmp);
     MG_FORWARD(make_dir(p));
     snprintf(p, sizeof p, "%s/" CKPT_FILE, tmp);
     mg_pk_graph *pg = mg_pk_graph_create();
@@ -284,24 +285,19 @@ static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt
 
 static mg_status write_tracker(const char *dir, int64_t iteration)
 {
-    char p[8192], text[32];
-    snprintf(p, sizeof p, "%s/" TRACKER, dir);
-    int n = snprintf(text, sizeof text, "%lld", (long long)iteration);
-    mg_out *out = NULL;
-    mg_status s = mg_out_create(&out, p);
-    if (s == MG_OK) s = mg_out_write(out, text, (size_t)n);
-    if (s == MG_OK) s = mg_out_commit(out);
-    mg_out_free(out);
-    return s;
+    mg_megatron_iter it = {iteration, 0};
+    return mg_megatron_tracker_write(dir, &it);
 }
 
 mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
                              const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
 {
-    char final[4200], tmp[4300], old[4300];
-    MG_RETURN_IF(strlen(dir) > 4000, MG_ERR_ARG, "--save: directory name too long");
+    char final[MG_PATH_MAX], tmp[MG_PATH_MAX + 32], old[MG_PATH_MAX + 32];
+    MG_RETURN_IF(strlen(dir) > MG_PATH_MAX - 96, MG_ERR_ARG, "--save: directory name too long");
     MG_FORWARD(make_dir(dir));
-    snprintf(final, sizeof final, "%s/iter_%07lld", dir, (long long)st->iteration);
+    char name[MG_MEGATRON_NAME_MAX];
+    mg_megatron_iter_name(&(mg_megatron_iter){st->iteration, 0}, name);
+    snprintf(final, sizeof final, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
     snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
     mg_status s = write_tmp(tmp, o, g, opt, st);
@@ -320,24 +316,6 @@ mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_g
 }
 
 /* ---- load ---- */
-
-static mg_status read_tracker(const char *dir, int64_t *iteration, int *release)
-{
-    char p[8192], *text = NULL, *end;
-    size_t len;
-    snprintf(p, sizeof p, "%s/" TRACKER, dir);
-    MG_FORWARD(mg_read_file(p, &text, &len));
-    char *s = text;
-    while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r') s++;
-    long long v = strtoll(s, &end, 10);
-    while (*end == ' ' || *end == '\n' || *end == '\t' || *end == '\r') end++;
-    *release = end == s && !strncmp(s, "release", 7);
-    int ok = (end != s && *end == 0) || *release;
-    free(text);
-    MG_RETURN_IF(!ok, MG_ERR_FORMAT, "%s: not an iteration number or 'release'", p);
-    *iteration = *release ? 0 : (int64_t)v;
-    return MG_OK;
-}
 
 static int contiguous(const mg_pk_tensor *t)
 {
@@ -520,15 +498,15 @@ static mg_status load_root(const char *path, const mg_pk_obj *root, int release,
 mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
                              mg_train_ckpt_state *st)
 {
-    int64_t it = 0;
-    int release = 0;
-    char path[8192];
+    mg_megatron_iter it;
+    char path[MG_PATH_MAX], name[MG_MEGATRON_NAME_MAX];
     memset(st, 0, sizeof *st);
-    MG_FORWARD(read_tracker(dir, &it, &release));
-    if (release) snprintf(path, sizeof path, "%s/release/" CKPT_FILE, dir);
-    else snprintf(path, sizeof path, "%s/iter_%07lld/" CKPT_FILE, dir, (long long)it);
+    MG_FORWARD(mg_megatron_tracker_read(dir, &it));
+    mg_megatron_iter_name(&it, name);
+    snprintf(path, sizeof path, "%s/%s/" CKPT_FILE, dir, name);
     mg_torch_file *f = NULL;
     MG_FORWARD(mg_torch_open(&f, path));
+    int release = it.release;
     mg_status s = load_root(path, mg_torch_root(f), release, g, release ? NULL : opt, st);
     mg_torch_close(f);
     return s;

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#include "mg/model.h"
+#include "mg/model_desc.h"
 
 double mg_flops_per_batch(const mg_model_desc *m, int64_t batch_size);
 double mg_tflops_per_gpu(double flops, double seconds, int64_t world_size);

@@ -33,7 +33,7 @@
 
 #include <stdint.h>
 
-#include "mg/model.h"
+#include "mg/model_desc.h"
 
 typedef struct {
     int64_t micro_batch_size;

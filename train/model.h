@@ -2,7 +2,7 @@
  * backward, and Hugging Face safetensors load/save.
  *
  * Contract:
- *   - A model (mg_gpt) is built from a model description (mg/model.h) and a layout: the
+ *   - A model (mg_gpt) is built from a model description (mg/model_desc.h) and a layout: the
  *     tensor-parallel size and rank and the pipeline stage's global layer range. It holds
  *     this rank's shards of the parameters of mg/schema.h (Megatron module order) in ONE
  *     contiguous fp32 buffer (params) and the gradients in a second buffer of the same
@@ -45,7 +45,7 @@
 
 #include "kernels.h"
 #include "mg/error.h"
-#include "mg/model.h"
+#include "mg/model_desc.h"
 #include "mg/schema.h"
 
 typedef struct {

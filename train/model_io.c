@@ -2,9 +2,7 @@
  *
  * Contract (model.h, mg/schema.h): every element of a rank's shard maps to its canonical
  * (Megatron, unsplit) element (mg_gpt_canonical_index) and from there to one element of
- * one HF tensor (hf_locate): copy, transpose (GPT-2 Conv1D), qkv (separate q/k/v, rows of
- * query group g = [rep q heads | k | v]), c_attn (GPT-2 [H, 3H] columns [Q | K | V]),
- * gate_up (fc1 = [gate; up]). Load reads F32/BF16/F16 and checks shapes; padded vocabulary
+ * one HF tensor (mg_hf_locate, mg/hf_map.h: copy, transpose, qkv, c_attn, gate_up). Load reads F32/BF16/F16 and checks shapes; padded vocabulary
  * rows are set to zero. Names may lack the "transformer." / "model." prefix (base-model
  * files). Save writes F32 tensors of the full layout.
  */
@@ -12,6 +10,7 @@
 #include <string.h>
 
 #include "mg/dtype_convert.h"
+#include "mg/hf_map.h"
 #include "mg/safetensors.h"
 #include "model.h"
 
@@ -20,69 +19,10 @@ typedef struct {
     int64_t shape[2];
 } hf_shape;
 
-static int64_t qkv_part(const mg_model_desc *m, int64_t R, int *part)
-{
-    int64_t D = m->kv_channels, rep = m->num_attention_heads / m->num_query_groups;
-    int64_t gsz = (rep + 2) * D, grp = R / gsz, w = R % gsz;
-    if (w < rep * D) {
-        *part = 0;
-        return grp * rep * D + w;
-    }
-    *part = w < (rep + 1) * D ? 1 : 2;
-    return grp * D + (w - (rep + *part - 1) * D);
-}
-
-/* HF tensor k and flat offset of canonical element (R, C) of parameter p. */
-static void hf_locate(const mg_model_desc *m, const mg_param *p, int64_t R, int64_t C, int *k,
-                      int64_t *off)
-{
-    int64_t QD = m->num_attention_heads * m->kv_channels;
-    int64_t KD = m->num_query_groups * m->kv_channels, QKV = QD + 2 * KD;
-    int part;
-    *k = 0;
-    switch (p->spec->hf_xform) {
-    case MG_HF_COPY: *off = R * p->cols + C; break;
-    case MG_HF_TRANSPOSE: *off = C * p->rows + R; break;
-    case MG_HF_QKV: {
-        int64_t hr = qkv_part(m, R, &part);
-        *k = part;
-        *off = hr * p->cols + C;
-        break;
-    }
-    case MG_HF_C_ATTN: {
-        int64_t hr = qkv_part(m, R, &part);
-        int64_t col = (part == 0 ? 0 : part == 1 ? QD : QD + KD) + hr;
-        *off = p->spec->ndim == 2 ? C * QKV + col : col;
-        break;
-    }
-    case MG_HF_GATE_UP: {
-        int64_t f = p->rows / 2;
-        *k = R >= f;
-        *off = (R - *k * f) * p->cols + C;
-        break;
-    }
-    }
-}
-
 static hf_shape hf_shape_of(const mg_model_desc *m, const mg_param *p, int k)
 {
-    hf_shape s = {p->spec->ndim, {p->rows, p->cols}};
-    int64_t D = m->kv_channels;
-    switch (p->spec->hf_xform) {
-    case MG_HF_COPY: break;
-    case MG_HF_TRANSPOSE:
-        s.shape[0] = p->cols;
-        s.shape[1] = p->rows;
-        break;
-    case MG_HF_QKV: s.shape[0] = (k == 0 ? m->num_attention_heads : m->num_query_groups) * D; break;
-    case MG_HF_C_ATTN:
-        if (s.ndim == 2) {
-            s.shape[0] = p->cols;
-            s.shape[1] = p->rows;
-        }
-        break;
-    case MG_HF_GATE_UP: s.shape[0] = p->rows / 2; break;
-    }
+    hf_shape s;
+    s.ndim = mg_hf_shape(m, p, k, s.shape);
     return s;
 }
 
@@ -139,15 +79,15 @@ static mg_status load_tensor(mg_gpt *g, const mg_st_file *f, const mg_gpt_tensor
     float *x = g->params + v->offset;
     for (int64_t r = 0; r < v->shape[0]; r++)
         for (int64_t c = 0; c < v->shape[1]; c++) {
-            int64_t R, C, off;
-            int pad, k;
+            int64_t R, C;
+            int pad;
             mg_gpt_canonical_index(g, v, r, c, &R, &C, &pad);
             if (pad) {
                 x[r * v->shape[1] + c] = 0.0f;
                 continue;
             }
-            hf_locate(&g->m, &v->param, R, C, &k, &off);
-            x[r * v->shape[1] + c] = read_elem(src[k], off);
+            mg_hf_elem e = mg_hf_locate(&g->m, &v->param, R, C);
+            x[r * v->shape[1] + c] = read_elem(src[e.k], e.off);
         }
     return MG_OK;
 }
@@ -197,12 +137,12 @@ static void gather(const mg_gpt *g, const float *buf, const hf_entry *e, float *
     const float *x = buf + v->offset;
     for (int64_t r = 0; r < v->shape[0]; r++)
         for (int64_t c = 0; c < v->shape[1]; c++) {
-            int64_t R, C, off;
-            int pad, k;
+            int64_t R, C;
+            int pad;
             mg_gpt_canonical_index(g, v, r, c, &R, &C, &pad);
             if (pad) continue;
-            hf_locate(&g->m, &v->param, R, C, &k, &off);
-            if (k == e->k) out[off] = x[r * v->shape[1] + c];
+            mg_hf_elem h = mg_hf_locate(&g->m, &v->param, R, C);
+            if (h.k == e->k) out[h.off] = x[r * v->shape[1] + c];
         }
 }
 

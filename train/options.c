@@ -1,6 +1,7 @@
 /* options.c — argv -> mg_train_opts: the flag table, defaults and value parsing
- * (options.h). Validation and derived values are in options_validate.c. Megatron's parser
- * has allow_abbrev=False, so only exact names (or "--name=value") are accepted. */
+ * (options.h); the words are scanned by mg/argv.h. Validation and derived values are in
+ * options_validate.c. Megatron's parser has allow_abbrev=False, so only exact names (or
+ * "--name=value") are accepted. */
 #include "options.h"
 
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/argv.h"
 #include "mg/cli.h"
 #include "options_internal.h"
 
@@ -45,6 +47,13 @@ static int ch_pos(mg_train_opts *o, const char *v)
     return -1;
 }
 
+static int ch_tiktoken(mg_train_opts *o, const char *v)
+{
+    if (!mg_tiktoken_pattern_known(v)) return -1;
+    o->tok.tiktoken_pattern = v;
+    return 0;
+}
+
 static int ch_lr(mg_train_opts *o, const char *v) { return mg_lr_style_parse(v, &o->lr_decay_style); }
 static int ch_wsd(mg_train_opts *o, const char *v) { return mg_wsd_style_parse(v, &o->lr_wsd_decay_style); }
 static int ch_wd(mg_train_opts *o, const char *v) { return mg_wd_style_parse(v, &o->weight_decay_incr_style); }
@@ -80,6 +89,13 @@ static const struct flag flags[] = {
     {"--vocab-file", K_STR, F(tok.vocab_file), 0, NULL, NULL},
     {"--merge-file", K_STR, F(tok.merge_file), 0, NULL, NULL},
     {"--tokenizer-model", K_STR, F(tok.model), 0, NULL, NULL},
+    {"--tiktoken-pattern", K_CHOICE, 0, 0, ch_tiktoken,
+     "v1, v2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base"},
+    {"--tiktoken-num-special-tokens", K_I64, F(tok.tiktoken_num_special), 0, NULL, NULL},
+    {"--tokenizer-special-tokens", K_LIST, F(special_tokens), 0, NULL, NULL},
+    {"--tokenizer-hf-no-include-special-tokens", K_ON, F(tok.hf_no_include_special), 0, NULL,
+     NULL},
+    {"--null-tokenizer-eod-id", K_I64, F(tok.null_eod_id), 0, NULL, NULL},
     {"--tensor-model-parallel-size", K_I64, F(model.tp), 1, NULL, NULL},
     {"--pipeline-model-parallel-size", K_I64, F(model.pp), 1, NULL, NULL},
     /* training */
@@ -112,7 +128,7 @@ static const struct flag flags[] = {
     {"--bf16", K_ON, F(bf16), 0, NULL, NULL},
     {"--fp16", K_ON, F(fp16), 0, NULL, NULL},
     /* data */
-    {"--data-path", K_LIST, 0, 0, NULL, NULL},
+    {"--data-path", K_LIST, F(data_path), 0, NULL, NULL},
     {"--split", K_STR, F(split), 0, NULL, NULL},
     {"--data-cache-path", K_STR, F(data_cache_path), 0, NULL, NULL},
     {"--eod-mask-loss", K_ON, F(eod_mask_loss), 0, NULL, NULL},
@@ -174,20 +190,6 @@ static void set_defaults(mg_train_opts *o)
     o->log_interval = 100;
 }
 
-static int is_flag_word(const char *w)
-{
-    if (w[0] != '-' || w[1] == 0) return 0;
-    if ((w[1] >= '0' && w[1] <= '9') || w[1] == '.') return 0; /* a negative number */
-    return 1;
-}
-
-static const struct flag *lookup(const char *w, size_t len)
-{
-    for (size_t i = 0; i < N_FLAGS; i++)
-        if (strlen(flags[i].name) == len && strncmp(flags[i].name, w, len) == 0) return &flags[i];
-    return NULL;
-}
-
 static mg_status parse_f64(const struct flag *f, const char *v, double *out)
 {
     char *end = NULL;
@@ -205,12 +207,20 @@ static mg_status parse_i64(const struct flag *f, const char *v, int64_t *out)
     return MG_OK;
 }
 
-static mg_status push_data_path(mg_train_opts *o, const char *v)
+/* The count of list flag f's array (--data-path, --tokenizer-special-tokens). */
+static size_t *list_count(mg_train_opts *o, const struct flag *f)
 {
-    const char **a = mg_realloc(o->data_path, (o->n_data_path + 1) * sizeof *a);
+    return f->off == F(data_path) ? &o->n_data_path : &o->n_special_tokens;
+}
+
+static mg_status push_list(mg_train_opts *o, const struct flag *f, const char *v)
+{
+    const char ***arr = (const char ***)(void *)((char *)o + f->off);
+    size_t *n = list_count(o, f);
+    const char **a = mg_realloc(*arr, (*n + 1) * sizeof *a);
     if (!a) return MG_ERR_NOMEM;
-    a[o->n_data_path++] = v;
-    o->data_path = a;
+    a[(*n)++] = v;
+    *arr = a;
     return MG_OK;
 }
 
@@ -226,7 +236,7 @@ static mg_status set_value(mg_train_opts *o, const struct flag *f, const char *v
         *(double *)(void *)field = (double)i;
         return MG_OK;
     case K_STR: *(const char **)(void *)field = v; return MG_OK;
-    case K_LIST: return push_data_path(o, v);
+    case K_LIST: return push_list(o, f, v);
     case K_CHOICE:
         MG_RETURN_IF(f->choice(o, v) != 0, MG_ERR_ARG,
                      "argument %s: invalid choice: '%s' (choose from %s)", f->name, v,
@@ -236,38 +246,62 @@ static mg_status set_value(mg_train_opts *o, const struct flag *f, const char *v
     }
 }
 
-/* Consumes the flag at argv[*i] and its values. */
-static mg_status parse_one(mg_train_opts *o, int argc, char **argv, int *i)
+/* The scanner's table: Megatron's parser has allow_abbrev=False (exact names only). */
+static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
 {
-    const char *w = argv[(*i)++];
-    const char *eq = strncmp(w, "--", 2) == 0 ? strchr(w, '=') : NULL;
-    const struct flag *f = lookup(w, eq ? (size_t)(eq - w) : strlen(w));
-    MG_RETURN_IF(!f, MG_ERR_ARG, "unrecognized arguments: %s", w);
+    for (size_t i = 0; i < N_FLAGS; i++) {
+        enum kind k = flags[i].kind;
+        mg_argv_nargs n = k == K_ON || k == K_OFF ? MG_ARGV_SWITCH
+                          : k != K_LIST          ? MG_ARGV_ONE
+                          : flags[i].off == F(data_path) ? MG_ARGV_ANY /* nargs='*' */
+                                                         : MG_ARGV_LIST;
+        t[i] = (mg_argv_flag){flags[i].name, n};
+    }
+    *spec = (mg_argv_spec){t, N_FLAGS, 0, 0, -1};
+}
+
+/* Megatron's (argparse's) words for the scanner's errors. */
+static mg_status scan_error(const mg_argv *a, mg_argv_event ev)
+{
+    const char *name = a->id >= 0 ? flags[a->id].name : "";
+    switch (ev) {
+    case MG_ARGV_EXPLICIT:
+        return mg_error_set(MG_ERR_ARG, "argument %s: ignored explicit argument '%s'", name,
+                            a->value);
+    case MG_ARGV_MISSING:
+        return mg_error_set(MG_ERR_ARG, "argument %s: expected %s", name,
+                            flags[a->id].kind == K_LIST ? "at least one argument"
+                                                        : "one argument");
+    default: return mg_error_set(MG_ERR_ARG, "unrecognized arguments: %s", a->word);
+    }
+}
+
+/* Applies flag a->id with its values. */
+static mg_status take(mg_train_opts *o, const mg_argv *a)
+{
+    const struct flag *f = &flags[a->id];
     if (f->kind == K_ON || f->kind == K_OFF) {
-        MG_RETURN_IF(eq, MG_ERR_ARG, "argument %s: ignored explicit argument '%s'", f->name,
-                     eq + 1);
         *(int *)(void *)((char *)o + f->off) = f->kind == K_ON;
         return MG_OK;
     }
-    if (f->kind == K_LIST) o->n_data_path = 0; /* a repeated nargs='*' flag replaces */
-    if (eq) return set_value(o, f, eq + 1);
-    if (f->kind == K_LIST) {
-        while (*i < argc && !is_flag_word(argv[*i])) MG_FORWARD(set_value(o, f, argv[(*i)++]));
-        return MG_OK;
-    }
-    MG_RETURN_IF(*i >= argc || is_flag_word(argv[*i]), MG_ERR_ARG,
-                 "argument %s: expected one argument", f->name);
-    return set_value(o, f, argv[(*i)++]);
+    if (f->kind == K_LIST) *list_count(o, f) = 0; /* a repeated nargs='*'/'+' flag replaces */
+    for (size_t k = 0; k < a->nvalues; k++) MG_FORWARD(set_value(o, f, a->values[k]));
+    return MG_OK;
 }
 
 mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
 {
     set_defaults(o);
-    for (int i = 1; i < argc;) {
-        MG_RETURN_IF(!is_flag_word(argv[i]), MG_ERR_ARG, "unrecognized arguments: %s", argv[i]);
-        MG_FORWARD(parse_one(o, argc, argv, &i));
-    }
+    mg_argv_flag table[N_FLAGS];
+    mg_argv_spec spec;
+    argv_table(table, &spec);
+    mg_argv a;
+    mg_argv_init(&a, &spec, argc, argv);
+    for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;)
+        MG_FORWARD(ev == MG_ARGV_FLAG ? take(o, &a) : scan_error(&a, ev));
     if (o->help || o->version) return MG_OK;
+    o->tok.special_tokens = o->special_tokens;
+    o->tok.n_special_tokens = o->n_special_tokens;
     return mg_train_validate(o);
 }
 
@@ -292,7 +326,10 @@ void mg_train_opts_free(mg_train_opts *o)
 {
     if (!o) return;
     free(o->data_path);
+    free(o->special_tokens);
     mg_model_free(&o->model);
-    o->data_path = NULL;
-    o->n_data_path = 0;
+    o->data_path = o->special_tokens = NULL;
+    o->n_data_path = o->n_special_tokens = 0;
+    o->tok.special_tokens = NULL;
+    o->tok.n_special_tokens = 0;
 }

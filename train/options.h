@@ -19,8 +19,8 @@
  *     (mg_tokenizer_vocab_size; read in mg_train_resolve_vocab); otherwise --vocab-size is
  *     the vocabulary. padded_vocab_size = ceil(V / (make_vocab_size_divisible_by x TP)) x
  *     that (Megatron's _vocab_size_with_padding).
- *   - Strings in opts point into argv (owned by the caller); data_path is malloc'd and
- *     released by mg_train_opts_free, with model.hf_config_json.
+ *   - Strings in opts point into argv (owned by the caller); data_path and special_tokens
+ *     are malloc'd and released by mg_train_opts_free, with model.hf_config_json.
  */
 #ifndef MG_TRAIN_OPTIONS_H
 #define MG_TRAIN_OPTIONS_H
@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "lr_schedule.h"
-#include "mg/model.h"
+#include "mg/model_desc.h"
 #include "mg/tokenizer.h"
 
 typedef struct {
@@ -38,7 +38,10 @@ typedef struct {
     int group_query_attention;
     double init_method_std;        /* --init-method-std, 0.02 */
     double hidden_dropout, attention_dropout; /* only 0 is implemented */
-    mg_tok_opts tok;               /* --tokenizer-type and its files, --vocab-size */
+    mg_tok_opts tok;               /* --tokenizer-type and its files, --vocab-size, the
+                                    * --tiktoken-*, --tokenizer-* and --null-tokenizer-* flags */
+    const char **special_tokens;   /* --tokenizer-special-tokens (tok.special_tokens) */
+    size_t n_special_tokens;
     /* training (list 3) */
     int64_t micro_batch_size, global_batch_size, data_parallel_size;
     int64_t train_iters, train_samples; /* 0 = not given; train_iters derived */

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/grow.h"
+
 #if MG_HAVE_UTF8PROC
 #include <utf8proc.h>
 #else
@@ -36,13 +38,7 @@ struct mg_added_tokens {
 
 static mg_status push_node(mg_added_tokens *a, uint8_t byte, int32_t *idx)
 {
-    if (a->n_nodes == a->cap_nodes) {
-        size_t cap = a->cap_nodes ? a->cap_nodes * 2 : 64;
-        trie_node *p = mg_realloc(a->nodes, cap * sizeof *p);
-        if (!p) return MG_ERR_NOMEM;
-        a->nodes = p;
-        a->cap_nodes = cap;
-    }
+    MG_FORWARD(MG_GROW(a->nodes, a->cap_nodes, a->n_nodes + 1, 64));
     trie_node *nd = &a->nodes[a->n_nodes];
     nd->child = nd->sibling = nd->token = -1;
     nd->byte = byte;

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mg/grow.h"
+
 #define INITIAL_SLOTS 1024
 
 /* Writes a printable form of bytes (\xNN for non-printable ones) into buf. */
@@ -87,29 +89,14 @@ static mg_status grow_slots(mg_bpe *b)
     return MG_OK;
 }
 
-#define GROW(ptr, cap_elems)                                                               \
-    do {                                                                                   \
-        void *np_ = mg_realloc((ptr), (cap_elems) * sizeof *(ptr));                         \
-        if (!np_) return MG_ERR_NOMEM;                                                     \
-        (ptr) = np_;                                                                       \
-    } while (0)
-
 static mg_status reserve_tokens(mg_bpe *b, size_t len)
 {
-    if (b->n_tok == b->tok_cap) {
-        size_t cap = b->tok_cap ? b->tok_cap * 2 : 1024;
-        GROW(b->tok_off, cap);
-        GROW(b->tok_len, cap);
-        GROW(b->tok_id, cap);
-        GROW(b->tok_rank, cap);
-        b->tok_cap = cap;
-    }
-    if (b->bytes_len + len > b->bytes_cap) {
-        size_t cap = b->bytes_cap ? b->bytes_cap * 2 : 16384;
-        while (cap < b->bytes_len + len) cap *= 2;
-        GROW(b->bytes, cap);
-        b->bytes_cap = cap;
-    }
+    size_t c1 = b->tok_cap, c2 = b->tok_cap, c3 = b->tok_cap; /* four arrays, one capacity */
+    MG_FORWARD(MG_GROW(b->tok_off, c1, b->n_tok + 1, 1024));
+    MG_FORWARD(MG_GROW(b->tok_len, c2, b->n_tok + 1, 1024));
+    MG_FORWARD(MG_GROW(b->tok_id, c3, b->n_tok + 1, 1024));
+    MG_FORWARD(MG_GROW(b->tok_rank, b->tok_cap, b->n_tok + 1, 1024));
+    MG_FORWARD(MG_GROW(b->bytes, b->bytes_cap, b->bytes_len + len, 16384));
     if ((b->n_tok + 1) * 2 > b->slot_mask + 1) return grow_slots(b);
     return MG_OK;
 }

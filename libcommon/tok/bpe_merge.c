@@ -18,6 +18,8 @@
 
 #include <stdlib.h>
 
+#include "mg/grow.h"
+
 #define CACHE_SLOTS 65536
 #define CACHE_KEY_MAX 24
 #define CACHE_IDS_MAX 8
@@ -190,13 +192,7 @@ HOT void heap_sift_down(heap_entry *h, size_t n, size_t i)
 
 static mg_status heap_push(mg_bpe_cache *c, uint32_t rank, size_t pos, int32_t l, int32_t r)
 {
-    if (c->heap_n == c->heap_cap) {
-        size_t cap = c->heap_cap ? c->heap_cap * 2 : 1024;
-        heap_entry *h = mg_realloc(c->heap, cap * sizeof *h);
-        if (!h) return MG_ERR_NOMEM;
-        c->heap = h;
-        c->heap_cap = cap;
-    }
+    MG_FORWARD(MG_GROW(c->heap, c->heap_cap, c->heap_n + 1, 1024));
     heap_entry e = {.key = (uint64_t)rank << 32 | pos, .left = l, .right = r};
     size_t i = c->heap_n++;
     while (i > 0 && c->heap[(i - 1) / 2].key > e.key) {

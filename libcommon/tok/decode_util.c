@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/grow.h"
+
 #include "tok/byte_level.h"
 
 #define REPLACEMENT "\xEF\xBF\xBD" /* U+FFFD */
@@ -142,13 +144,7 @@ mg_status mg_decode_cleanup(mg_text *out, const char *s, size_t n, int with_do_n
 
 mg_status mg_tok_strs_push(mg_tok_strs *l, const char *s, size_t len)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        size_t *e = realloc(l->end, cap * sizeof *e);
-        if (!e) return mg_error_set(MG_ERR_NOMEM, "out of memory (%zu decoder tokens)", cap);
-        l->end = e;
-        l->cap = cap;
-    }
+    MG_FORWARD(MG_GROW(l->end, l->cap, l->n + 1, 64));
     MG_FORWARD(mg_text_append(&l->buf, s, len));
     l->end[l->n++] = l->buf.n;
     return MG_OK;

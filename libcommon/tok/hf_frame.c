@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/grow.h"
+
 #include "tok/tok_internal.h"
 
 /* ---- building: added tokens ---- */
@@ -203,14 +205,7 @@ mg_status mg_hf_frame_tok_encode(const mg_tokenizer *tk, void *state, const char
 
 static mg_status reserve(mg_text *t, size_t n)
 {
-    if (t->cap >= n) return MG_OK;
-    size_t cap = t->cap ? t->cap : 256;
-    while (cap < n) cap *= 2;
-    char *p = mg_realloc(t->p, cap);
-    if (!p) return MG_ERR_NOMEM;
-    t->p = p;
-    t->cap = cap;
-    return MG_OK;
+    return MG_GROW(t->p, t->cap, n, 256);
 }
 
 /* The Metaspace text of p[0, n) into buf: ' ' -> r, then the prepended r. */

@@ -38,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/grow.h"
+
 typedef struct {
     int32_t prev, next;
     uint32_t off, len;
@@ -89,18 +91,6 @@ typedef struct {
     uint8_t arena[CACHE_ARENA];
 } span_cache;
 
-static mg_status grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-    if (*cap >= need) return MG_OK;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    void *p = mg_realloc(*v, c * elem);
-    if (!p) return MG_ERR_NOMEM;
-    *v = p;
-    *cap = c;
-    return MG_OK;
-}
-
 /* ---- the agenda: a binary max-heap ---- */
 
 static int before(const pair *a, const pair *b)
@@ -110,7 +100,7 @@ static int before(const pair *a, const pair *b)
 
 static mg_status heap_push(mg_spm_scratch *s, pair p)
 {
-    MG_FORWARD(grow(&s->heap, &s->heap_cap, s->heap_n + 1, sizeof(pair)));
+    MG_FORWARD(mg_grow(&s->heap, &s->heap_cap, s->heap_n + 1, sizeof(pair), 64));
     pair *h = s->heap;
     size_t i = s->heap_n++;
     while (i > 0 && before(&p, &h[(i - 1) / 2])) {
@@ -152,7 +142,7 @@ static mg_status record_split(bpe_run *r, int32_t id, const symbol *a, const sym
         ((split *)s->revs)[s->rev[id]] = sp;
         return MG_OK;
     }
-    MG_FORWARD(grow(&s->revs, &s->revs_cap, s->revs_n + 1, sizeof(split)));
+    MG_FORWARD(mg_grow(&s->revs, &s->revs_cap, s->revs_n + 1, sizeof(split), 64));
     ((split *)s->revs)[s->revs_n] = sp;
     s->rev[id] = (int32_t)s->revs_n++;
     return MG_OK;
@@ -186,7 +176,7 @@ static mg_status split_symbols(bpe_run *r, size_t from, size_t to)
 {
     size_t k = 0;
     for (size_t pos = from; pos < to; k++) {
-        MG_FORWARD(grow(&r->s->syms, &r->s->syms_cap, k + 1, sizeof(symbol)));
+        MG_FORWARD(mg_grow(&r->s->syms, &r->s->syms_cap, k + 1, sizeof(symbol), 64));
         r->sym = r->s->syms;
         size_t len = r->md->user ? mg_spm_trie_longest(r->md->user, r->t + pos, to - pos) : 0;
         int freeze = len > 0;
@@ -227,7 +217,7 @@ static mg_status merge_all(bpe_run *r)
 /* Pushes (off, len) on the resegmentation stack. */
 static mg_status stack_push(mg_spm_scratch *s, size_t *n, uint32_t off, uint32_t len)
 {
-    MG_FORWARD(grow((void **)&s->stack, &s->stack_cap, *n + 2, sizeof *s->stack));
+    MG_FORWARD(MG_GROW(s->stack, s->stack_cap, *n + 2, 64));
     s->stack[(*n)++] = off;
     s->stack[(*n)++] = len;
     return MG_OK;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/grow.h"
+
 /* ---- wire format ---- */
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
@@ -121,13 +123,7 @@ static mg_status parse_piece(reader r, mg_spm_piece *pc)
 
 static mg_status add_piece(mg_spm_proto *m, reader r)
 {
-    if (m->n_pieces == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 1024;
-        mg_spm_piece *v = mg_realloc(m->pieces, cap * sizeof *v);
-        if (!v) return MG_ERR_NOMEM;
-        m->pieces = v;
-        m->cap = cap;
-    }
+    MG_FORWARD(MG_GROW(m->pieces, m->cap, m->n_pieces + 1, 1024));
     mg_spm_piece *pc = &m->pieces[m->n_pieces];
     memset(pc, 0, sizeof *pc);
     MG_FORWARD(parse_piece(r, pc));
@@ -308,12 +304,7 @@ static mg_status grow_edges(mg_spm_trie *t)
 static mg_status add_child(mg_spm_trie *t, int32_t node, uint8_t byte, int32_t *child)
 {
     MG_RETURN_IF(t->n_nodes >= INT32_MAX, MG_ERR_LIMIT, "too many trie nodes");
-    if (t->n_nodes == t->nodes_cap) {
-        int32_t *v = mg_realloc(t->values, t->nodes_cap * 2 * sizeof *v);
-        if (!v) return MG_ERR_NOMEM;
-        t->values = v;
-        t->nodes_cap *= 2;
-    }
+    MG_FORWARD(MG_GROW(t->values, t->nodes_cap, t->n_nodes + 1, 64));
     if (t->n_nodes * 2 >= t->slots) MG_FORWARD(grow_edges(t));
     *child = (int32_t)t->n_nodes++;
     t->values[*child] = -1;
@@ -347,13 +338,7 @@ static void put_exact(uint32_t *slots, size_t n_slots, const exact_entry *e, uin
 
 static mg_status grow_exact(mg_spm_trie *t)
 {
-    if (t->n_entries == t->entries_cap) {
-        size_t cap = t->entries_cap ? t->entries_cap * 2 : 256;
-        exact_entry *v = mg_realloc(t->entries, cap * sizeof *v);
-        if (!v) return MG_ERR_NOMEM;
-        t->entries = v;
-        t->entries_cap = cap;
-    }
+    MG_FORWARD(MG_GROW(t->entries, t->entries_cap, t->n_entries + 1, 256));
     if ((t->n_entries + 1) * 2 <= t->n_ex_slots) return MG_OK;
     size_t n_slots = t->n_ex_slots ? t->n_ex_slots * 2 : 512;
     uint32_t *slots = mg_calloc(n_slots, sizeof *slots);
@@ -638,14 +623,8 @@ void mg_spm_model_free(mg_spm_model *md)
 
 mg_status mg_spm_buf_append(mg_spm_buf *b, const void *s, size_t n)
 {
-    if (b->cap - b->n < n) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->n < n) cap *= 2;
-        uint8_t *v = mg_realloc(b->v, cap);
-        if (!v) return MG_ERR_NOMEM;
-        b->v = v;
-        b->cap = cap;
-    }
+    MG_RETURN_IF(n > SIZE_MAX - b->n, MG_ERR_NOMEM, "buffer too big");
+    MG_FORWARD(MG_GROW(b->v, b->cap, b->n + n, 256));
     memcpy(b->v + b->n, s, n);
     b->n += n;
     return MG_OK;
@@ -653,14 +632,7 @@ mg_status mg_spm_buf_append(mg_spm_buf *b, const void *s, size_t n)
 
 mg_status mg_spm_refs_reserve(mg_spm_refs *r, size_t extra)
 {
-    if (r->cap - r->n >= extra) return MG_OK;
-    size_t cap = r->cap ? r->cap * 2 : 64;
-    while (cap - r->n < extra) cap *= 2;
-    mg_spm_ref *v = mg_realloc(r->v, cap * sizeof *v);
-    if (!v) return MG_ERR_NOMEM;
-    r->v = v;
-    r->cap = cap;
-    return MG_OK;
+    return MG_GROW(r->v, r->cap, r->n + extra, 64);
 }
 
 mg_status mg_spm_refs_push(mg_spm_refs *r, uint32_t off, uint32_t len, int32_t id)

@@ -673,7 +673,7 @@ mg_status mg_hf_build(mg_tokenizer *tk, const mg_hf_desc *d, const char *kind,
 
 static mg_status load_config(mg_hf_desc *d, const char *dir)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
     char *buf;
     size_t len;
@@ -693,7 +693,7 @@ mg_status mg_tok_hf_create(mg_tokenizer *tk, const mg_tok_opts *o)
                  "DIR/tokenizer.json; hub names are not downloaded)", o->model);
     MG_RETURN_IF(o->vocab_file || o->merge_file, MG_ERR_UNSUPPORTED,
                  "not supported yet: --vocab-file/--merge-file with HuggingFaceTokenizer");
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/tokenizer.json", o->model);
     mg_hf_desc d;
     mg_hf_desc_init(&d);

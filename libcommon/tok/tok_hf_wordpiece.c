@@ -369,7 +369,7 @@ static int bert_class(const char *cls)
 
 static mg_status read_bert_cfg(const char *dir, bert_cfg *c, int *is_bert)
 {
-    char path[4096];
+    char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
     json_error_t err;
     json_t *root = json_load_file(path, JSON_DECODE_INT_AS_REAL, &err);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/grow.h"
 #include "mg/strbuf.h"
 
 struct mg_encoder {
@@ -81,13 +82,7 @@ const char *mg_tokenizer_describe(const mg_tokenizer *tk) { return tk->describe;
 
 mg_status mg_ids_push(mg_ids *ids, int64_t id)
 {
-    if (ids->n == ids->cap) {
-        size_t cap = ids->cap ? ids->cap * 2 : 64;
-        int64_t *v = mg_realloc(ids->v, cap * sizeof *v);
-        if (!v) return MG_ERR_NOMEM;
-        ids->v = v;
-        ids->cap = cap;
-    }
+    MG_FORWARD(MG_GROW(ids->v, ids->cap, ids->n + 1, 64));
     ids->v[ids->n++] = id;
     return MG_OK;
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "mg/unicode.h"
-#include "punkt_internal.h"
+#include "text/punkt_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

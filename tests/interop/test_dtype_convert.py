@@ -1,4 +1,4 @@
-"""Interop tests for the dtype conversion (libcommon/dtype_convert.c) against torch.
+"""Interop tests for the dtype conversion (libcommon/base/dtype_convert.c) against torch.
 
 build/tests/tools/dtype_tool converts raw little-endian arrays (FROM TO < in > out); torch
 converts the same bits with tensor.to(dtype) on CPU. Inputs: every 16-bit pattern for BF16 and

@@ -1,4 +1,4 @@
-"""Interop tests of the indexed dataset module (libcommon/idxds_*.c) against megatron-core.
+"""Interop tests of the indexed dataset module (libcommon/dataset/idxds_*.c) against megatron-core.
 
 The C side runs through build/tests/tools/idx_write (write / merge / dump). Checked:
   - our writer's .bin/.idx are byte-identical to IndexedDatasetBuilder's for random documents

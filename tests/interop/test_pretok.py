@@ -1,4 +1,4 @@
-"""Interop tests for the pre-tokenizer (libcommon/pretok*.c) against HF tokenizers.
+"""Interop tests for the pre-tokenizer (libcommon/text/pretok*.c) against HF tokenizers.
 
 Our pieces come from build/tests/tools/pretok_split (records in, "off:len" spans out); the
 peer's from tokenizers' pre_tokenizers.Split(Regex(...)) and the DeepSeek-V3 tokenizer.json

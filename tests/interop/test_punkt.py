@@ -1,4 +1,4 @@
-"""Punkt sentence splitting (libcommon/punkt*.c, mg-preprocess --split-sentences) against NLTK.
+"""Punkt sentence splitting (libcommon/text/punkt*.c, mg-preprocess --split-sentences) against NLTK.
 
 Peer: nltk (3.10.4) PunktSentenceTokenizer / PunktTokenizer with parameters saved in NLTK's
 punkt_tab format by nltk.tokenize.punkt.save_punkt_params, and Megatron's

@@ -1,4 +1,4 @@
-"""Interop tests of the safetensors module (libcommon/safetensors_*.c) against the safetensors
+"""Interop tests of the safetensors module (libcommon/ckptfmt/safetensors_*.c) against the safetensors
 Python library (0.8, numpy and torch front ends).
 
 The C side runs through build/tests/tools/st_tool (write / dump, see tests/tools/st_tool.c).

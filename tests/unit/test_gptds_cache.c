@@ -1,4 +1,4 @@
-/* test_gptds_cache.c — Megatron's index caches through mg_gpt_data (libcommon/gptds_cache.c,
+/* test_gptds_cache.c — Megatron's index caches through mg_gpt_data (libcommon/dataset/gptds_cache.c,
  * gptds_desc.c): Python's float repr (values from CPython 3.11 json.dumps), files written
  * then read back (same samples), a cached index that is altered in range is used, altered
  * out of range / truncated / with another description is refused naming the file, the
@@ -7,7 +7,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 
-#include "gptds_internal.h"
+#include "dataset/gptds_internal.h"
 #include "harness.h"
 #include "mg/npy.h"
 

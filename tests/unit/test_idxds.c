@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
-#include "idxds_internal.h"
+#include "dataset/idxds_internal.h"
 #include "mg/idxds.h"
 
 /* .idx of the §1.8 example: uint16, docs [10 20 50256] [] [1 2 | 3 50256]. */

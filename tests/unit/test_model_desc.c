@@ -1,11 +1,11 @@
-/* test_model_desc.c — mg/model.h: config.json reading for each family (transformers 4 and 5
+/* test_model_desc.c — mg/model_desc.h: config.json reading for each family (transformers 4 and 5
  * spellings), refusals, and the round trips config.json -> desc -> args -> desc and
  * desc -> config.json -> desc. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
-#include "mg/model.h"
+#include "mg/model_desc.h"
 
 static const char *llama_cfg =
     "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 64,"

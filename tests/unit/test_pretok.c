@@ -11,7 +11,7 @@
 #include "harness.h"
 #include "mg/pretok.h"
 #include "mg/unicode.h"
-#include "pretok_internal.h"
+#include "text/pretok_internal.h"
 
 /* ---- helpers ---- */
 

@@ -9,7 +9,7 @@
 
 #include "harness.h"
 #include "mg/punkt.h"
-#include "punkt_internal.h"
+#include "text/punkt_internal.h"
 
 static const char *const model_files[4][2] = {
     {"abbrev_types.txt", "mr\ndr\nu.s"},

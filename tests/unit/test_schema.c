@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "mg/model.h"
+#include "mg/model_desc.h"
 #include "mg/schema.h"
 
 static void llama_desc(mg_model_desc *m)

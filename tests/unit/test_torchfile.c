@@ -8,7 +8,7 @@
 
 #include "harness.h"
 #include "mg/torchfile.h"
-#include "zip_internal.h"
+#include "ckptfmt/zip_internal.h"
 
 MG_TEST(zip_crc32_known_value)
 {

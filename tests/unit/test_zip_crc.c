@@ -5,8 +5,8 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "mg/torchfile.h"
-#include "zip_internal.h"
+#include "mg/zip.h"
+#include "ckptfmt/zip_internal.h"
 
 #define BUF_LEN ((size_t)1 << 20)
 

@@ -21,6 +21,9 @@
 
 struct iovec; /* <sys/uio.h> */
 
+/* Room for any path the tools form (Linux's PATH_MAX: the kernel refuses longer ones). */
+#define MG_PATH_MAX 4096
+
 typedef struct {
     const uint8_t *data; /* NULL when size == 0 */
     size_t size;

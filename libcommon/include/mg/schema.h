@@ -1,4 +1,4 @@
-/* mg/schema.h — model schemas: every logical parameter of a GPT-style model (mg/model.h)
+/* mg/schema.h — model schemas: every logical parameter of a GPT-style model (mg/model_desc.h)
  * with its names in each checkpoint format, its tensor-parallel split rule and its Hugging
  * Face transform; pipeline layer placement; vocabulary padding.
  *
@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "mg/error.h"
-#include "mg/model.h"
+#include "mg/model_desc.h"
 
 typedef enum {
     MG_SPLIT_REPLICATED,

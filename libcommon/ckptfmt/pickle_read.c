@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/grow.h"
+
 #include "pickle_internal.h"
 
 typedef struct {
@@ -76,13 +78,7 @@ static mg_status read_line(vm *m, const char **s, size_t *n)
 static mg_status push(vm *m, mg_pk_obj *o)
 {
     if (!o) return MG_ERR_NOMEM;
-    if (m->sp == m->scap) {
-        size_t cap = m->scap ? m->scap * 2 : 64;
-        mg_pk_obj **s = mg_realloc(m->stack, cap * sizeof(*s));
-        if (!s) return MG_ERR_NOMEM;
-        m->stack = s;
-        m->scap = cap;
-    }
+    MG_FORWARD(MG_GROW(m->stack, m->scap, m->sp + 1, 64));
     m->stack[m->sp++] = o;
     return MG_OK;
 }
@@ -105,13 +101,7 @@ static mg_status top(vm *m, mg_pk_obj **o)
 
 static mg_status push_mark(vm *m)
 {
-    if (m->nmarks == m->mcap) {
-        size_t cap = m->mcap ? m->mcap * 2 : 16;
-        size_t *p = mg_realloc(m->marks, cap * sizeof(*p));
-        if (!p) return MG_ERR_NOMEM;
-        m->marks = p;
-        m->mcap = cap;
-    }
+    MG_FORWARD(MG_GROW(m->marks, m->mcap, m->nmarks + 1, 16));
     m->marks[m->nmarks++] = m->sp;
     return MG_OK;
 }
@@ -128,17 +118,13 @@ static mg_status pop_mark(vm *m, size_t *base)
 
 static mg_status memo_put(vm *m, uint64_t id)
 {
-    mg_pk_obj *o;
+    mg_pk_obj *o = NULL;
     MG_FORWARD(top(m, &o));
     if (id > m->len) return fail(m, "memo index larger than the pickle");
     if (id >= m->memo_cap) {
-        size_t cap = m->memo_cap ? m->memo_cap : 64;
-        while (cap <= id) cap *= 2;
-        mg_pk_obj **p = mg_realloc(m->memo, cap * sizeof(*p));
-        if (!p) return MG_ERR_NOMEM;
-        memset(p + m->memo_cap, 0, (cap - m->memo_cap) * sizeof(*p));
-        m->memo = p;
-        m->memo_cap = cap;
+        size_t old = m->memo_cap;
+        MG_FORWARD(MG_GROW(m->memo, m->memo_cap, id + 1, 64));
+        memset(m->memo + old, 0, (m->memo_cap - old) * sizeof(*m->memo));
     }
     if (!m->memo[id]) m->memo_len++;
     m->memo[id] = o;

@@ -1,12 +1,12 @@
-/* model_desc.c — mg/model.h: defaults, validation, vocabulary padding, and the Megatron
+/* model_desc.c — mg/model_desc.h: defaults, validation, vocabulary padding, and the Megatron
  * `args` Namespace reader/writer. config.json lives in model_desc_hf.c.
  *
- * Contract (mg/model.h): args written carry every model argument Megatron's
+ * Contract (mg/model_desc.h): args written carry every model argument Megatron's
  * load_args_from_checkpoint / check_checkpoint_args reads (spec §2.2); args read must
  * describe a dense GPT model of a supported family (MoE, virtual pipeline, rotary
  * interleaving, layernorm-1p, qk-layernorm refused as "not supported yet").
  */
-#include "mg/model.h"
+#include "mg/model_desc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,12 +1,12 @@
-/* model_desc_hf.c — mg/model.h: Hugging Face config.json reader and writer.
+/* model_desc_hf.c — mg/model_desc.h: Hugging Face config.json reader and writer.
  *
- * Contract (mg/model.h): reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM and
+ * Contract (mg/model_desc.h): reads GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM and
  * Qwen2ForCausalLM configs (transformers 4.x and 5.x spellings: rope_theta or
  * rope_parameters, torch_dtype or dtype); refuses other architectures, MoE, linear biases on
  * Llama, and rope scaling types other than "default" with MG_ERR_UNSUPPORTED. The writer
  * starts from the kept original config (when any) and sets every field transformers needs.
  */
-#include "mg/model.h"
+#include "mg/model_desc.h"
 
 #include <jansson.h>
 #include <stdlib.h>

@@ -32,6 +32,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "mg/grow.h"
+
 #define OUT_BUF_SIZE ((size_t)1 << 20)
 #define OUT_MAX_TRIES 1000
 #define WRITEBACK_STEP ((uint64_t)32 << 20)
@@ -360,17 +362,11 @@ void mg_out_free(mg_out *o)
 /* Reads fd to its end (works for pipes and /proc files whose size is unknown). */
 static mg_status read_all(int fd, const char *path, char **data, size_t *len)
 {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = mg_malloc(cap + 1);
-    if (!buf) return MG_ERR_NOMEM;
+    size_t cap = 0, n = 0;
+    char *buf = NULL;
     for (;;) {
-        if (n == cap) {
-            char *nb = mg_realloc(buf, cap * 2 + 1);
-            if (!nb) return free(buf), MG_ERR_NOMEM;
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + n, cap - n);
+        if (MG_GROW(buf, cap, n + 2, (size_t)1 << 16) != MG_OK) return free(buf), MG_ERR_NOMEM;
+        ssize_t r = read(fd, buf + n, cap - n - 1); /* one byte kept for the NUL */
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return free(buf), mg_error_errno(errno, "%s: read failed", path);
         if (r == 0) break;

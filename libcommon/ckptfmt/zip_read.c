@@ -1,4 +1,4 @@
-/* zip_read.c — the ZIP reader of mg/torchfile.h.
+/* zip_read.c — the ZIP reader of mg/zip.h.
  *
  * Contract: parses a caller-owned slice: end records (the last EOCD within the final
  * 65557 bytes, then the ZIP64 locator/EOCD when present), the central directory (its
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mg/torchfile.h"
+#include "mg/zip.h"
 #include "zip_internal.h"
 
 struct mg_zip {

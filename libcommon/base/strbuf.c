@@ -5,17 +5,11 @@
 #include <string.h>
 
 #include "mg/error.h"
+#include "mg/grow.h"
 
 int mg_strbuf_grow(char **p, size_t *cap, size_t need)
 {
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < need) c *= 2;
-    char *q = mg_realloc(*p, c);
-    if (!q) return -1;
-    *p = q;
-    *cap = c;
-    return 0;
+    return mg_grow(p, cap, need, 1, 256) == MG_OK ? 0 : -1;
 }
 
 void mg_strbuf_put(mg_strbuf *b, const char *s, size_t n)

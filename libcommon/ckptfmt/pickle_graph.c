@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/grow.h"
+
 #define ARENA_CHUNK ((size_t)64 << 10)
 
 typedef struct chunk {
@@ -71,13 +73,7 @@ void *mg_pk_alloc(mg_pk_graph *g, size_t n)
 
 mg_status mg_pk_add_tensor(mg_pk_graph *g, mg_pk_obj *t)
 {
-    if (g->n_tensors == g->cap_tensors) {
-        size_t cap = g->cap_tensors ? g->cap_tensors * 2 : 16;
-        mg_pk_obj **p = mg_realloc(g->tensors, cap * sizeof(*p));
-        if (!p) return MG_ERR_NOMEM;
-        g->tensors = p;
-        g->cap_tensors = cap;
-    }
+    MG_FORWARD(MG_GROW(g->tensors, g->cap_tensors, g->n_tensors + 1, 16));
     g->tensors[g->n_tensors++] = t;
     return MG_OK;
 }

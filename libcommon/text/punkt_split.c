@@ -19,6 +19,7 @@
 #include <utf8proc.h>
 #endif
 
+#include "mg/grow.h"
 #include "mg/unicode.h"
 #include "punkt_internal.h"
 
@@ -64,24 +65,7 @@ struct mg_punkt_splitter {
 
 /* ---- growth -------------------------------------------------------------------------- */
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    void *q = mg_realloc(*p, c * elem);
-    if (!q) return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
-#define GROW(s, arr, cap, need)                                                            \
-    do {                                                                                   \
-        void *g_ = (s)->arr;                                                               \
-        if (grow(&g_, &(s)->cap, (need), sizeof *(s)->arr) != 0) return MG_ERR_NOMEM;      \
-        (s)->arr = g_;                                                                     \
-    } while (0)
+#define GROW(s, arr, cap, need) MG_FORWARD(MG_GROW((s)->arr, (s)->cap, (need), 64))
 
 /* ---- character classes --------------------------------------------------------------- */
 

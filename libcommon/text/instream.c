@@ -23,6 +23,7 @@
  *     truncated or corrupt archive as for a corrupt compressed member (B counts the
  *     member's decompressed bytes).
  */
+#include "mg/grow.h"
 #include "mg/instream.h"
 
 #include <dirent.h>
@@ -453,14 +454,7 @@ static mg_status too_long(const mg_instream *s)
 static mg_status carry_append(mg_instream *s, const uint8_t *p, size_t n)
 {
     if (s->carry_len + n > s->max_line) return too_long(s);
-    if (s->carry_len + n > s->carry_cap) {
-        size_t cap = s->carry_cap ? s->carry_cap : 1 << 16;
-        while (cap < s->carry_len + n) cap *= 2;
-        uint8_t *c = mg_realloc(s->carry, cap);
-        if (!c) return MG_ERR_NOMEM;
-        s->carry = c;
-        s->carry_cap = cap;
-    }
+    MG_FORWARD(MG_GROW(s->carry, s->carry_cap, s->carry_len + n, 1 << 16));
     memcpy(s->carry + s->carry_len, p, n);
     s->carry_len += n;
     return MG_OK;

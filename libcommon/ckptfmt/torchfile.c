@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/grow.h"
 #include "mg/torchfile.h"
 
 #define FILL_CHUNK ((size_t)8 << 20)
@@ -186,16 +187,9 @@ static int grow_keys(key_map *km)
         free(km->ids), free(km->slot_key);
         km->ids = ids, km->slot_key = sk, km->cap = cap;
     }
-    if (km->n == km->kcap) {
-        size_t cap = km->kcap ? km->kcap * 2 : 64;
-        const mg_pk_tensor **r = mg_realloc(km->reps, cap * sizeof(*r));
-        if (!r) return 0;
-        km->reps = r;
-        char(*k)[24] = mg_realloc(km->keys, cap * sizeof(*k));
-        if (!k) return 0;
-        km->keys = k;
-        km->kcap = cap;
-    }
+    size_t rcap = km->kcap; /* reps and keys grow together */
+    if (MG_GROW(km->reps, rcap, km->n + 1, 64) != MG_OK) return 0;
+    if (MG_GROW(km->keys, km->kcap, km->n + 1, 64) != MG_OK) return 0;
     return 1;
 }
 

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "mg/grow.h"
+
 typedef struct {
     char **items;
     size_t n, cap;
@@ -30,13 +32,7 @@ static void names_free(name_list *l)
 
 static mg_status names_add(name_list *l, const char *s, size_t len)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        char **p = mg_realloc(l->items, cap * sizeof *p);
-        if (!p) return MG_ERR_NOMEM;
-        l->items = p;
-        l->cap = cap;
-    }
+    MG_FORWARD(MG_GROW(l->items, l->cap, l->n + 1, 16));
     char *c = mg_malloc(len + 1);
     if (!c) return MG_ERR_NOMEM;
     memcpy(c, s, len);

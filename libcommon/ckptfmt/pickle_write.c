@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/grow.h"
+
 #include "pickle_internal.h"
 
 #define BATCH 1000
@@ -26,17 +28,8 @@ typedef struct {
 
 static mg_status put(emitter *e, const void *p, size_t n)
 {
-    if (e->cap - e->len < n) {
-        size_t cap = e->cap ? e->cap : 4096;
-        while (cap - e->len < n) {
-            if (cap > SIZE_MAX / 2) return mg_error_set(MG_ERR_NOMEM, "pickle: output too big");
-            cap *= 2;
-        }
-        uint8_t *b = mg_realloc(e->buf, cap);
-        if (!b) return MG_ERR_NOMEM;
-        e->buf = b;
-        e->cap = cap;
-    }
+    MG_RETURN_IF(n > SIZE_MAX - e->len, MG_ERR_NOMEM, "pickle: output too big");
+    MG_FORWARD(MG_GROW(e->buf, e->cap, e->len + n, 4096));
     memcpy(e->buf + e->len, p, n);
     e->len += n;
     return MG_OK;

@@ -1,4 +1,4 @@
-/* mg/model.h — one description of a GPT-style model, shared by mg-convert, mg-train and
+/* mg/model_desc.h — one description of a GPT-style model, shared by mg-convert, mg-train and
  * the schemas (docs/DESIGN.md "Model families").
  *
  * Contract:
@@ -19,8 +19,8 @@
  *   - The struct owns hf_config_json (malloc'd); mg_model_free releases it. Copy with
  *     mg_model_copy.
  */
-#ifndef MG_MODEL_H
-#define MG_MODEL_H
+#ifndef MG_MODEL_DESC_H
+#define MG_MODEL_DESC_H
 
 #include <stdint.h>
 
@@ -80,4 +80,4 @@ mg_status mg_model_from_args(mg_model_desc *m, const mg_pk_obj *ns, const char *
 /* A new Namespace (owned by g) describing m with m->tp / m->pp; iteration-free. */
 mg_status mg_model_to_args(const mg_model_desc *m, mg_pk_graph *g, mg_pk_obj **ns);
 
-#endif /* MG_MODEL_H */
+#endif /* MG_MODEL_DESC_H */

@@ -1,4 +1,4 @@
-/* zip_write.c — the stored (uncompressed) ZIP64 writer of mg/torchfile.h, writing what
+/* zip_write.c — the stored (uncompressed) ZIP64 writer of mg/zip.h, writing what
  * PyTorch's PyTorchStreamWriter (miniz) writes: local headers with flags 0x0808 and zero
  * crc/sizes, an "FB" extra padding every record's data to 64 bytes, the data, a data
  * descriptor, then the central directory and, always, ZIP64 EOCD + locator + EOCD.
@@ -15,7 +15,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "mg/torchfile.h"
+#include "mg/grow.h"
+#include "mg/zip.h"
 #include "zip_internal.h"
 
 static void wr16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
@@ -297,13 +298,7 @@ mg_status mg_zip_writer_begin(mg_zip_writer *w, const char *name, uint64_t size)
     size_t len = strlen(name);
     if (len == 0 || len > 0xFFFF - MG_ZIP_HDR_MAX)
         return mg_error_set(MG_ERR_ARG, "%s: bad zip entry name \"%s\"", mg_out_path(w->out), name);
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 32;
-        mg_zip_rec *r = mg_realloc(w->recs, cap * sizeof(*r));
-        if (!r) return MG_ERR_NOMEM;
-        w->recs = r;
-        w->cap = cap;
-    }
+    MG_FORWARD(MG_GROW(w->recs, w->cap, w->n + 1, 32));
     char *copy = mg_malloc(len + 1);
     uint8_t *hdr = mg_malloc(MG_ZIP_HDR_MAX + len);
     if (!copy || !hdr) {

@@ -1,0 +1,71 @@
+/* mg/argv.h — the one command-line scanner of the three tools: a table of flags, argparse's
+ * word rules, and events the tool turns into its own fields and messages.
+ *
+ * Contract:
+ *   - A flag word starts with '-' and is not "-" alone (stdin) nor a negative number ("-1",
+ *     "-.5"); other words are values or positionals.
+ *   - "--name=value" gives the flag one value (everything after the first '='); "-h" is the
+ *     help flag when the table names one (help >= 0).
+ *   - Lookup is exact, or with abbrev (argparse's allow_abbrev) a unique prefix longer than
+ *     two characters; several prefixes matching is MG_ARGV_AMBIGUOUS (candidates listed).
+ *   - Values: MG_ARGV_ONE takes the next word, which must not be a flag word unless the
+ *     table says any_value (then any next word, as mg-convert reads it); MG_ARGV_LIST takes
+ *     every following non-flag word and needs one at least, MG_ARGV_ANY takes zero or more.
+ *     A switch given "=value" is MG_ARGV_EXPLICIT; a value flag without its value is
+ *     MG_ARGV_MISSING; a word that is not a flag where a flag is expected is
+ *     MG_ARGV_POSITIONAL.
+ *   - Values point into argv (or, for "=value", into the word): valid as long as argv.
+ *     The scanner neither prints nor exits: the tool words every error its own way.
+ */
+#ifndef MG_ARGV_H
+#define MG_ARGV_H
+
+#include <stddef.h>
+
+typedef enum { MG_ARGV_SWITCH, MG_ARGV_ONE, MG_ARGV_LIST, MG_ARGV_ANY } mg_argv_nargs;
+
+typedef struct {
+    const char *name;     /* "--flag" */
+    mg_argv_nargs nargs;
+} mg_argv_flag;
+
+typedef struct {
+    const mg_argv_flag *flags; /* a flag's id is its index */
+    size_t n;
+    int abbrev;                /* unique prefixes accepted (argparse allow_abbrev) */
+    int any_value;             /* MG_ARGV_ONE takes the next word whatever it looks like */
+    int help;                  /* id that "-h" selects, -1: none */
+} mg_argv_spec;
+
+typedef enum {
+    MG_ARGV_FLAG,       /* id, values, nvalues set */
+    MG_ARGV_END,        /* every word consumed */
+    MG_ARGV_POSITIONAL, /* word: not a flag word */
+    MG_ARGV_UNKNOWN,    /* word: no such flag */
+    MG_ARGV_AMBIGUOUS,  /* word, name_len, candidates ("--a, --b") */
+    MG_ARGV_EXPLICIT,   /* id, word: a switch with "=value" (value = after '=') */
+    MG_ARGV_MISSING,    /* id, word: the flag's value is missing */
+} mg_argv_event;
+
+typedef struct {
+    const mg_argv_spec *spec;
+    int argc, i;
+    char **argv;
+    /* the last event's details */
+    int id;
+    const char *word;      /* the word the event is about */
+    size_t name_len;       /* length of the flag part of word (before '=') */
+    const char *value;     /* after '=' in word, or NULL */
+    const char *const *values;
+    size_t nvalues;
+    char candidates[512];
+} mg_argv;
+
+/* Scans argv[1..argc-1]. */
+void mg_argv_init(mg_argv *a, const mg_argv_spec *spec, int argc, char **argv);
+/* The next flag with its values, the end, or the first error (scanning stops there). */
+mg_argv_event mg_argv_next(mg_argv *a);
+/* 1 if w is a flag word (see above). */
+int mg_argv_is_flag_word(const char *w);
+
+#endif /* MG_ARGV_H */
