@@ -28,7 +28,11 @@
 #error "cuda_emu.h is C++: compile .cu files with the host C++ compiler (-x c++ -DMGK_CUDA_EMU)"
 #endif
 
-/* Before NVIDIA's headers, which would turn these into attributes gcc does not know. */
+/* Before NVIDIA's headers, which would turn these into attributes gcc does not know (and
+ * replacing theirs if a CUDA header came first). */
+#undef __host__
+#undef __device__
+#undef __global__
 #define __host__
 #define __device__
 #define __global__
