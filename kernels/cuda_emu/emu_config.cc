@@ -102,8 +102,20 @@ void fatal(site at, const char *fmt, ...)
     abort();
 }
 
+/* Relaxed mode warns once per call site. */
+static bool warned_before(site at)
+{
+    static site seen[64];
+    static int nseen;
+    for (int i = 0; i < nseen; i++)
+        if (seen[i].line == at.line && strcmp(seen[i].file, at.file) == 0) return true;
+    if (nseen < 64) seen[nseen++] = at;
+    return false;
+}
+
 void strict_violation(site at, const char *fmt, ...)
 {
+    if (!cfg().strict && warned_before(at)) return;
     va_list ap;
     va_start(ap, fmt);
     report(cfg().strict ? "error" : "warning (relaxed mode)", at, fmt, ap);

@@ -5,10 +5,12 @@
  *                              report containing s on stderr (the checks can fail)
  *   emu_order_scope            sets a thread order for its lifetime, then restores the
  *                              runner's
+ *   emu_stderr_muted           silences stderr for its lifetime (expected error messages)
  */
 #ifndef MGK_EMU_TEST_UTIL_H
 #define MGK_EMU_TEST_UTIL_H
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +79,21 @@ struct emu_order_scope {
         mgk_emu_order o;
         uint64_t seed;
         if (mgk_emu_parse_order(saved, &o, &seed) == 0) mgk_emu_set_order(o, seed);
+    }
+};
+
+struct emu_stderr_muted {
+    int saved;
+    emu_stderr_muted() : saved(dup(2))
+    {
+        fflush(stderr);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 2), close(null);
+    }
+    ~emu_stderr_muted()
+    {
+        fflush(stderr);
+        if (saved >= 0) dup2(saved, 2), close(saved);
     }
 };
 

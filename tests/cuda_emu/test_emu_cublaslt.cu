@@ -227,6 +227,7 @@ MG_TEST(emu_cublaslt_epilogues)
 /* What the contract leaves out is refused, loudly, not computed some other way. */
 MG_TEST(emu_cublaslt_refuses)
 {
+    emu_stderr_muted quiet; /* each refusal prints its reason */
     cublasLtHandle_t h;
     LT_OK(t, cublasLtCreate(&h));
     cublasLtMatmulDesc_t d;
