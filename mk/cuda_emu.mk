@@ -70,13 +70,16 @@ $(CUDA_EMU_BIN): $(EMU_OBJS) $(EMU_CPU_OBJS) $(TLIB) $(LIB)
 cuda-emu-force:
 ifeq ($(HAVE_CUDA_HEADERS),1)
 cuda-emu: $(CUDA_EMU_BIN)
-else
-cuda-emu:
-	@echo "cuda-emu: NVIDIA's CUDA headers not found under CUDA_INC=$(CUDA_INC): build/test-cuda-emu not built (docs/CUDA_EMU.md)"
-endif
-
 test-cuda-emu: cuda-emu
 	$(CUDA_EMU_BIN)
+else
+# No stale runner may pass in place of one that cannot be built.
+cuda-emu:
+	@rm -f $(CUDA_EMU_BIN)
+	@echo "cuda-emu: NVIDIA's CUDA headers not found under CUDA_INC=$(CUDA_INC): $(CUDA_EMU_BIN) not built (docs/CUDA_EMU.md)"
+test-cuda-emu: cuda-emu
+	@echo "test-cuda-emu: cannot run without NVIDIA's CUDA headers"; exit 1
+endif
 
 test: cuda-emu
 
