@@ -17,8 +17,9 @@ EMU_DIR      := $(BUILD)/emu
 
 CXX_WARNINGS := -Wall -Wextra -Wshadow -Wpointer-arith -Wcast-qual -Wvla -Wformat=2 \
                 -Wwrite-strings -Wundef -Wno-format-nonliteral -Wmissing-declarations
-CXXFLAGS_EMU := -std=c++17 -D_GNU_SOURCE -O2 -g -pthread $(CXX_WARNINGS) -Ikernels -I. \
-                -Ilibcommon/include -isystem $(CUDA_INC)
+CXXFLAGS_EMU := -std=c++17 -D_GNU_SOURCE -O2 -g -pthread $(CXX_WARNINGS) \
+                $(filter-out -DMG_HAVE_CUDA=%,$(DEP_CFLAGS)) $(CUDA_EMU_KERNEL_DEFS) \
+                -Ikernels -I. -Ilibcommon/include -isystem $(CUDA_INC)
 # .cu files: `#pragma unroll` is nvcc's, unknown to the host compiler; comments naming
 # "kernels/cuda/*.cu" (cuda_portable.h) are not nested comments.
 CUFLAGS_EMU  := -x c++ -DMGK_CUDA_EMU -Wno-unknown-pragmas -Wno-comment
