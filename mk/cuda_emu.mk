@@ -21,8 +21,9 @@ CXXFLAGS_EMU := -std=c++17 -D_GNU_SOURCE -O2 -g -pthread $(CXX_WARNINGS) \
                 $(filter-out -DMG_HAVE_CUDA=%,$(DEP_CFLAGS)) $(CUDA_EMU_KERNEL_DEFS) \
                 -Ikernels -I. -Ilibcommon/include -isystem $(CUDA_INC)
 # .cu files: `#pragma unroll` is nvcc's, unknown to the host compiler; comments naming
-# "kernels/cuda/*.cu" (cuda_portable.h) are not nested comments.
-CUFLAGS_EMU  := -x c++ -DMGK_CUDA_EMU -Wno-unknown-pragmas -Wno-comment
+# "kernels/cuda/*.cu" (cuda_portable.h) are not nested comments; large stack frames probe
+# every page, so a fiber's stack overflow hits its guard page instead of the next stack.
+CUFLAGS_EMU  := -x c++ -DMGK_CUDA_EMU -Wno-unknown-pragmas -Wno-comment -fstack-clash-protection
 CFLAGS_EMU   := $(filter-out -DMG_HAVE_CUDA=%,$(CFLAGS_BASE)) $(CUDA_EMU_KERNEL_DEFS) \
                 -Ikernels -I. -Itrain -isystem $(CUDA_INC)
 

@@ -101,5 +101,5 @@ static void wmma_divergent_child(void)
 
 MG_TEST(emu_wmma_divergent_is_reported)
 {
-    emu_expect_abort(t, wmma_divergent_child, "exited");
+    emu_expect_death(t, wmma_divergent_child, "exited");
 }
