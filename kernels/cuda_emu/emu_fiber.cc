@@ -36,6 +36,13 @@ static jmp_buf g_creator;          /* where a new fiber returns after its first 
 
 fiber *fiber_main(void) { return &g_main; }
 
+void fiber_launch_begin(void)
+{
+    g_main.stack_lo = nullptr; /* ASan learns this thread's stack at the first switch */
+    g_main.stack_size = 0;
+    g_current = &g_main;
+}
+
 /* Before leaving `from` for `to`: tells ASan which stack comes next. */
 static void leaving(fiber *from, fiber *to)
 {

@@ -40,6 +40,8 @@ struct fiber {
 
 /* The launching thread's own context (switch back to it when a block is done). */
 fiber *fiber_main(void);
+/* At the start of a launch: the launching thread may differ from the last one's. */
+void fiber_launch_begin(void);
 /* A free worker fiber; a new one starts in sched_worker(self) when first switched to, a
  * reused one returns from the fiber_switch that parked it. */
 fiber *fiber_acquire(void);

@@ -171,3 +171,32 @@ MG_TEST(emu_atomics)
     cudaFree(ull);
     cudaFree(f);
 }
+
+/* Launches from several host threads take turns; each sees its own kernel's ids. */
+static __global__ void block_sum_ids_kernel(int *out, int tag)
+{
+    MGK_SHARED(int, s, 64);
+    s[threadIdx.x] = (int)threadIdx.x + tag;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int sum = 0;
+        for (int i = 0; i < 64; i++) sum += s[i];
+        out[blockIdx.x] = sum;
+    }
+}
+
+MG_TEST(emu_launch_from_host_threads)
+{
+    const int nthreads = 4, nb = 8;
+    int *d[nthreads];
+    for (int i = 0; i < nthreads; i++) d[i] = emu_device<int>(t, nb);
+#pragma omp parallel for num_threads(nthreads)
+    for (int i = 0; i < nthreads; i++)
+        for (int rep = 0; rep < 5; rep++) MGK_LAUNCH(block_sum_ids_kernel, nb, 64, 0, 0, d[i], 1000 * i);
+    for (int i = 0; i < nthreads; i++) {
+        int h[nb];
+        cudaMemcpy(h, d[i], sizeof h, cudaMemcpyDeviceToHost);
+        for (int b = 0; b < nb; b++) MG_CHECK_EQ_INT(t, h[b], 2016 + 64 * 1000 * i);
+        cudaFree(d[i]);
+    }
+}
