@@ -1,4 +1,5 @@
 /* test_emu_core.cu — launches, ids, barriers, shared memory and atomics on the emulator. */
+#include <algorithm>
 #include <vector>
 
 #include "emu_test_util.h"
@@ -199,4 +200,52 @@ MG_TEST(emu_launch_from_host_threads)
         for (int b = 0; b < nb; b++) MG_CHECK_EQ_INT(t, h[b], 2016 + 64 * 1000 * i);
         cudaFree(d[i]);
     }
+}
+
+/* Logs the order blocks start in (thread 0 of each block) and the order the threads of
+ * block 0 run after a barrier. */
+static __global__ void order_log_kernel(int *block_log, int *thread_log, int *counters)
+{
+    if (threadIdx.x == 0) block_log[atomicAdd(&counters[0], 1)] = (int)blockIdx.x;
+    __syncthreads();
+    if (blockIdx.x == 0) thread_log[atomicAdd(&counters[1], 1)] = (int)threadIdx.x;
+}
+
+static void order_log(mg_test_ctx *t, mgk_emu_order o, std::vector<int> *blocks, std::vector<int> *threads)
+{
+    emu_order_scope scope(o, 11);
+    const int nb = 16, bs = 64;
+    int *bl = emu_device<int>(t, nb), *tl = emu_device<int>(t, bs), *c = emu_device<int>(t, 2);
+    cudaMemset(c, 0, 2 * sizeof(int));
+    MGK_LAUNCH(order_log_kernel, nb, bs, 0, 0, bl, tl, c);
+    blocks->resize(nb);
+    threads->resize(bs);
+    cudaMemcpy(blocks->data(), bl, nb * sizeof(int), cudaMemcpyDeviceToHost);
+    cudaMemcpy(threads->data(), tl, bs * sizeof(int), cudaMemcpyDeviceToHost);
+    cudaFree(bl);
+    cudaFree(tl);
+    cudaFree(c);
+}
+
+MG_TEST(emu_orders_are_applied)
+{
+    std::vector<int> fb, ft, rb, rt, xb, xt;
+    order_log(t, MGK_EMU_FWD, &fb, &ft);
+    order_log(t, MGK_EMU_REV, &rb, &rt);
+    order_log(t, MGK_EMU_RANDOM, &xb, &xt);
+    std::vector<int> sb = xb, st = xt;
+    std::sort(sb.begin(), sb.end());
+    std::sort(st.begin(), st.end());
+    for (int i = 0; i < 16; i++) {
+        MG_CHECK_EQ_INT(t, fb[i], i);
+        MG_CHECK_EQ_INT(t, rb[i], 15 - i);
+        MG_CHECK_EQ_INT(t, sb[i], i); /* a permutation */
+    }
+    for (int i = 0; i < 64; i++) {
+        MG_CHECK_EQ_INT(t, ft[i], i);
+        MG_CHECK_EQ_INT(t, rt[i], 63 - i);
+        MG_CHECK_EQ_INT(t, st[i], i);
+    }
+    MG_CHECK(t, xb != fb && xb != rb);
+    MG_CHECK(t, xt != ft && xt != rt);
 }
