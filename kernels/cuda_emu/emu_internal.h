@@ -6,7 +6,8 @@
  *   emu_smem.cc    shared memory of a launch: exact-size heap blocks, NaN poison, canaries
  *   emu_launch.cc  a launch: configuration checks, the grid in the selected order
  *   emu_config.cc  modes (order, strict), the seeded generator, fatal reports, the digest
- *   cudart_emu.cc  CUDA runtime calls; cublaslt_emu.cc cuBLASLt on the CPU GEMM
+ *   cudart_emu.cc  CUDA runtime calls; cublaslt_desc.cc, cublaslt_matmul.cc (cublaslt_emu.h)
+ *                  cuBLASLt on the CPU GEMM
  */
 #ifndef MGK_EMU_INTERNAL_H
 #define MGK_EMU_INTERNAL_H
