@@ -157,6 +157,40 @@ static __global__ void lane_missing_kernel(int *x)
 
 static void lane_missing_child(void) { MGK_LAUNCH(lane_missing_kernel, 1, 32, 0, 0, child_buffer(32)); }
 
+/* Relaxed mode: as on a GPU, lanes that exited no longer count for a full-mask operation. */
+static __global__ void exited_lane_kernel(int *x, unsigned *ballots)
+{
+    if (threadIdx.x == 31) return;
+    int v = __shfl_xor_sync(0xffffffffu, (int)threadIdx.x * 10, 1);
+    __syncwarp();
+    unsigned b = __ballot_sync(0xffffffffu, threadIdx.x % 2 == 0);
+    x[threadIdx.x] = v;
+    ballots[threadIdx.x] = b;
+}
+
+MG_TEST(emu_relaxed_exited_lanes)
+{
+    int *d = emu_device<int>(t, 32);
+    unsigned *db = emu_device<unsigned>(t, 32);
+    std::vector<int> h(32);
+    std::vector<unsigned> hb(32);
+    for (mgk_emu_order o : {MGK_EMU_FWD, MGK_EMU_REV}) {
+        emu_order_scope scope(o, 0);
+        {
+            emu_stderr_muted quiet;
+            mgk_emu_set_strict(0);
+            MGK_LAUNCH(exited_lane_kernel, 1, 32, 0, 0, d, db);
+            mgk_emu_set_strict(1);
+        }
+        cudaMemcpy(h.data(), d, 32 * sizeof(int), cudaMemcpyDeviceToHost);
+        cudaMemcpy(hb.data(), db, 32 * sizeof(unsigned), cudaMemcpyDeviceToHost);
+        for (int i = 0; i < 30; i++) MG_CHECK_EQ_INT(t, h[i], (i ^ 1) * 10);
+        for (int i = 0; i < 31; i++) MG_CHECK_EQ_INT(t, hb[i], 0x55555555u & 0x7fffffffu);
+    }
+    cudaFree(d);
+    cudaFree(db);
+}
+
 /* Lanes 0-15 shuffle down among themselves: lane 15 reads lane 16, outside the mask. */
 static __global__ void outside_mask_kernel(int *x)
 {
