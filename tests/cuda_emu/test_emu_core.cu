@@ -249,3 +249,19 @@ MG_TEST(emu_orders_are_applied)
     MG_CHECK(t, xb != fb && xb != rb);
     MG_CHECK(t, xt != ft && xt != rt);
 }
+
+/* min/max on the integer and floating types device code uses (int64_t is long here). */
+static __global__ void minmax_kernel(long long *out, int64_t a, int64_t b)
+{
+    out[0] = min(a, b) + max((int)threadIdx.x, 3) + (long long)max(2.5, 1.0) +
+             (long long)min(0.5f, 7.0f) + (long long)max((size_t)4, (size_t)9) + min(5u, 6u);
+}
+
+MG_TEST(emu_min_max)
+{
+    long long *d = emu_device<long long>(t, 1), h = 0;
+    MGK_LAUNCH(minmax_kernel, 1, 1, 0, 0, d, (int64_t)-7, (int64_t)11);
+    cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
+    MG_CHECK_EQ_INT(t, h, -7 + 3 + 2 + 0 + 9 + 5);
+    cudaFree(d);
+}
