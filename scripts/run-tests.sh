@@ -3,26 +3,30 @@
 #   1. C unit tests      (build/test-unit)
 #   2. the same in a minimal build (make test-minimal: build-min/, every optional dependency
 #      off; skipped with the unit tests too)
-#   3. CLI golden tests  (tests/cli/run.sh)
-#   4. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; fails without clang)
-#   5. interop tests     (pytest -rs in the Python test environment of scripts/setup.sh; a
+#   3. CUDA kernels on the host execution path (build/test-cuda-emu, docs/CUDA_EMU.md; fails
+#      when it could not be built, e.g. without NVIDIA's CUDA headers)
+#   4. CLI golden tests  (tests/cli/run.sh)
+#   5. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; fails without clang)
+#   6. interop tests     (pytest -rs in the Python test environment of scripts/setup.sh; a
 #      skip not named in tests/interop/expected-skips.txt fails it)
 # A suite that cannot run fails; nothing is skipped unless the caller asks.
-# Environment: MG_BIN (tools dir, default bin), MG_UNIT (unit test binary), MG_VOCAB_DIR
-# (test vocabularies, default build/vocab, unpacked from tests/data/vocab.tar.zst),
-# MG_SKIP_UNIT=1 / MG_SKIP_MINIMAL=1 / MG_SKIP_CLI=1 / MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1
-# leave a suite out (and say so).
+# Environment: MG_BIN (tools dir, default bin), MG_UNIT (unit test binary), MG_CUDA_EMU (the
+# emulated CUDA suite's binary), MG_VOCAB_DIR (test vocabularies, default build/vocab,
+# unpacked from tests/data/vocab.tar.zst), MG_SKIP_UNIT=1 / MG_SKIP_MINIMAL=1 /
+# MG_SKIP_CUDA_EMU=1 / MG_SKIP_CLI=1 / MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1 leave a suite out
+# (and say so).
 set -u
 cd "$(dirname "$0")/.."
 export MG_BIN=${MG_BIN:-bin}
 unit=${MG_UNIT:-build/test-unit}
+cuda_emu=${MG_CUDA_EMU:-build/test-cuda-emu}
 if [ -z "${MG_VOCAB_DIR:-}" ]; then
   scripts/unpack-vocab.sh build/vocab || exit 1
   export MG_VOCAB_DIR=$PWD/build/vocab
 fi
 failed=() left_out=()
-for s in UNIT MINIMAL CLI FUZZ INTEROP; do
-  v=MG_SKIP_$s; [ "${!v:-0}" = 1 ] && left_out+=("$(echo "$s" | tr A-Z a-z)")
+for s in UNIT MINIMAL CUDA_EMU CLI FUZZ INTEROP; do
+  v=MG_SKIP_$s; [ "${!v:-0}" = 1 ] && left_out+=("$(echo "$s" | tr A-Z_ a-z-)")
 done
 
 if [ "${MG_SKIP_UNIT:-0}" != 1 ]; then
@@ -35,6 +39,16 @@ if [ "${MG_SKIP_UNIT:-0}" != 1 ] && [ "${MG_SKIP_MINIMAL:-0}" != 1 ]; then
   # a make of its own: not the caller's job server or command-line variables
   env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -j"$(nproc)" test-minimal ||
     failed+=(minimal)
+fi
+
+if [ "${MG_SKIP_CUDA_EMU:-0}" != 1 ]; then
+  echo "== CUDA kernels on the host execution path (three thread orders)"
+  if [ -x "$cuda_emu" ]; then
+    "$cuda_emu" || failed+=(cuda-emu)
+  else
+    echo "cannot run: $cuda_emu was not built (NVIDIA's CUDA headers missing? docs/CUDA_EMU.md)"
+    failed+=(cuda-emu)
+  fi
 fi
 
 if [ "${MG_SKIP_CLI:-0}" != 1 ]; then
