@@ -148,7 +148,7 @@ test-cli: all vocab
 	tests/cli/run.sh
 
 test-interop: all $(TEST_TOOLS) vocab
-	MG_SKIP_FUZZ=1 MG_SKIP_UNIT=1 MG_SKIP_CLI=1 scripts/run-tests.sh
+	MG_SKIP_FUZZ=1 MG_SKIP_UNIT=1 MG_SKIP_CLI=1 MG_SKIP_CUDA_EMU=1 scripts/run-tests.sh
 
 asan: vocab
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin \
