@@ -76,6 +76,7 @@ static mg_status read_line(vm *m, const char **s, size_t *n)
 static mg_status push(vm *m, mg_pk_obj *o)
 {
     if (!o) return MG_ERR_NOMEM;
+    if (!o->at) o->at = m->op_pos;
     if (m->sp == m->scap) {
         size_t cap = m->scap ? m->scap * 2 : 64;
         mg_pk_obj **s = mg_realloc(m->stack, cap * sizeof(*s));
