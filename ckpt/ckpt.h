@@ -74,7 +74,14 @@ struct ck_source {
 /* Loaders. opts supplies --true-vocab-size and --drop-optimizer-state. */
 mg_status ck_hf_open(ck_source **s, const char *dir, const ck_opts *o);
 mg_status ck_mg_open(ck_source **s, const char *dir, const ck_opts *o);
-/* Picks the loader (o->loader, or auto: config.json / latest_checkpointed_iteration.txt). */
+/* Megatron `torch_dist` (td_load.c): iterpath is the iteration folder (what names it in
+ * the format line); ck_td_is says whether a folder holds one (metadata.json). */
+mg_status ck_td_open(ck_source **s, const char *iterpath, const char *what, const ck_opts *o);
+int ck_td_is(const char *iterpath);
+/* The tracker file of a Megatron checkpoint: its folder name ("release", "iter_%07d"). */
+mg_status ck_read_tracker(const char *dir, char *iterdir, size_t cap, int64_t *iter);
+/* Picks the loader (o->loader, or auto: config.json / latest_checkpointed_iteration.txt /
+ * metadata.json); a Megatron folder holding torch_dist goes to ck_td_open. */
 mg_status ck_source_open(ck_source **s, const char *dir, const ck_opts *o, int loader);
 /* For loaders: a zeroed source owning a zeroed implementation struct of impl_size bytes
  * (s->impl), its model description initialised; NULL when out of memory. */

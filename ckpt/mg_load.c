@@ -113,7 +113,7 @@ static void mg_close(ck_source *s)
     free(h);
 }
 
-static mg_status read_tracker(const char *dir, char *iterdir, size_t cap, int64_t *iter)
+mg_status ck_read_tracker(const char *dir, char *iterdir, size_t cap, int64_t *iter)
 {
     char path[4096], *text = NULL;
     size_t len = 0;
@@ -468,7 +468,7 @@ static mg_status load_all(ck_source *s, mg_impl *h, const char *dir, const ck_op
 {
     char iterdir[64];
     int64_t iter = 0;
-    MG_FORWARD(read_tracker(dir, iterdir, sizeof iterdir, &iter));
+    MG_FORWARD(ck_read_tracker(dir, iterdir, sizeof iterdir, &iter));
     snprintf(s->format, sizeof s->format, "megatron torch (%s)", iterdir);
     h->names = mg_pk_graph_create();
     if (!h->names) return MG_ERR_NOMEM;
