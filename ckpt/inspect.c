@@ -14,6 +14,7 @@
 
 #include "ckpt.h"
 #include "hf_bin.h"
+#include "mg/dcp.h"
 #include "mg/file.h"
 #include "mg/safetensors.h"
 #include "mg/torchfile.h"
@@ -223,11 +224,38 @@ static void iter_dir(const char *dir, char *iterdir, size_t cap)
     free(text);
 }
 
+/* torch_dist: every key of the .metadata with its global shape and chunk count. */
+static void list_td(report *rp, const char *iterdir, const char *path)
+{
+    mg_dcp_dir *d = NULL;
+    if (mg_dcp_dir_open(&d, path) != MG_OK) {
+        problem(rp, mg_last_error());
+        return;
+    }
+    const mg_dcp_meta *m = mg_dcp_dir_meta(d);
+    for (size_t i = 0; i < m->nitems; i++) {
+        const mg_dcp_item *it = &m->items[i];
+        char desc[160], shp[96];
+        uint64_t bytes = it->is_bytes ? it->chunks[0].length
+                                      : (uint64_t)mg_dcp_volume(it->ndim, it->size) * mg_tdtype_size(it->dtype);
+        shape_str(shp, sizeof shp, it->ndim, it->size);
+        if (it->is_bytes) snprintf(desc, sizeof desc, "bytes -");
+        else snprintf(desc, sizeof desc, "%s %s %zu chunk%s", shp, mg_tdtype_name(it->dtype),
+                      it->nchunks, it->nchunks == 1 ? "" : "s");
+        add_row(rp, iterdir, it->key, desc, bytes);
+    }
+    mg_dcp_dir_close(d);
+}
+
 static void list_megatron(report *rp, const char *dir)
 {
     char path[4096], iterdir[64];
     iter_dir(dir, iterdir, sizeof iterdir);
     snprintf(path, sizeof path, "%s/%s", dir, iterdir);
+    if (ck_td_is(path)) {
+        list_td(rp, iterdir, path);
+        return;
+    }
     DIR *d = opendir(path);
     char *names[4096];
     size_t n = 0;
