@@ -18,6 +18,7 @@
 #include "mg/model.h"
 #include "mg/pickle.h"
 #include "mg/schema.h"
+#include "mg/torchfile.h"
 
 enum { CK_AUTO = 0, CK_HF = 1, CK_MEGATRON = 2 };
 
@@ -204,6 +205,29 @@ typedef struct ck_progress ck_progress;
 mg_status ck_progress_create(ck_progress **p, uint64_t total_bytes, int quiet);
 void ck_progress_add(ck_progress *p, uint64_t tensors, uint64_t bytes);
 void ck_progress_free(ck_progress *p);
+
+/* Streaming of one file's planned tensors into a torch.save writer (stream.c). */
+typedef struct {
+    const ck_file *f;
+    mg_pk_obj **pk;          /* per planned tensor of f: its pickled tensor (NULL for None) */
+    size_t cur;              /* index of the tensor being written */
+    ck_reader rd;
+    ck_progress *prog;
+    const ck_source *s;
+    const ck_tensor *done_t; /* a tensor whose last byte the last direct piece was, or NULL:
+                                released at the next call, once the writer has read it */
+    struct iovec *iov;       /* CK_IOV_MAX pieces handed to the writer by gather */
+    int niov;                /* of them, still to release at the next call */
+} ck_stream;
+
+/* Allocates c->pk (zeroed, f->n entries, for the caller to fill) and the piece list. */
+mg_status ck_stream_init(ck_stream *c, const ck_file *f, const ck_source *s, ck_progress *prog,
+                         int threads);
+/* Save options whose callbacks read the planned tensors of c (archive_name as given). */
+void ck_stream_opts(ck_stream *c, mg_torch_save_opts *so, const char *archive_name);
+/* Releases what the last callback left and frees the stream (after init, even failed). */
+void ck_stream_end(ck_stream *c);
+
 /* Writes every file of p under root (in parallel); Megatron or HF by p's files. */
 mg_status ck_write_megatron(const ck_plan *p, const ck_source *s, const char *root,
                             const ck_opts *o, ck_progress *prog);
