@@ -30,6 +30,7 @@ typedef struct {
     int64_t divisible_by;        /* 0: 128 */
     int64_t true_vocab;          /* 0: unknown */
     int te;                      /* 1 TransformerEngine names, 0 local */
+    int torch_dist;              /* --ckpt-format torch_dist (Megatron saver) */
     int64_t iteration;           /* -1: release */
     uint64_t max_shard;
     int drop_optim, verify, quiet, help, version;
@@ -79,6 +80,9 @@ mg_status ck_mg_open(ck_source **s, const char *dir, const ck_opts *o);
  * the format line); ck_td_is says whether a folder holds one (metadata.json). */
 mg_status ck_td_open(ck_source **s, const char *iterpath, const char *what, const ck_opts *o);
 int ck_td_is(const char *iterpath);
+/* The torch_dist key of p in `names` at its global layer; stacked: "decoder.layers.X" (the
+ * layer is the first axis of the global tensor), else "decoder.layers.N.X". */
+void ck_td_key(const mg_param *p, mg_names names, int stacked, char *buf, size_t cap);
 /* The tracker file of a Megatron checkpoint: its folder name ("release", "iter_%07d"). */
 mg_status ck_read_tracker(const char *dir, char *iterdir, size_t cap, int64_t *iter);
 /* Picks the loader (o->loader, or auto: config.json / latest_checkpointed_iteration.txt /
@@ -120,6 +124,7 @@ typedef struct {
     int64_t grows, gcols;   /* gathered block; the tensor is it, or its transpose */
     int transpose;
     int none;               /* Megatron `_extra_state` = None: no data */
+    size_t item, chunk;     /* torch_dist: the chunk of the plan's mg_dcp_meta it is */
     ck_run *runs;
     size_t nruns, cap;
 } ck_tensor;
@@ -139,6 +144,8 @@ typedef struct {
     char iterdir[32];       /* Megatron: "release" or "iter_%07d" */
     uint64_t bytes;
     size_t ntensors;
+    void *fmt;              /* format-specific plan (torch_dist: the mg_dcp_meta), or NULL */
+    void (*fmt_free)(void *fmt);
 } ck_plan;
 
 mg_status ck_plan_target(mg_model_desc *t, const ck_source *s, const ck_opts *o);
@@ -152,6 +159,9 @@ void ck_sum_plan(ck_plan *p);
 char *ck_dupstr(const char *s);
 mg_status ck_plan_megatron(ck_plan *p, const ck_source *s, const ck_opts *o);
 mg_status ck_plan_hf(ck_plan *p, const ck_source *s, const ck_opts *o);
+/* torch_dist (td_save.c): files are the data files, tensors their chunks (one per layer of
+ * a stacked key, one per other key); p->fmt is the .metadata to complete while writing. */
+mg_status ck_plan_torch_dist(ck_plan *p, const ck_source *s, const ck_opts *o);
 void ck_plan_free(ck_plan *p);
 uint64_t ck_tensor_bytes(const ck_tensor *t);
 /* Materialises t from s into buf (ck_tensor_bytes(t) bytes); scratch is grown as needed. */
@@ -228,11 +238,27 @@ void ck_stream_opts(ck_stream *c, mg_torch_save_opts *so, const char *archive_na
 /* Releases what the last callback left and frees the stream (after init, even failed). */
 void ck_stream_end(ck_stream *c);
 
+/* What a saver's file workers share (ck_parallel's ctx). */
+typedef struct {
+    const ck_plan *pl;
+    const ck_source *s;
+    const char *root;
+    ck_progress *prog;
+    int threads;    /* per file (ck_threads_per_file) */
+} ck_write_ctx;
+
 /* Writes every file of p under root (in parallel); Megatron or HF by p's files. */
 mg_status ck_write_megatron(const ck_plan *p, const ck_source *s, const char *root,
                             const ck_opts *o, ck_progress *prog);
 mg_status ck_write_hf(const ck_plan *p, const ck_source *s, const char *root, const ck_opts *o,
                       ck_progress *prog);
+mg_status ck_write_torch_dist(const ck_plan *p, const ck_source *s, const char *root,
+                              const ck_opts *o, ck_progress *prog);
+/* The args Namespace a Megatron saver writes for plan p (in g). */
+mg_status ck_megatron_args(const ck_plan *p, const ck_source *s, const ck_opts *o,
+                           mg_pk_graph *g, mg_pk_obj **args);
+/* The tracker file under root ("release" or the iteration). */
+mg_status ck_write_tracker(const char *root, const ck_opts *o);
 /* mkdir -p of path's parent directories (path itself is a file). */
 mg_status ck_mkdirs_for(const char *path);
 /* Writes a small file atomically. */

@@ -100,6 +100,28 @@ static mg_status save_file(void *ctx, size_t i)
     return st;
 }
 
+mg_status ck_megatron_args(const ck_plan *pl, const ck_source *s, const ck_opts *o,
+                           mg_pk_graph *g, mg_pk_obj **args)
+{
+    mg_pk_obj *ours = NULL;
+    MG_FORWARD(mg_model_to_args(&pl->m, g, &ours));
+    if (s->vocab_unknown) /* the rows kept are padded ones: V stays unknown */
+        MG_FORWARD(mg_pk_set(g, ours, "vocab_size", mg_pk_none(g)));
+    mg_pk_obj *impl = mg_pk_str(g, o->te ? "transformer_engine" : "local");
+    if (!impl) return MG_ERR_NOMEM;
+    MG_FORWARD(mg_pk_set(g, ours, "transformer_impl", impl)); /* the spec the names follow */
+    return merged_args(g, s->args, ours, args);
+}
+
+mg_status ck_write_tracker(const char *root, const ck_opts *o)
+{
+    char path[4096], text[32];
+    snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", root);
+    if (o->iteration >= 0) snprintf(text, sizeof text, "%lld", (long long)o->iteration);
+    else snprintf(text, sizeof text, "release");
+    return ck_write_small(path, text, strlen(text));
+}
+
 mg_status ck_write_megatron(const ck_plan *pl, const ck_source *s, const char *root,
                             const ck_opts *o, ck_progress *prog)
 {
@@ -107,27 +129,14 @@ mg_status ck_write_megatron(const ck_plan *pl, const ck_source *s, const char *r
     if (!g) return MG_ERR_NOMEM;
     save_ctx x = {pl, s, root, NULL, prog, o->iteration >= 0 ? o->iteration : 0,
                   ck_threads_per_file(pl->nfiles, o->workers)};
-    mg_pk_obj *ours = NULL;
-    mg_status st = mg_model_to_args(&pl->m, g, &ours);
-    if (st == MG_OK && s->vocab_unknown) /* the rows kept are padded ones: V stays unknown */
-        st = mg_pk_set(g, ours, "vocab_size", mg_pk_none(g));
-    mg_pk_obj *impl = mg_pk_str(g, o->te ? "transformer_engine" : "local");
-    if (st == MG_OK) /* the spec the names follow, as Megatron's saver records it */
-        st = impl ? mg_pk_set(g, ours, "transformer_impl", impl) : MG_ERR_NOMEM;
-    if (st == MG_OK) st = merged_args(g, s->args, ours, &x.args);
+    mg_status st = ck_megatron_args(pl, s, o, g, &x.args);
     for (size_t i = 0; i < pl->nfiles && st == MG_OK; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", root, pl->files[i].path);
         st = ck_mkdirs_for(path);
     }
     if (st == MG_OK) st = ck_parallel(pl->nfiles, o->workers, save_file, &x);
-    if (st == MG_OK) {
-        char path[4096], text[32];
-        snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", root);
-        if (o->iteration >= 0) snprintf(text, sizeof text, "%lld", (long long)o->iteration);
-        else snprintf(text, sizeof text, "release");
-        st = ck_write_small(path, text, strlen(text));
-    }
+    if (st == MG_OK) st = ck_write_tracker(root, o);
     mg_pk_graph_free(g);
     return st;
 }

@@ -63,6 +63,7 @@ static int with_value(ck_opts *o, const char *f, const char *v)
     static const char *const loaders[] = {"auto", "hf", "megatron", "core", "mcore"};
     static const char *const savers[] = {"megatron", "hf", "core", "mcore"};
     static const char *const impls[] = {"transformer_engine", "local"};
+    static const char *const formats[] = {"torch", "torch_dist"};
     if (!strcmp(f, "--load-dir")) o->load_dir = v;
     else if (!strcmp(f, "--save-dir")) o->save_dir = v;
     else if (!strcmp(f, "--inspect")) o->inspect_dir = v;
@@ -77,6 +78,7 @@ static int with_value(ck_opts *o, const char *f, const char *v)
     else if (!strcmp(f, "--make-vocab-size-divisible-by")) o->divisible_by = num(f, v, 1, 1 << 20);
     else if (!strcmp(f, "--true-vocab-size")) o->true_vocab = num(f, v, 1, INT64_C(1) << 40);
     else if (!strcmp(f, "--transformer-impl")) o->te = choice(f, v, impls, 2) == 0;
+    else if (!strcmp(f, "--ckpt-format")) o->torch_dist = choice(f, v, formats, 2) == 1;
     else if (!strcmp(f, "--iteration")) o->iteration = num(f, v, 0, INT64_C(1) << 40);
     else if (!strcmp(f, "--max-shard-size")) o->max_shard = size_arg(f, v);
     else if (!strcmp(f, "--workers")) o->workers = (int)num(f, v, 1, 1024);
@@ -106,6 +108,8 @@ static void check(const ck_opts *o)
     if (!o->save_dir) mg_usage_error("--save-dir is required");
     if (o->saver == CK_HF && (o->tp != 1 || o->pp != 1))
         mg_usage_error("--saver hf writes one unsplit model: --target-tensor/pipeline-parallel-size must be 1");
+    if (o->saver == CK_HF && o->torch_dist)
+        mg_usage_error("--ckpt-format torch_dist is a Megatron format: it needs --saver megatron");
     if ((o->pp_first || o->pp_last) && o->pp < 2)
         mg_usage_error("uneven pipeline stages need --target-pipeline-parallel-size > 1");
 }

@@ -187,8 +187,7 @@ static mg_status read_args(ck_source *s, td_impl *h, const mg_pk_obj *common, co
     return MG_OK;
 }
 
-/* The Megatron name of p in `names` at global layer; stacked: without the layer number. */
-static void key_of(const mg_param *p, mg_names names, int stacked, char *buf, size_t cap)
+void ck_td_key(const mg_param *p, mg_names names, int stacked, char *buf, size_t cap)
 {
     mg_schema_mcore_name(p, names, p->layer, buf, cap);
     char *l = p->layer >= 0 ? strstr(buf, "layers.") : NULL;
@@ -204,11 +203,11 @@ static const mg_dcp_item *find_key(const td_impl *h, const mg_param *p, int *sta
     for (int st = 1; st >= 0; st--)
         for (int i = 0; i < 2; i++) {
             if (st && p->layer < 0) continue;
-            key_of(p, order[i], st, name, cap);
+            ck_td_key(p, order[i], st, name, cap);
             const mg_dcp_item *it = mg_dcp_find(mg_dcp_dir_meta(h->d), name);
             if (it) return *stacked = st, it;
         }
-    key_of(p, MG_NAMES_TE, p->layer >= 0, name, cap);
+    ck_td_key(p, MG_NAMES_TE, p->layer >= 0, name, cap);
     return NULL;
 }
 

@@ -3,7 +3,7 @@ megatron-core's writer starts processes, so the work happens under `if __name__ 
 in a process of its own).
 
   save FAMILY DIR [uneven]   a tiny GPT-2- or Llama-style GPTModel (local spec, seeded random
-                             weights, CPU) saved with dist_checkpointing.save into
+                             weights, zero vocabulary padding rows, CPU) saved with dist_checkpointing.save into
                              DIR/iter_0000003 (+ Megatron's tracker file); its common state
                              holds args, iteration and checkpoint_version as Megatron's
                              save_checkpoint writes them. DIR/reference.pt: the model's
@@ -12,8 +12,14 @@ in a process of its own).
                              uneven chunks along every axis (what other layouts and several
                              ranks produce), over 3 writer files.
   load DIR OUT               builds the GPTModel of DIR's args and loads DIR with
-                             dist_checkpointing.load (StrictHandling.RAISE_ALL: a missing or
-                             unexpected key fails); OUT: its state_dict.
+                             dist_checkpointing.load: a key the model asks for that DIR lacks
+                             fails the load, and so (checked here) does a key of DIR's
+                             .metadata that the model does not ask for; OUT: its state_dict.
+                             (The strictness options that make megatron-core check unexpected
+                             keys itself call load_tensors_metadata, which hands
+                             TensorProperties.__dict__ to torch.empty: with torch 2.15 that
+                             dict has `strides` and torch.empty refuses it, for megatron-core's
+                             own checkpoints too; so the default ASSUME_OK_UNEXPECTED is used.)
 
 CPU stand-ins (megatron-core 0.16.1 assumes CUDA in a few places, none about the data):
 a gloo world of 1, the inference RNG tracker, torch.cuda.current_device/synchronize returning
@@ -129,6 +135,8 @@ def save(family, root, mode):
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
             p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+            if p.shape[0] == args.padded_vocab_size:  # vocabulary padding rows: zero, as converted
+                p[args.vocab_size:] = 0
     sd = model.sharded_state_dict() if mode != "uneven" else uneven(flat_sharded(model))
     state = {"model": sd, "args": args, "iteration": ITERATION, "checkpoint_version": 3.0}
     ckpt = os.path.join(root, f"iter_{ITERATION:07d}")
@@ -146,16 +154,33 @@ def save(family, root, mode):
                 "ids": ids, "logits": logits[..., :args.vocab_size]}, os.path.join(root, "reference.pt"))
 
 
+def requested_keys(sharded):
+    from megatron.core.dist_checkpointing import ShardedObject, ShardedTensor
+    from megatron.core.dist_checkpointing.dict_utils import nested_values
+    from megatron.core.dist_checkpointing.mapping import ShardedTensorFactory
+    keys = set()
+    for v in nested_values(sharded):
+        if isinstance(v, ShardedObject):
+            keys.add(v.unique_key)
+        elif isinstance(v, (ShardedTensor, ShardedTensorFactory)):  # factory: SwiGLU fc1
+            keys.add(v.key)
+    return keys
+
+
 def load(ckpt_root, out):
     from megatron.core import dist_checkpointing
-    from megatron.core.dist_checkpointing.validation import StrictHandling
+    from torch.distributed.checkpoint import FileSystemReader
     setup()
     with open(os.path.join(ckpt_root, "latest_checkpointed_iteration.txt")) as f:
         it = f.read().strip()
     ckpt = os.path.join(ckpt_root, "release" if it == "release" else f"iter_{int(it):07d}")
     common = dist_checkpointing.load_common_state_dict(ckpt)
     model = build(common["args"])
-    state = dist_checkpointing.load({"model": model.sharded_state_dict()}, ckpt, strict=StrictHandling.RAISE_ALL)
+    sharded = {"model": model.sharded_state_dict()}
+    stored = set(FileSystemReader(ckpt).read_metadata().state_dict_metadata)
+    if stored - requested_keys(sharded) - {"common_state/shard_0_1"}:
+        sys.exit(f"unexpected keys in {ckpt}: {sorted(stored - requested_keys(sharded))}")
+    state = dist_checkpointing.load(sharded, ckpt)
     model.load_state_dict(state["model"], strict=True)
     torch.save({k: v for k, v in model.state_dict().items() if "_extra_state" not in k}, out)
 

@@ -12,9 +12,15 @@ Checked:
      whatever the chunking (the uneven checkpoint gives the same bytes), whatever pickle
      protocol the .metadata was written with (2, 4, 5), with the common state in common.pt or
      in the newer `common_state/shard_0_1` byte object.
-  2. torch_dist -> torch TP=2 PP=2 (--verify) -> HF equals torch_dist -> HF bit for bit.
-  3. --inspect lists the keys (stacked, global shapes) and finds no problem.
-  4. Bad input (a truncated data file, a .metadata naming a missing file or an offset past the
+  2. torch_dist -> torch TP=2 PP=2 (--verify) -> HF equals torch_dist -> HF bit for bit, and
+     -> torch_dist again (mg-convert's writer) loads into megatron-core's GPTModel with the
+     original weights bit for bit.
+  3. mg-convert's torch_dist output (--ckpt-format torch_dist, --verify): megatron-core's
+     dist_checkpointing.load loads it into the GPTModel of its args (every key the model asks
+     for present, no other key) with identical weights; the data is spread over --workers
+     files; HF -> torch_dist -> HF is bit-identical for GPT-2, Llama and Qwen2.
+  4. --inspect lists the keys (stacked, global shapes) and finds no problem.
+  5. Bad input (a truncated data file, a .metadata naming a missing file or an offset past the
      end, chunks that overlap or leave a hole, an unknown class in .metadata): exit 1, the
      message names the file and the offset, nothing is written.
 """
@@ -29,7 +35,7 @@ import pytest
 import torch
 import transformers
 
-from test_convert import assert_same_tensors, mg_convert, read_hf, to_hf, to_megatron
+from test_convert import assert_same_tensors, hf_source, mg_convert, read_hf, to_hf, to_megatron  # noqa: F401
 
 HELPER = Path(__file__).with_name("mcore_torch_dist.py")
 ITER = "iter_0000003"
@@ -54,6 +60,17 @@ def mcore_ckpt(tmp_path_factory):
         return cache[family, mode]
 
     return get
+
+
+def to_torch_dist(src, dst, *extra):
+    return to_megatron(src, dst, 1, 1, "--ckpt-format", "torch_dist", "--transformer-impl", "local", *extra)
+
+
+def mcore_loaded(ckpt, tmp_path):
+    """The state_dict megatron-core's GPTModel has after dist_checkpointing.load of ckpt."""
+    out = tmp_path / "loaded.pt"
+    run_helper("load", ckpt, out)
+    return torch.load(out, weights_only=True)
 
 
 def reference(ckpt):
@@ -153,10 +170,35 @@ def test_torch_tp2pp2_round_trip(family, mcore_ckpt, tmp_path):
         ["mp_rank_00_000", "mp_rank_00_001", "mp_rank_01_000", "mp_rank_01_001"]
     assert_same_tensors(read_hf(to_hf(mg, tmp_path / "back")), read_hf(to_hf(ckpt, tmp_path / "direct")),
                         f"{family} torch_dist -> TP2PP2 -> HF")
+    td = to_torch_dist(mg, tmp_path / "td", "--verify")
+    assert_same_tensors(mcore_loaded(td, tmp_path), reference(ckpt)["state_dict"],
+                        f"{family} torch_dist -> TP2PP2 -> torch_dist, loaded by megatron-core")
 
 
 # --------------------------------------------------------------------------------------------
-# 3. --inspect
+# 3. writing torch_dist
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_mcore_loads_written_torch_dist(family, mcore_ckpt, tmp_path):
+    ckpt = mcore_ckpt(family, "uneven")
+    td = to_torch_dist(ckpt, tmp_path / "td", "--verify", "--workers", 3, "--iteration", 9)
+    files = sorted(p.name for p in (td / "iter_0000009").iterdir())
+    assert files == [".metadata", "__0_0.distcp", "__0_1.distcp", "__0_2.distcp", "common.pt",
+                     "metadata.json"], files
+    assert (td / "latest_checkpointed_iteration.txt").read_text() == "9"
+    assert_same_tensors(mcore_loaded(td, tmp_path), reference(ckpt)["state_dict"],
+                        f"{family} mg-convert torch_dist loaded by megatron-core")
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "qwen2"])
+def test_hf_round_trip_through_torch_dist(family, hf_source, tmp_path):
+    src = hf_source(family)
+    td = to_megatron(src, tmp_path / "td", 1, 1, "--ckpt-format", "torch_dist", "--verify")
+    assert_same_tensors(read_hf(to_hf(td, tmp_path / "hf")), read_hf(src), f"{family} HF -> torch_dist -> HF")
+
+
+# --------------------------------------------------------------------------------------------
+# 4. --inspect
 
 def test_inspect(mcore_ckpt):
     p = mg_convert("--inspect", mcore_ckpt("llama"))
@@ -167,7 +209,7 @@ def test_inspect(mcore_ckpt):
 
 
 # --------------------------------------------------------------------------------------------
-# 4. bad input
+# 5. bad input
 
 def first_entry(md, pred):
     return next(k for k in md.storage_data if pred(k))
