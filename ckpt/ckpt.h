@@ -77,12 +77,8 @@ struct ck_source {
 mg_status ck_hf_open(ck_source **s, const char *dir, const ck_opts *o);
 mg_status ck_mg_open(ck_source **s, const char *dir, const ck_opts *o);
 /* Megatron `torch_dist` (td_load.c): iterpath is the iteration folder (what names it in
- * the format line); ck_td_is says whether a folder holds one (metadata.json). */
+ * the format line); mg_mcore_dist_is (mg/mcore_dist.h) says whether a folder holds one. */
 mg_status ck_td_open(ck_source **s, const char *iterpath, const char *what, const ck_opts *o);
-int ck_td_is(const char *iterpath);
-/* The torch_dist key of p in `names` at its global layer; stacked: "decoder.layers.X" (the
- * layer is the first axis of the global tensor), else "decoder.layers.N.X". */
-void ck_td_key(const mg_param *p, mg_names names, int stacked, char *buf, size_t cap);
 /* The tracker file of a Megatron checkpoint: its folder name ("release", "iter_%07d"). */
 mg_status ck_read_tracker(const char *dir, char *iterdir, size_t cap, int64_t *iter);
 /* Picks the loader (o->loader, or auto: config.json / latest_checkpointed_iteration.txt /

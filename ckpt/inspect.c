@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "ckpt.h"
+#include "mg/mcore_dist.h"
 #include "hf_bin.h"
 #include "mg/dcp.h"
 #include "mg/file.h"
@@ -252,7 +253,7 @@ static void list_megatron(report *rp, const char *dir)
     char path[4096], iterdir[64];
     iter_dir(dir, iterdir, sizeof iterdir);
     snprintf(path, sizeof path, "%s/%s", dir, iterdir);
-    if (ck_td_is(path)) {
+    if (mg_mcore_dist_is(path)) {
         list_td(rp, iterdir, path);
         return;
     }

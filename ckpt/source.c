@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "ckpt.h"
+#include "mg/mcore_dist.h"
 #include "mg/dtype_convert.h"
 #include "mg/file.h"
 
@@ -29,11 +30,11 @@ static mg_status open_megatron(ck_source **s, const char *dir, const ck_opts *o)
 {
     char path[4200], iterdir[64];
     int64_t iter = 0;
-    if (ck_td_is(dir)) return ck_td_open(s, dir, dir, o);
+    if (mg_mcore_dist_is(dir)) return ck_td_open(s, dir, dir, o);
     if (exists(dir, "latest_checkpointed_iteration.txt")) {
         MG_FORWARD(ck_read_tracker(dir, iterdir, sizeof iterdir, &iter));
         snprintf(path, sizeof path, "%s/%s", dir, iterdir);
-        if (ck_td_is(path)) return ck_td_open(s, path, iterdir, o);
+        if (mg_mcore_dist_is(path)) return ck_td_open(s, path, iterdir, o);
     }
     return ck_mg_open(s, dir, o);
 }

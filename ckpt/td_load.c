@@ -20,6 +20,7 @@
 #include "ckpt.h"
 #include "mg/dcp.h"
 #include "mg/file.h"
+#include "mg/mcore_dist.h"
 #include "mg/torchfile.h"
 
 typedef struct {
@@ -41,13 +42,6 @@ static int is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-int ck_td_is(const char *iterpath)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/metadata.json", iterpath);
-    return is_file(path);
 }
 
 /* ---- locating ---- */
@@ -121,26 +115,6 @@ static void td_close(ck_source *s)
 
 /* ---- opening ---- */
 
-/* metadata.json must name the torch_dist backend. */
-static mg_status check_backend(const char *dir)
-{
-    char path[4200], *text = NULL;
-    size_t len = 0;
-    snprintf(path, sizeof path, "%s/metadata.json", dir);
-    MG_FORWARD(mg_read_file(path, &text, &len));
-    const char *k = strstr(text, "\"sharded_backend\"");
-    const char *v = k ? k + strlen("\"sharded_backend\"") : NULL;
-    while (v && (*v == ' ' || *v == ':' || *v == '\t' || *v == '\n')) v++;
-    mg_status st = MG_OK;
-    if (!v || *v != '"')
-        st = mg_error_set(MG_ERR_FORMAT, "%s: no \"sharded_backend\" string", path);
-    else if (strncmp(v, "\"torch_dist\"", 12) != 0)
-        st = mg_error_set(MG_ERR_UNSUPPORTED, "not supported yet: sharded_backend %.40s (%s; "
-                          "only torch_dist is read)", v, path);
-    free(text);
-    return st;
-}
-
 /* common.pt when present, else the common_state byte object: a dict (in a 1-list there). */
 static mg_status open_common(td_impl *h, const mg_pk_obj **root)
 {
@@ -187,30 +161,6 @@ static mg_status read_args(ck_source *s, td_impl *h, const mg_pk_obj *common, co
     return MG_OK;
 }
 
-void ck_td_key(const mg_param *p, mg_names names, int stacked, char *buf, size_t cap)
-{
-    mg_schema_mcore_name(p, names, p->layer, buf, cap);
-    char *l = p->layer >= 0 ? strstr(buf, "layers.") : NULL;
-    if (!stacked || !l) return;
-    char *num = l + 7, *dot = strchr(num, '.');
-    if (dot) memmove(num, dot + 1, strlen(dot + 1) + 1);
-}
-
-static const mg_dcp_item *find_key(const td_impl *h, const mg_param *p, int *stacked, char *name,
-                                   size_t cap)
-{
-    static const mg_names order[] = {MG_NAMES_TE, MG_NAMES_LOCAL};
-    for (int st = 1; st >= 0; st--)
-        for (int i = 0; i < 2; i++) {
-            if (st && p->layer < 0) continue;
-            ck_td_key(p, order[i], st, name, cap);
-            const mg_dcp_item *it = mg_dcp_find(mg_dcp_dir_meta(h->d), name);
-            if (it) return *stacked = st, it;
-        }
-    ck_td_key(p, MG_NAMES_TE, p->layer >= 0, name, cap);
-    return NULL;
-}
-
 static mg_status check_shape(const ck_source *s, const mg_param *p, const mg_dcp_item *it,
                              int stacked)
 {
@@ -234,7 +184,7 @@ static mg_status bind(ck_source *s, td_impl *h, size_t pi)
     binding *b = &h->b[pi];
     char name[512];
     int stacked = 0;
-    b->it = find_key(h, p, &stacked, name, sizeof name);
+    b->it = mg_mcore_dist_find(mg_dcp_dir_meta(h->d), p, &stacked, name, sizeof name);
     MG_RETURN_IF(!b->it, MG_ERR_FORMAT, "%s/.metadata: tensor %s is missing", h->dir, name);
     MG_FORWARD(check_shape(s, p, b->it, stacked));
     h->used[b->it - mg_dcp_dir_meta(h->d)->items] = 1;
@@ -302,7 +252,7 @@ static mg_status load_all(ck_source *s, td_impl *h, const char *iterpath, const 
 {
     snprintf(h->dir, sizeof h->dir, "%s", iterpath);
     snprintf(s->format, sizeof s->format, "megatron torch_dist (%s)", what);
-    MG_FORWARD(check_backend(iterpath));
+    MG_FORWARD(mg_mcore_dist_check(iterpath));
     MG_FORWARD(mg_dcp_dir_open(&h->d, iterpath));
     const mg_pk_obj *common = NULL;
     MG_FORWARD(open_common(h, &common));

@@ -22,11 +22,9 @@
 #include "ckpt.h"
 #include "mg/dcp.h"
 #include "mg/file.h"
+#include "mg/mcore_dist.h"
 
 #define MAX_FILES 8
-
-static const char *const extra_mods[] = {"self_attention.linear_qkv", "self_attention.linear_proj",
-                                         "mlp.linear_fc1", "mlp.linear_fc2"};
 
 static size_t file_count(const ck_opts *o, size_t nparams)
 {
@@ -72,7 +70,7 @@ static mg_status plan_param(ck_plan *pl, mg_dcp_meta *m, const ck_source *s, siz
     int64_t rows = p->spec->split == MG_SPLIT_VOCAB ? pl->m.padded_vocab_size : p->rows;
     int64_t size[3], off[3] = {0, 0, 0}, len[3];
     char key[512];
-    ck_td_key(p, MG_NAMES_TE, stacked, key, sizeof key);
+    mg_mcore_dist_key(p, MG_NAMES_TE, stacked, key, sizeof key);
     if (stacked) size[nd++] = pl->m.num_layers;
     size[nd++] = rows;
     if (p->spec->ndim == 2) size[nd++] = p->cols;
@@ -96,15 +94,12 @@ static mg_status plan_param(ck_plan *pl, mg_dcp_meta *m, const ck_source *s, siz
 static mg_status plan_extra_states(const ck_plan *pl, mg_dcp_meta *m)
 {
     char key[512];
-    for (int64_t l = 0; l < pl->m.num_layers; l++)
-        for (size_t i = 0; i < sizeof extra_mods / sizeof extra_mods[0]; i++) {
-            snprintf(key, sizeof key, "decoder.layers.%s._extra_state/shard_%lld_%lld", extra_mods[i],
-                     (long long)l, (long long)pl->m.num_layers);
-            mg_dcp_item *it = mg_dcp_add_bytes(m, key);
-            mg_dcp_chunk *c = it ? mg_dcp_add_chunk(it, NULL, NULL) : NULL;
-            if (!c) return MG_ERR_NOMEM;
-            c->file = 0;
-        }
+    for (size_t i = 0; mg_mcore_dist_extra_state(pl->m.num_layers, i, key, sizeof key); i++) {
+        mg_dcp_item *it = mg_dcp_add_bytes(m, key);
+        mg_dcp_chunk *c = it ? mg_dcp_add_chunk(it, NULL, NULL) : NULL;
+        if (!c) return MG_ERR_NOMEM;
+        c->file = 0;
+    }
     return MG_OK;
 }
 
@@ -250,9 +245,7 @@ mg_status ck_write_torch_dist(const ck_plan *pl, const ck_source *s, const char 
     MG_FORWARD(ck_parallel(pl->nfiles, o->workers, save_file, &x));
     MG_FORWARD(write_metadata(pl, dir));
     MG_FORWARD(write_common(pl, s, o, dir));
-    static const char json[] = "{\"sharded_backend\": \"torch_dist\", \"sharded_backend_version\": 1, "
-                               "\"common_backend\": \"torch\", \"common_backend_version\": 1}";
     snprintf(probe, sizeof probe, "%s/metadata.json", dir);
-    MG_FORWARD(ck_write_small(probe, json, sizeof json - 1));
+    MG_FORWARD(ck_write_small(probe, mg_mcore_dist_json, strlen(mg_mcore_dist_json)));
     return ck_write_tracker(root, o);
 }

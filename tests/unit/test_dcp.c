@@ -77,3 +77,29 @@ MG_TEST(dcp_meta_not_a_metadata)
     MG_CHECK_ERR(t, mg_dcp_meta_load(&m, none, sizeof none, "x/.metadata"), MG_ERR_FORMAT,
                  "x/.metadata: pickle offset 2: the root object is a None");
 }
+
+/* A [5, 7] tensor whose element (i, j) is 10 * i + j, in three uneven chunks. */
+MG_TEST(dcp_read_box_across_chunks)
+{
+    float a[2 * 7], b[3 * 3], c[3 * 4];
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 7; j++) {
+            float v = (float)(10 * i + j);
+            if (i < 2) a[i * 7 + j] = v;
+            else if (j < 3) b[(i - 2) * 3 + j] = v;
+            else c[(i - 2) * 4 + (j - 3)] = v;
+        }
+    mg_dcp_meta *m = mg_dcp_meta_create();
+    int64_t size[2] = {5, 7}, o[3][2] = {{0, 0}, {2, 0}, {2, 3}}, l[3][2] = {{2, 7}, {3, 3}, {3, 4}};
+    mg_dcp_item *it = mg_dcp_add_tensor(m, "x", MG_TD_F32, 2, size);
+    const float *data[3] = {a, b, c};
+    for (int k = 0; k < 3; k++) mg_dcp_add_chunk(it, o[k], l[k])->data = (const uint8_t *)data[k];
+    float out[3 * 5];
+    int64_t off[2] = {1, 1}, len[2] = {3, 5};
+    mg_dcp_read_box(it, off, len, out);
+    int bad = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 5; j++) bad += out[i * 5 + j] != (float)(10 * (i + 1) + j + 1);
+    MG_CHECK_EQ_INT(t, bad, 0);
+    mg_dcp_meta_free(m);
+}

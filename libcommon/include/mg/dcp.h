@@ -98,6 +98,11 @@ const uint8_t *mg_dcp_dir_bytes(const mg_dcp_dir *d, const mg_dcp_chunk *c);
  * it could not be opened a second time). */
 const uint8_t *mg_dcp_dir_file(const mg_dcp_dir *d, size_t i, size_t *size, int *fd);
 
+/* Copies the box [off, off + len) of item it's global tensor (C order, it->dtype) from its
+ * resolved chunks (chunk->data set, as by mg_dcp_dir_open) into dst. The chunks cover the
+ * tensor (mg_dcp_meta_load checks it), so every element of the box is written. */
+void mg_dcp_read_box(const mg_dcp_item *it, const int64_t *off, const int64_t *len, void *dst);
+
 /* Checks one stored tensor item: bytes[0..len) must be a torch.save archive of one
  * contiguous tensor of dtype dt and shape len_[0..ndim); *data = its first element.
  * label names the item in errors ("FILE: offset N: KEY"). Used by mg_dcp_dir_open and the
