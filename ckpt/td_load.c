@@ -38,12 +38,6 @@ typedef struct {
     char dir[4096];             /* the iteration folder */
 } td_impl;
 
-static int is_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* ---- locating ---- */
 
 static int inside(const mg_dcp_chunk *c, const int64_t *g, int n)
@@ -114,27 +108,6 @@ static void td_close(ck_source *s)
 }
 
 /* ---- opening ---- */
-
-/* common.pt when present, else the common_state byte object: a dict (in a 1-list there). */
-static mg_status open_common(td_impl *h, const mg_pk_obj **root)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/common.pt", h->dir);
-    const mg_dcp_item *it = mg_dcp_find(mg_dcp_dir_meta(h->d), "common_state/shard_0_1");
-    if (is_file(path) || !it) {
-        MG_FORWARD(mg_torch_open(&h->common, path));
-        *root = mg_torch_root(h->common);
-    } else {
-        snprintf(path, sizeof path, "%s: common_state/shard_0_1", h->dir);
-        MG_FORWARD(mg_torch_open_mem(&h->common, mg_dcp_dir_bytes(h->d, &it->chunks[0]),
-                                     (size_t)it->chunks[0].length, path));
-        const mg_pk_obj *l = mg_torch_root(h->common);
-        *root = l->kind == MG_PK_LIST && l->n == 1 ? l->items[0] : l;
-    }
-    MG_RETURN_IF((*root)->kind != MG_PK_DICT && (*root)->kind != MG_PK_ODICT, MG_ERR_FORMAT,
-                 "%s: the common state is a %s, not a dict", path, mg_pk_kind_name((*root)->kind));
-    return MG_OK;
-}
 
 static mg_status read_args(ck_source *s, td_impl *h, const mg_pk_obj *common, const ck_opts *o)
 {
@@ -254,8 +227,8 @@ static mg_status load_all(ck_source *s, td_impl *h, const char *iterpath, const 
     snprintf(s->format, sizeof s->format, "megatron torch_dist (%s)", what);
     MG_FORWARD(mg_mcore_dist_check(iterpath));
     MG_FORWARD(mg_dcp_dir_open(&h->d, iterpath));
-    const mg_pk_obj *common = NULL;
-    MG_FORWARD(open_common(h, &common));
+    mg_pk_obj *common = NULL;
+    MG_FORWARD(mg_mcore_dist_common(h->dir, h->d, &h->common, &common));
     MG_FORWARD(read_args(s, h, common, o));
     MG_FORWARD(ck_source_params(s));
     const mg_dcp_meta *m = mg_dcp_dir_meta(h->d);

@@ -138,36 +138,6 @@ mg_status ck_plan_torch_dist(ck_plan *pl, const ck_source *s, const ck_opts *o)
 /* ---- writing ---- */
 
 
-static mg_status pad64(mg_out *out)
-{
-    static const uint8_t zeros[64];
-    uint64_t r = mg_out_offset(out) % 64;
-    return r ? mg_out_write(out, zeros, (size_t)(64 - r)) : MG_OK;
-}
-
-/* One stored item: the archive of root, at a 64-byte offset; its place into c. */
-static mg_status write_item(mg_out *out, const mg_pk_obj *root, const mg_torch_save_opts *so,
-                            mg_dcp_chunk *c)
-{
-    MG_FORWARD(pad64(out));
-    c->offset = mg_out_offset(out);
-    MG_FORWARD(mg_torch_save_to(out, root, so));
-    c->length = mg_out_offset(out) - c->offset;
-    return MG_OK;
-}
-
-/* torch.save([None]) for every byte object of data file `file`. */
-static mg_status write_byte_items(mg_dcp_meta *m, uint32_t file, mg_out *out, mg_pk_graph *g)
-{
-    mg_pk_obj *none_list = mg_pk_container(g, MG_PK_LIST), *none = mg_pk_none(g);
-    if (!none_list || !none) return MG_ERR_NOMEM;
-    MG_FORWARD(mg_pk_append(g, none_list, none));
-    for (size_t i = 0; i < m->nitems; i++)
-        if (m->items[i].is_bytes && m->items[i].chunks[0].file == file)
-            MG_FORWARD(write_item(out, none_list, NULL, &m->items[i].chunks[0]));
-    return MG_OK;
-}
-
 static mg_status write_chunks(mg_dcp_meta *m, const ck_file *f, ck_stream *st, mg_out *out,
                               mg_pk_graph *g)
 {
@@ -179,7 +149,7 @@ static mg_status write_chunks(mg_dcp_meta *m, const ck_file *f, ck_stream *st, m
     mg_torch_save_opts so;
     ck_stream_opts(st, &so, "archive");
     for (size_t i = 0; i < f->n; i++)
-        MG_FORWARD(write_item(out, st->pk[i], &so, &m->items[f->t[i].item].chunks[f->t[i].chunk]));
+        MG_FORWARD(mg_dcp_write_item(out, st->pk[i], &so, &m->items[f->t[i].item].chunks[f->t[i].chunk]));
     return MG_OK;
 }
 
@@ -195,25 +165,13 @@ static mg_status save_file(void *ctx, size_t i)
     ck_stream st;
     mg_status rc = ck_stream_init(&st, f, x->s, x->prog, x->threads);
     if (rc == MG_OK) rc = g ? mg_out_create(&out, path) : MG_ERR_NOMEM;
-    if (rc == MG_OK) rc = write_byte_items(m, (uint32_t)i, out, g);
+    if (rc == MG_OK) rc = mg_mcore_dist_write_extra_states(m, (uint32_t)i, out);
     if (rc == MG_OK) rc = write_chunks(m, f, &st, out, g);
     ck_stream_end(&st);
     if (rc == MG_OK) rc = mg_out_commit(out);
     mg_out_free(out);
     mg_pk_graph_free(g);
     return rc;
-}
-
-static mg_status write_metadata(const ck_plan *pl, const char *dir)
-{
-    uint8_t *pk = NULL;
-    size_t n = 0;
-    char path[4200];
-    MG_FORWARD(mg_dcp_meta_dump(pl->fmt, &pk, &n));
-    snprintf(path, sizeof path, "%s/.metadata", dir);
-    mg_status st = ck_write_small(path, pk, n);
-    free(pk);
-    return st;
 }
 
 /* common.pt: {'args', 'checkpoint_version', 'iteration'}. */
@@ -243,7 +201,8 @@ mg_status ck_write_torch_dist(const ck_plan *pl, const ck_source *s, const char 
     MG_FORWARD(ck_mkdirs_for(probe));
     ck_write_ctx x = {pl, s, root, prog, ck_threads_per_file(pl->nfiles, o->workers)};
     MG_FORWARD(ck_parallel(pl->nfiles, o->workers, save_file, &x));
-    MG_FORWARD(write_metadata(pl, dir));
+    snprintf(probe, sizeof probe, "%s/.metadata", dir);
+    MG_FORWARD(mg_dcp_write_meta(pl->fmt, probe));
     MG_FORWARD(write_common(pl, s, o, dir));
     snprintf(probe, sizeof probe, "%s/metadata.json", dir);
     MG_FORWARD(ck_write_small(probe, mg_mcore_dist_json, strlen(mg_mcore_dist_json)));

@@ -73,3 +73,38 @@ int mg_mcore_dist_extra_state(int64_t layers, size_t i, char *buf, size_t cap)
              (long long)layers);
     return 1;
 }
+
+mg_status mg_mcore_dist_common(const char *dir, const mg_dcp_dir *d, mg_torch_file **f,
+                               mg_pk_obj **root)
+{
+    char path[4200];
+    struct stat sb;
+    *f = NULL;
+    snprintf(path, sizeof path, "%s/common.pt", dir);
+    const mg_dcp_item *it = mg_dcp_find(mg_dcp_dir_meta(d), "common_state/shard_0_1");
+    if (stat(path, &sb) == 0 || !it) {
+        MG_FORWARD(mg_torch_open(f, path));
+        *root = mg_torch_root(*f);
+    } else {
+        snprintf(path, sizeof path, "%s: common_state/shard_0_1", dir);
+        MG_FORWARD(mg_torch_open_mem(f, mg_dcp_dir_bytes(d, &it->chunks[0]),
+                                     (size_t)it->chunks[0].length, path));
+        mg_pk_obj *l = mg_torch_root(*f);
+        *root = l->kind == MG_PK_LIST && l->n == 1 ? l->items[0] : l;
+    }
+    MG_RETURN_IF((*root)->kind != MG_PK_DICT && (*root)->kind != MG_PK_ODICT, MG_ERR_FORMAT,
+                 "%s: the common state is a %s, not a dict", path, mg_pk_kind_name((*root)->kind));
+    return MG_OK;
+}
+
+mg_status mg_mcore_dist_write_extra_states(mg_dcp_meta *m, uint32_t file, mg_out *out)
+{
+    mg_pk_graph *g = mg_pk_graph_create();
+    mg_pk_obj *none_list = g ? mg_pk_container(g, MG_PK_LIST) : NULL, *none = g ? mg_pk_none(g) : NULL;
+    mg_status st = none_list && none ? mg_pk_append(g, none_list, none) : MG_ERR_NOMEM;
+    for (size_t i = 0; i < m->nitems && st == MG_OK; i++)
+        if (m->items[i].is_bytes && m->items[i].chunks[0].file == file)
+            st = mg_dcp_write_item(out, none_list, NULL, &m->items[i].chunks[0]);
+    mg_pk_graph_free(g);
+    return st;
+}

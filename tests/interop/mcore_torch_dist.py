@@ -14,7 +14,8 @@ in a process of its own).
   load DIR OUT               builds the GPTModel of DIR's args and loads DIR with
                              dist_checkpointing.load: a key the model asks for that DIR lacks
                              fails the load, and so (checked here) does a key of DIR's
-                             .metadata that the model does not ask for; OUT: its state_dict.
+                             .metadata that the model does not ask for (but the optimizer's
+                             optimizer.state.*); OUT: its state_dict.
                              (The strictness options that make megatron-core check unexpected
                              keys itself call load_tensors_metadata, which hands
                              TensorProperties.__dict__ to torch.empty: with torch 2.15 that
@@ -177,7 +178,8 @@ def load(ckpt_root, out):
     common = dist_checkpointing.load_common_state_dict(ckpt)
     model = build(common["args"])
     sharded = {"model": model.sharded_state_dict()}
-    stored = set(FileSystemReader(ckpt).read_metadata().state_dict_metadata)
+    stored = {k for k in FileSystemReader(ckpt).read_metadata().state_dict_metadata
+              if not k.startswith("optimizer.state.")}  # the optimizer's, not asked for here
     if stored - requested_keys(sharded) - {"common_state/shard_0_1"}:
         sys.exit(f"unexpected keys in {ckpt}: {sorted(stored - requested_keys(sharded))}")
     state = dist_checkpointing.load(sharded, ckpt)

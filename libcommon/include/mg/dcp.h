@@ -32,7 +32,10 @@
 #include <stdint.h>
 
 #include "mg/error.h"
+#include "mg/file.h"
+#include "mg/pickle.h"
 #include "mg/tensor.h"
+#include "mg/torchfile.h"
 
 #define MG_DCP_MAX_DIMS 8
 
@@ -83,6 +86,16 @@ int64_t mg_dcp_volume(int ndim, const int64_t *len);
 
 /* The .metadata pickle of m (malloc'd into *out, *out_len bytes; caller frees). */
 mg_status mg_dcp_meta_dump(const mg_dcp_meta *m, uint8_t **out, size_t *out_len);
+
+/* ---- writing data files ---- */
+
+/* Appends one stored item to a data file: zeros up to a 64-byte offset, then the torch.save
+ * archive of root (mg_torch_save_to with so, which may be NULL); c->offset and c->length
+ * are set to where it lies. */
+mg_status mg_dcp_write_item(mg_out *out, const mg_pk_obj *root, const mg_torch_save_opts *so,
+                            mg_dcp_chunk *c);
+/* Writes m's .metadata pickle to path (atomically). */
+mg_status mg_dcp_write_meta(const mg_dcp_meta *m, const char *path);
 
 /* ---- checkpoint folders ---- */
 

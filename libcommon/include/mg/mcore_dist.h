@@ -39,6 +39,14 @@ void mg_mcore_dist_key(const mg_param *p, mg_names names, int stacked, char *buf
  * NULL when none (name then holds the stacked TE key). */
 const mg_dcp_item *mg_mcore_dist_find(const mg_dcp_meta *m, const mg_param *p, int *stacked,
                                       char *name, size_t cap);
+/* The common state of the torch_dist folder dir (d opened on it): common.pt, else the
+ * byte object common_state/shard_0_1 (torch.save([common])); *root is the dict, inside *f
+ * (caller closes). */
+mg_status mg_mcore_dist_common(const char *dir, const mg_dcp_dir *d, mg_torch_file **f,
+                               mg_pk_obj **root);
+/* Writes torch.save([None]), megatron-core's extra state of a local-spec linear, for every
+ * byte object of m stored in data file `file`, into out (mg_dcp_write_item). */
+mg_status mg_mcore_dist_write_extra_states(mg_dcp_meta *m, uint32_t file, mg_out *out);
 /* The i-th extra-state key of a model of `layers` layers into buf; 0 when i is past them. */
 int mg_mcore_dist_extra_state(int64_t layers, size_t i, char *buf, size_t cap);
 
