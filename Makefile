@@ -154,6 +154,7 @@ bench: all tools-test
 	scripts/bench-preprocess.sh
 	scripts/bench-tokenizers.sh
 	scripts/bench-convert.sh
+	scripts/bench-convert-dist.sh
 	scripts/bench-train.sh
 
 demo: all

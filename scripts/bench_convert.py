@@ -329,30 +329,36 @@ def contenders(args, model, work):
     return out
 
 
-def run(args):
-    model, work = pathlib.Path(args.model), pathlib.Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    nbytes = payload_bytes(model)
-    # warm the page cache with the source, like every contender will find it
+def measure_rounds(model, work, plan, rounds):
+    """Runs every contender of plan once per round (the page cache warm with the source);
+    returns per contender the measurements of every round (run_measured's tuples)."""
     subprocess.run(["cat"] + [str(p) for p in sorted(model.iterdir())], stdout=subprocess.DEVNULL, check=True)
-    plan = contenders(args, model, work)
-    runs = [[] for _ in plan]  # per contender: (secs, rss, anon, inner, cpu) of every round
-    for rnd in range(args.rounds):
+    runs = [[] for _ in plan]
+    for rnd in range(rounds):
         for i, (label, cmd, cleanup) in enumerate(plan):
             subprocess.run(["sync"], check=True)
             runs[i].append(run_measured(cmd))
             print(f"  round {rnd + 1}: {label}: {runs[i][-1][0]:.2f} s", file=sys.stderr, flush=True)
             for c in cleanup:
                 shutil.rmtree(work / c, ignore_errors=True)
+    return runs
+
+
+def run(args):
+    model, work = pathlib.Path(args.model), pathlib.Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    nbytes = payload_bytes(model)
+    plan = contenders(args, model, work)
+    runs = measure_rounds(model, work, plan, args.rounds)
     shutil.rmtree(work, ignore_errors=True)
     report(args, model, nbytes, plan, runs)
 
 
-def report(args, model, nbytes, plan, runs):
-    """The table (each contender's fastest round; every round's seconds in brackets) and the
-    ratios of the fastest rounds."""
-    print(f"model: {model} ({nbytes / GB:.2f} GB of bf16 tensors); {args.rounds} rounds, "
+def print_table(model, nbytes, rounds, plan, runs):
+    """The table (each contender's fastest round; every round's seconds in brackets); returns
+    per contender (fastest seconds, its inner seconds or None, peak RSS over the rounds)."""
+    print(f"model: {model} ({nbytes / GB:.2f} GB of bf16 tensors); {rounds} rounds, "
           f"contenders alternated; the fastest round of each")
     print("| contender | seconds (every round) | GB/s | CPU seconds | peak RSS (MB) | peak RssAnon (MB) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -364,6 +370,12 @@ def report(args, model, nbytes, plan, runs):
         every = " / ".join(f"{r[0]:.2f}" for r in rs)
         print(f"| {label}{note} | {secs:.2f} ({every}) | {nbytes / GB / secs:.2f} | {cpu:.2f} | "
               f"{max(r[1] for r in rs) / 1e6:.0f} | {max(r[2] for r in rs) / 1e6:.0f} |")
+    return best
+
+
+def report(args, model, nbytes, plan, runs):
+    """The table and the ratios of the fastest rounds."""
+    best = print_table(model, nbytes, args.rounds, plan, runs)
     cp, mg_to, mg_back, cpd = best[0][0], best[1][0], best[2][0], best[-1][0]
     print(f"mg-convert throughput / cp: to Megatron {cp / mg_to:.2f}, back to HF {cp / mg_back:.2f} "
           f"(target >= 0.70)")

@@ -2,7 +2,7 @@
 megatron-core's writer starts processes, so the work happens under `if __name__ == "__main__"`
 in a process of its own).
 
-  save FAMILY DIR [uneven]   a tiny GPT-2- or Llama-style GPTModel (local spec, seeded random
+  save FAMILY DIR [MODE]     a tiny GPT-2- or Llama-style GPTModel (local spec, seeded random
                              weights, zero vocabulary padding rows, CPU) saved with dist_checkpointing.save into
                              DIR/iter_0000003 (+ Megatron's tracker file); its common state
                              holds args, iteration and checkpoint_version as Megatron's
@@ -10,7 +10,10 @@ in a process of its own).
                              state_dict, token ids and megatron-core's logits for them.
                              `uneven`: the same weights saved as ShardedTensors cut into
                              uneven chunks along every axis (what other layouts and several
-                             ranks produce), over 3 writer files.
+                             ranks produce), over 3 writer files. `per_layer`: the same weights
+                             under per-layer keys (decoder.layers.N.X, what non-homogeneous
+                             models get) where the model gives ShardedTensors (the SwiGLU fc1
+                             factory keeps its stacked key: both forms in one checkpoint).
   load DIR OUT               builds the GPTModel of DIR's args and loads DIR with
                              dist_checkpointing.load: a key the model asks for that DIR lacks
                              fails the load, and so (checked here) does a key of DIR's
@@ -126,6 +129,20 @@ def flat_sharded(model):
     return res
 
 
+def per_layer(sd):
+    """Stacked layer ShardedTensors of sd under per-layer keys, without the layer axis."""
+    from megatron.core.dist_checkpointing import ShardedTensor
+    out = {}
+    for key, v in sd.items():
+        if isinstance(v, ShardedTensor) and v.prepend_axis_num == 1:
+            layer, rest = v.global_offset[0], v.key[len("decoder.layers."):]
+            v = ShardedTensor(f"decoder.layers.{layer}.{rest}", v.data, v.dtype, tuple(v.data.shape),
+                              v.global_shape[1:], v.global_offset[1:], None, v.replica_id, 0,
+                              v.allow_shape_mismatch, None)
+        out[key] = v
+    return out
+
+
 def save(family, root, mode):
     from megatron.core import dist_checkpointing
     from megatron.core.dist_checkpointing.strategies.torch import TorchDistSaveShardedStrategy
@@ -138,7 +155,11 @@ def save(family, root, mode):
             p.copy_(torch.randn(p.shape, generator=g) * 0.05)
             if p.shape[0] == args.padded_vocab_size:  # vocabulary padding rows: zero, as converted
                 p[args.vocab_size:] = 0
-    sd = model.sharded_state_dict() if mode != "uneven" else uneven(flat_sharded(model))
+    sd = model.sharded_state_dict()
+    if mode == "uneven":
+        sd = uneven(flat_sharded(model))
+    elif mode == "per_layer":
+        sd = per_layer(sd)
     state = {"model": sd, "args": args, "iteration": ITERATION, "checkpoint_version": 3.0}
     ckpt = os.path.join(root, f"iter_{ITERATION:07d}")
     os.makedirs(ckpt)
@@ -193,4 +214,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "load":
         load(sys.argv[2], sys.argv[3])
     else:
-        sys.exit(f"usage: {sys.argv[0]} save FAMILY DIR [uneven] | load DIR OUT")
+        sys.exit(f"usage: {sys.argv[0]} save FAMILY DIR [uneven|per_layer] | load DIR OUT")

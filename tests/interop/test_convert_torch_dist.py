@@ -10,7 +10,8 @@ files (the layout other TP/PP/DP writers produce).
 Checked:
   1. torch_dist -> HF: transformers' logits equal megatron-core's forward (fp32 tolerance),
      whatever the chunking (the uneven checkpoint gives the same bytes), whatever pickle
-     protocol the .metadata was written with (2, 4, 5), with the common state in common.pt or
+     protocol the .metadata was written with (2, 4, 5), stacked or per-layer keys (both in one
+     checkpoint), with the common state in common.pt or
      in the newer `common_state/shard_0_1` byte object.
   2. torch_dist -> torch TP=2 PP=2 (--verify) -> HF equals torch_dist -> HF bit for bit, and
      -> torch_dist again (mg-convert's writer) loads into megatron-core's GPTModel with the
@@ -124,6 +125,15 @@ def test_uneven_chunks_read_the_same(family, mcore_ckpt, tmp_path):
     plain = read_hf(to_hf(mcore_ckpt(family), tmp_path / "plain"))
     assert_same_tensors(read_hf(to_hf(mcore_ckpt(family, "uneven"), tmp_path / "uneven")), plain,
                         f"{family} uneven chunks")
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_per_layer_keys_read_the_same(family, mcore_ckpt, tmp_path):
+    keys = set(load_metadata(mcore_ckpt(family, "per_layer")).state_dict_metadata)
+    assert "decoder.layers.1.self_attention.linear_proj.weight" in keys, sorted(keys)
+    plain = read_hf(to_hf(mcore_ckpt(family), tmp_path / "plain"))
+    assert_same_tensors(read_hf(to_hf(mcore_ckpt(family, "per_layer"), tmp_path / "per_layer")), plain,
+                        f"{family} per-layer keys")
 
 
 @pytest.mark.parametrize("protocol", [2, 5])
