@@ -154,7 +154,7 @@ bench: all tools-test
 	scripts/bench-preprocess.sh
 	scripts/bench-tokenizers.sh
 	scripts/bench-convert.sh
-	scripts/bench-convert-dist.sh
+	MG_BENCH_FORMAT=torch_dist scripts/bench-convert.sh
 	scripts/bench-train.sh
 
 demo: all

@@ -10,6 +10,7 @@ ratios. Subcommands:
   torch-to-megatron SRC DST --tp T --pp P    the PyTorch path, HF -> Megatron torch format
   torch-to-hf SRC DST                        the PyTorch path, Megatron -> HF
   run --bin BIN --model DIR --work DIR       time everything, print the table and ratios
+      [--format torch_dist]                  the torch_dist contenders (bench_convert_dist.py)
 
 A last row times `cp -r` followed by an fsync of every copied file, for context: mg-convert
 fsyncs each file it writes (atomic, durable output), plain `cp -r` does not.
@@ -345,14 +346,18 @@ def measure_rounds(model, work, plan, rounds):
 
 
 def run(args):
+    """Times the contenders of --format (torch: this file's; torch_dist: bench_convert_dist.py's)."""
+    fmt = sys.modules[__name__]
+    if args.format == "torch_dist":
+        import bench_convert_dist as fmt
     model, work = pathlib.Path(args.model), pathlib.Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     nbytes = payload_bytes(model)
-    plan = contenders(args, model, work)
+    plan = fmt.contenders(args, model, work)
     runs = measure_rounds(model, work, plan, args.rounds)
     shutil.rmtree(work, ignore_errors=True)
-    report(args, model, nbytes, plan, runs)
+    fmt.report(args, model, nbytes, plan, runs)
 
 
 def print_table(model, nbytes, rounds, plan, runs):
@@ -420,7 +425,10 @@ def main():
     r.add_argument("--tp", type=int, default=4)
     r.add_argument("--pp", type=int, default=2)
     r.add_argument("--workers", type=int, default=0)
-    r.add_argument("--skip-torch", action="store_true")
+    r.add_argument("--skip-torch", action="store_true", help="leave the PyTorch/megatron-core path out")
+    r.add_argument("--format", choices=["torch", "torch_dist"], default="torch",
+                   help="Megatron format: torch (TP/PP, vs a PyTorch converter) or torch_dist "
+                        "(vs megatron-core's dist_checkpointing.load + save_pretrained)")
     r.add_argument("--rounds", type=int, default=3, help="rounds of all contenders, alternated")
     a = ap.parse_args()
     {"generate": generate, "torch-to-megatron": torch_to_megatron, "torch-to-hf": torch_to_hf, "run": run}[a.cmd](a)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Benchmark of mg-convert with Megatron's torch_dist format: HF -> torch_dist and
-torch_dist -> HF against `cp -r` of the same bytes (plain, and made durable with an fsync of
-every file, as mg-convert's output is) and against megatron-core's own path back to HF
-(dist_checkpointing.load of the whole model, then transformers' save_pretrained), in one run.
-The synthetic model, the timing and the report conventions are bench_convert.py's.
+"""The torch_dist contenders of bench_convert.py (run --format torch_dist): mg-convert
+HF -> torch_dist and torch_dist -> HF against `cp -r` of the same bytes (plain, and made
+durable with an fsync of every file, as mg-convert's output is) and against megatron-core's
+own path back to HF (dist_checkpointing.load of the whole model, then transformers'
+save_pretrained). The synthetic model, the timing and the table are bench_convert.py's.
 
   mcore-to-hf SRC DST --config-from HF   megatron-core's path: every tensor key of SRC's
                                          .metadata as one whole ShardedTensor, loaded with
@@ -12,18 +12,16 @@ The synthetic model, the timing and the report conventions are bench_convert.py'
                                          mapped to Llama HF names, load_state_dict(assign=True)
                                          into a LlamaForCausalLM built on the meta device, and
                                          save_pretrained in 2 GB shards
-  run --bin BIN --model DIR --work DIR   time everything, print the table and ratios
 """
 import argparse
 import json
 import os
 import pathlib
-import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_convert import GB, SHARD_BYTES, measure_rounds, payload_bytes, print_table  # noqa: E402
+from bench_convert import SHARD_BYTES, print_table  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -98,7 +96,7 @@ def contenders(args, model, work):
            ("mg-convert torch_dist -> HF",
             [mg, "--load-dir", str(work / "td"), "--save-dir", str(work / "mghf"), "--saver", "hf",
              "--max-shard-size", str(SHARD_BYTES)] + flags, ["mghf"])]
-    if not args.skip_mcore:
+    if not args.skip_torch:
         out.append(("megatron-core dist_checkpointing.load + save_pretrained",
                     [sys.executable, os.path.abspath(__file__), "mcore-to-hf", str(work / "td"),
                      str(work / "mchf"), "--config-from", str(model)], ["mchf"]))
@@ -106,19 +104,12 @@ def contenders(args, model, work):
     return out
 
 
-def run(args):
-    model, work = pathlib.Path(args.model), pathlib.Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    nbytes = payload_bytes(model)
-    plan = contenders(args, model, work)
-    runs = measure_rounds(model, work, plan, args.rounds)
-    shutil.rmtree(work, ignore_errors=True)
+def report(args, model, nbytes, plan, runs):
     best = print_table(model, nbytes, args.rounds, plan, runs)
     cp, cpd, to, back = best[0][0], best[1][0], best[2][0], best[3][0]
     print(f"mg-convert throughput / durable cp (cp -r + fsync): HF -> torch_dist {cpd / to:.2f}, "
           f"torch_dist -> HF {cpd / back:.2f} (target >= 0.9); / plain cp -r: {cp / to:.2f}, {cp / back:.2f}")
-    if not args.skip_mcore:
+    if not args.skip_torch:
         mc, inner, _ = best[4]
         print(f"megatron-core time / mg-convert time, torch_dist -> HF: {mc / back:.1f}x (target >= 5x)"
               + (f"; {inner / back:.1f}x without its Python start-up and imports" if inner else ""))
@@ -132,15 +123,7 @@ def main():
     m.add_argument("src")
     m.add_argument("dst")
     m.add_argument("--config-from", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--bin", required=True)
-    r.add_argument("--model", required=True)
-    r.add_argument("--work", required=True)
-    r.add_argument("--workers", type=int, default=0)
-    r.add_argument("--skip-mcore", action="store_true")
-    r.add_argument("--rounds", type=int, default=3, help="rounds of all contenders, alternated")
-    a = ap.parse_args()
-    {"mcore-to-hf": mcore_to_hf, "run": run}[a.cmd](a)
+    mcore_to_hf(ap.parse_args())
 
 
 if __name__ == "__main__":
