@@ -117,6 +117,23 @@ def test_logits_equal_megatron_core(family, mcore_ckpt, tmp_path):
     assert torch.allclose(got, ref["logits"], atol=1e-5, rtol=1e-4), f"{family}: max |diff| {diff}"
 
 
+def as_ranks(src, dst):
+    """A copy of checkpoint src whose data files are renamed __K_0.distcp (as if rank K wrote
+    each), the .metadata following."""
+    ckpt = copy_ckpt(src, dst)
+    md = load_metadata(ckpt)
+    names = sorted({s.relative_path for s in md.storage_data.values()})
+    new = {n: f"__{k}_0.distcp" for k, n in enumerate(names)}
+    for n in names:
+        (ckpt / ITER / n).rename(ckpt / ITER / f"tmp{new[n]}")
+    for n in names:
+        (ckpt / ITER / f"tmp{new[n]}").rename(ckpt / ITER / new[n])
+    for info in md.storage_data.values():
+        info.relative_path = new[info.relative_path]
+    dump_metadata(ckpt, md)
+    return ckpt
+
+
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
 def test_uneven_chunks_read_the_same(family, mcore_ckpt, tmp_path):
     md = load_metadata(mcore_ckpt(family, "uneven"))
@@ -125,6 +142,10 @@ def test_uneven_chunks_read_the_same(family, mcore_ckpt, tmp_path):
     plain = read_hf(to_hf(mcore_ckpt(family), tmp_path / "plain"))
     assert_same_tensors(read_hf(to_hf(mcore_ckpt(family, "uneven"), tmp_path / "uneven")), plain,
                         f"{family} uneven chunks")
+    ranks = as_ranks(mcore_ckpt(family, "uneven"), tmp_path / "ranks")
+    assert sorted(p.name for p in (ranks / ITER).glob("*.distcp")) == ["__0_0.distcp", "__1_0.distcp",
+                                                                        "__2_0.distcp"]
+    assert_same_tensors(read_hf(to_hf(ranks, tmp_path / "ranks_hf")), plain, f"{family} chunks of 3 ranks")
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
