@@ -1,7 +1,9 @@
 /* test_dcp.c — unit tests for mg/dcp.h: the .metadata emitter and reader round trip (items,
  * dtypes, shapes, chunk boxes, storage), and the reader's refusals (overlapping chunks,
  * chunks that leave a hole) naming the .metadata and the pickle offset. Files written by
- * megatron-core are read in tests/interop/test_convert_torch_dist.py. */
+ * megatron-core are read in tests/interop/test_convert_torch_dist.py; here a folder written
+ * with mg_dcp_write_item (nested archives at 64-byte offsets) is read back, and a .metadata
+ * naming a missing file, an offset past the end or a cut archive is refused. */
 #include <stdlib.h>
 
 #include "harness.h"
@@ -101,5 +103,72 @@ MG_TEST(dcp_read_box_across_chunks)
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 5; j++) bad += out[i * 5 + j] != (float)(10 * (i + 1) + j + 1);
     MG_CHECK_EQ_INT(t, bad, 0);
+    mg_dcp_meta_free(m);
+}
+
+/* A torch_dist-like folder in t->dir: data file "__0_0.distcp" with a [2, 3] F32 tensor "w"
+ * stored as two chunks (rows 0 and 1, each its own archive at a 64-byte offset) and a byte
+ * object "b"; .metadata from m (returned for the caller to break and rewrite). */
+static mg_dcp_meta *write_folder(mg_test_ctx *t, const float *w)
+{
+    mg_dcp_meta *m = mg_dcp_meta_create();
+    mg_pk_graph *g = mg_pk_graph_create();
+    int64_t size[2] = {2, 3}, len[2] = {1, 3};
+    mg_dcp_add_tensor(m, "w", MG_TD_F32, 2, size);
+    mg_dcp_add_chunk(mg_dcp_add_bytes(m, "b"), NULL, NULL)->file = 0;
+    mg_out *out = NULL;
+    MG_CHECK(t, mg_dcp_file_index(m, "__0_0.distcp") == 0);
+    MG_CHECK_OK(t, mg_out_create(&out, mg_test_path(t, "__0_0.distcp")));
+    MG_CHECK_OK(t, mg_out_write(out, "x", 1)); /* the items do not start at 0 */
+    MG_CHECK_OK(t, mg_dcp_write_item(out, mg_pk_none(g), NULL, &m->items[1].chunks[0]));
+    for (int r = 0; r < 2; r++) {
+        int64_t off[2] = {r, 0};
+        mg_dcp_chunk *c = mg_dcp_add_chunk(&m->items[0], off, len);
+        c->file = 0;
+        MG_CHECK_OK(t, mg_dcp_write_item(out, mg_pk_tensor_new(g, MG_TD_F32, 2, len, w + 3 * r), NULL, c));
+        MG_CHECK(t, c->offset % 64 == 0);
+    }
+    MG_CHECK_OK(t, mg_out_commit(out));
+    mg_out_free(out);
+    mg_pk_graph_free(g);
+    MG_CHECK_OK(t, mg_dcp_write_meta(m, mg_test_path(t, ".metadata")));
+    return m;
+}
+
+MG_TEST(dcp_dir_reads_nested_archives)
+{
+    const float w[6] = {1, 2, 3, 4, 5, 6};
+    mg_dcp_meta_free(write_folder(t, w));
+    mg_dcp_dir *d = NULL;
+    MG_CHECK_OK(t, mg_dcp_dir_open(&d, t->dir));
+    const mg_dcp_item *it = d ? mg_dcp_find(mg_dcp_dir_meta(d), "w") : NULL;
+    float got[6] = {0};
+    int64_t off[2] = {0, 0}, len[2] = {2, 3};
+    if (it) mg_dcp_read_box(it, off, len, got);
+    MG_CHECK(t, it && memcmp(got, w, sizeof w) == 0);
+    mg_dcp_dir_close(d);
+}
+
+MG_TEST(dcp_dir_refuses_missing_file_and_short_file)
+{
+    const float w[6] = {1, 2, 3, 4, 5, 6};
+    mg_dcp_meta *m = write_folder(t, w);
+    mg_dcp_dir *d = NULL;
+    free(m->files[0]);
+    m->files[0] = strdup("__5_0.distcp");
+    MG_CHECK_OK(t, mg_dcp_write_meta(m, mg_test_path(t, ".metadata")));
+    MG_CHECK_ERR(t, mg_dcp_dir_open(&d, t->dir), MG_ERR_FORMAT, "is stored in __5_0.distcp, which cannot be read");
+    MG_CHECK(t, strstr(mg_last_error(), "/.metadata: pickle offset "));
+    free(m->files[0]);
+    m->files[0] = strdup("__0_0.distcp");
+    m->items[0].chunks[1].offset += 4096; /* past the end of the file */
+    MG_CHECK_OK(t, mg_dcp_write_meta(m, mg_test_path(t, ".metadata")));
+    MG_CHECK_ERR(t, mg_dcp_dir_open(&d, t->dir), MG_ERR_FORMAT, "end past the end of the file");
+    MG_CHECK(t, strstr(mg_last_error(), "__0_0.distcp: offset "));
+    m->items[0].chunks[1].offset -= 4096;
+    m->items[0].chunks[1].length -= 100; /* the archive cut short: its end records are gone */
+    MG_CHECK_OK(t, mg_dcp_write_meta(m, mg_test_path(t, ".metadata")));
+    MG_CHECK_ERR(t, mg_dcp_dir_open(&d, t->dir), MG_ERR_FORMAT, "__0_0.distcp: offset ");
+    MG_CHECK(t, d == NULL);
     mg_dcp_meta_free(m);
 }
