@@ -118,6 +118,11 @@ static mg_status plan_files(ck_plan *pl, mg_dcp_meta *m, size_t n)
     return MG_OK;
 }
 
+static void free_meta(void *m)
+{
+    mg_dcp_meta_free(m);
+}
+
 mg_status ck_plan_torch_dist(ck_plan *pl, const ck_source *s, const ck_opts *o)
 {
     memset(pl, 0, sizeof(*pl));
@@ -127,7 +132,7 @@ mg_status ck_plan_torch_dist(ck_plan *pl, const ck_source *s, const ck_opts *o)
     mg_dcp_meta *m = mg_dcp_meta_create();
     if (!m) return MG_ERR_NOMEM;
     pl->fmt = m;
-    pl->fmt_free = (void (*)(void *))mg_dcp_meta_free;
+    pl->fmt_free = free_meta;
     MG_FORWARD(plan_files(pl, m, file_count(o, s->nparams)));
     for (size_t i = 0; i < s->nparams; i++) MG_FORWARD(plan_param(pl, m, s, i));
     MG_FORWARD(plan_extra_states(pl, m));
