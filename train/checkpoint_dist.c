@@ -1,16 +1,18 @@
 /* checkpoint_dist.c — mg-train's Megatron `torch_dist` checkpoints (--ckpt-format
  * torch_dist): the torch file's content (checkpoint.h) split as megatron-core splits it.
  *
- * Contract (checkpoint_internal.h; spec §1.3, §4): one data file __0_0.distcp holding the
- * extra states (torch.save([None])), the model tensors under stacked keys (one chunk per
- * layer) and the AdamW moments under "optimizer.state.exp_avg." / "exp_avg_sq." + the
- * parameter's key (same shape and chunks); .metadata; common.pt with everything else (args,
+ * Contract (checkpoint_internal.h; spec §1.3, §4): three data files written in parallel:
+ * __0_0.distcp the extra states (torch.save([None])) and the model tensors under stacked
+ * keys (one chunk per layer), __0_1 / __0_2.distcp the AdamW moments under
+ * "optimizer.state.exp_avg." / "exp_avg_sq." + the parameter's key (same shape and chunks);
+ * .metadata; common.pt with everything else (args,
  * iteration, optimizer param_groups with the step count, scheduler, FLOPs); metadata.json.
  * Loading reads any chunking (mg_dcp_read_box), stacked or per-layer keys, common.pt or
  * common_state, rebuilds the torch file's root dict and hands it to
  * mg_train_ckpt_load_root. Only the single-process layout (TP = 1, every layer) is saved.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +24,13 @@
 #include "mg/mcore_dist.h"
 #include "mg/torchfile.h"
 
-#define DATA_FILE "__0_0.distcp"
 
 static const char *const moments[2] = {"exp_avg", "exp_avg_sq"};
 
 void mg_train_ckpt_remove_dist(const char *dir)
 {
-    static const char *const names[] = {DATA_FILE, ".metadata", "common.pt", "metadata.json"};
+    static const char *const names[] = {"__0_0.distcp", "__0_1.distcp", "__0_2.distcp", ".metadata",
+                                        "common.pt", "metadata.json"};
     char p[8192];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
@@ -38,15 +40,26 @@ void mg_train_ckpt_remove_dist(const char *dir)
 
 /* ---- save ---- */
 
-typedef struct {
-    mg_dcp_meta *m;
-    mg_out *out;
-    mg_pk_graph *pg;
-} writer;
+#define NFILES 3 /* the model, exp_avg, exp_avg_sq: one data file each, written in parallel */
 
-/* The tensor t of buffer buf as the chunk of its (stacked) key, prefix prepended. */
-static mg_status write_tensor(writer *w, const mg_gpt *g, const mg_gpt_tensor *t, const float *buf,
-                              const char *prefix)
+typedef struct {
+    size_t item, chunk;   /* in the meta */
+    const float *data;
+} entry;
+
+typedef struct {
+    const char *dir;
+    mg_dcp_meta *m;
+    uint32_t file;
+    entry *e;
+    size_t n;
+    mg_status st;
+    char msg[MG_ERROR_MAX];
+} file_job;
+
+/* Tensor t of buffer buf as a chunk of its (stacked) key, prefix prepended, in file job j. */
+static mg_status plan_tensor(file_job *j, const mg_gpt *g, const mg_gpt_tensor *t,
+                             const float *buf, const char *prefix)
 {
     char name[512], key[600];
     int stacked = t->param.layer >= 0, nd = 0;
@@ -57,36 +70,86 @@ static mg_status write_tensor(writer *w, const mg_gpt *g, const mg_gpt_tensor *t
     for (int d = 0; d < t->ndim; d++) size[nd++] = t->shape[d];
     memcpy(len, size, sizeof len);
     if (stacked) off[0] = t->param.layer, len[0] = 1;
-    const mg_dcp_item *found = mg_dcp_find(w->m, key);
-    mg_dcp_item *it = found ? &w->m->items[found - w->m->items]
-                            : mg_dcp_add_tensor(w->m, key, MG_TD_F32, nd, size);
+    const mg_dcp_item *found = mg_dcp_find(j->m, key);
+    mg_dcp_item *it = found ? &j->m->items[found - j->m->items]
+                            : mg_dcp_add_tensor(j->m, key, MG_TD_F32, nd, size);
     mg_dcp_chunk *c = it ? mg_dcp_add_chunk(it, off, len) : NULL;
-    mg_pk_obj *x = mg_pk_tensor_new(w->pg, MG_TD_F32, nd, len, buf + t->offset);
-    if (!c || !x) return MG_ERR_NOMEM;
-    c->file = 0;
-    return mg_dcp_write_item(w->out, x, NULL, c);
+    if (!c) return MG_ERR_NOMEM;
+    c->file = j->file;
+    j->e[j->n++] = (entry){(size_t)(it - j->m->items), it->nchunks - 1, buf + t->offset};
+    return MG_OK;
 }
 
-static mg_status write_data(writer *w, const char *dir, const mg_gpt *g, const mg_gpt_optim *opt)
+static mg_status plan_files(mg_dcp_meta *m, file_job *jobs, const mg_gpt *g,
+                            const mg_gpt_optim *opt)
 {
-    char p[8192], key[512];
-    snprintf(p, sizeof p, "%s/" DATA_FILE, dir);
-    MG_RETURN_IF(mg_dcp_file_index(w->m, DATA_FILE) != 0, MG_ERR_NOMEM, "out of memory");
+    char key[512], prefix[64] = "";
     for (size_t i = 0; mg_mcore_dist_extra_state(g->m.num_layers, i, key, sizeof key); i++) {
-        mg_dcp_item *it = mg_dcp_add_bytes(w->m, key);
+        mg_dcp_item *it = mg_dcp_add_bytes(m, key);
         mg_dcp_chunk *c = it ? mg_dcp_add_chunk(it, NULL, NULL) : NULL;
         if (!c) return MG_ERR_NOMEM;
         c->file = 0;
     }
-    MG_FORWARD(mg_out_create(&w->out, p));
-    MG_FORWARD(mg_mcore_dist_write_extra_states(w->m, 0, w->out));
-    for (size_t i = 0; i < g->nt; i++) MG_FORWARD(write_tensor(w, g, &g->t[i], g->params, ""));
-    for (int k = 0; k < 2; k++) {
-        snprintf(key, sizeof key, "optimizer.state.%s.", moments[k]);
-        for (size_t i = 0; i < g->nt; i++)
-            MG_FORWARD(write_tensor(w, g, &g->t[i], k ? opt->v : opt->m, key));
+    for (uint32_t k = 0; k < NFILES; k++) {
+        snprintf(key, sizeof key, "__0_%u.distcp", k);
+        jobs[k].e = mg_calloc(g->nt ? g->nt : 1, sizeof(entry));
+        if (!jobs[k].e || mg_dcp_file_index(m, key) != (int64_t)k) return MG_ERR_NOMEM;
+        const float *buf = k == 0 ? g->params : k == 1 ? opt->m : opt->v;
+        if (k > 0) snprintf(prefix, sizeof prefix, "optimizer.state.%s.", moments[k - 1]);
+        for (size_t i = 0; i < g->nt; i++) MG_FORWARD(plan_tensor(&jobs[k], g, &g->t[i], buf, prefix));
     }
-    return mg_out_commit(w->out);
+    return MG_OK;
+}
+
+static mg_status write_file(file_job *j)
+{
+    char p[8192];
+    snprintf(p, sizeof p, "%s/%s", j->dir, j->m->files[j->file]);
+    mg_out *out = NULL;
+    mg_pk_graph *pg = mg_pk_graph_create();
+    mg_status s = pg ? mg_out_create(&out, p) : MG_ERR_NOMEM;
+    if (s == MG_OK) s = mg_mcore_dist_write_extra_states(j->m, j->file, out);
+    for (size_t i = 0; i < j->n && s == MG_OK; i++) {
+        mg_dcp_chunk *c = &j->m->items[j->e[i].item].chunks[j->e[i].chunk];
+        mg_pk_obj *x = mg_pk_tensor_new(pg, MG_TD_F32, j->m->items[j->e[i].item].ndim, c->len, j->e[i].data);
+        s = x ? mg_dcp_write_item(out, x, NULL, c) : MG_ERR_NOMEM;
+    }
+    if (s == MG_OK) s = mg_out_commit(out);
+    mg_out_free(out);
+    mg_pk_graph_free(pg);
+    return s;
+}
+
+static void *file_thread(void *arg)
+{
+    file_job *j = arg;
+    j->st = write_file(j);
+    if (j->st != MG_OK) mg_error_copy(j->msg);
+    return NULL;
+}
+
+/* The data files, one thread each; the first failure is returned. */
+static mg_status write_data(mg_dcp_meta *m, const char *dir, const mg_gpt *g, const mg_gpt_optim *opt)
+{
+    file_job jobs[NFILES];
+    pthread_t th[NFILES];
+    int started[NFILES] = {0};
+    for (uint32_t k = 0; k < NFILES; k++) jobs[k] = (file_job){.dir = dir, .m = m, .file = k};
+    mg_status s = plan_files(m, jobs, g, opt);
+    for (int k = 0; k < NFILES && s == MG_OK; k++)
+        started[k] = pthread_create(&th[k], NULL, file_thread, &jobs[k]) == 0;
+    for (int k = 0; k < NFILES && s == MG_OK; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else file_thread(&jobs[k]);
+    }
+    for (int k = 0; k < NFILES; k++) {
+        if (s == MG_OK && jobs[k].st != MG_OK) {
+            mg_error_restore(jobs[k].st, jobs[k].msg);
+            s = jobs[k].st;
+        }
+        free(jobs[k].e);
+    }
+    return s;
 }
 
 /* The torch file's root without the model and the optimizer's per-parameter state. */
@@ -108,6 +171,11 @@ static mg_status common_of(mg_pk_graph *pg, const mg_pk_obj *root, mg_pk_obj **c
     return MG_OK;
 }
 
+typedef struct {
+    mg_dcp_meta *m;
+    mg_pk_graph *pg;
+} writer;
+
 static mg_status write_all(const char *dir, const mg_train_opts *o, const mg_gpt *g,
                            const mg_gpt_optim *opt, const mg_train_ckpt_state *st, writer *w,
                            mg_train_save_bufs *b)
@@ -116,7 +184,7 @@ static mg_status write_all(const char *dir, const mg_train_opts *o, const mg_gpt
     mg_pk_obj *root = NULL, *common = NULL;
     if (mkdir(dir, 0777) != 0) return mg_error_errno(errno, "cannot create the directory %s", dir);
     MG_FORWARD(mg_train_ckpt_build_root(w->pg, o, g, opt, st, b, &root));
-    MG_FORWARD(write_data(w, dir, g, opt));
+    MG_FORWARD(write_data(w->m, dir, g, opt));
     snprintf(p, sizeof p, "%s/.metadata", dir);
     MG_FORWARD(mg_dcp_write_meta(w->m, p));
     MG_FORWARD(common_of(w->pg, root, &common));
@@ -137,13 +205,12 @@ mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_opts *o, cons
     MG_RETURN_IF(g->lay.tp != 1 || g->lay.layers != g->m.num_layers, MG_ERR_UNSUPPORTED,
                  "not supported yet: --ckpt-format torch_dist with tensor or pipeline "
                  "parallelism");
-    writer w = {mg_dcp_meta_create(), NULL, mg_pk_graph_create()};
+    writer w = {mg_dcp_meta_create(), mg_pk_graph_create()};
     mg_train_save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
                             mg_calloc(g->nt ? g->nt : 1, sizeof(float))};
     for (size_t i = 0; b.steps && i < g->nt; i++) b.steps[i] = (float)opt->step;
     mg_status s = w.m && w.pg && b.order && b.steps ? write_all(dir, o, g, opt, st, &w, &b)
                                                    : MG_ERR_NOMEM;
-    mg_out_free(w.out);
     mg_dcp_meta_free(w.m);
     mg_pk_graph_free(w.pg);
     free(b.order);

@@ -1,7 +1,7 @@
 """mg-train --ckpt-format torch_dist: the save is a Megatron dist_checkpointing folder
-(metadata.json, .metadata, one .distcp data file, common.pt), --load detects it as Megatron
-does (metadata.json in the iteration folder) and a resumed run logs the uninterrupted run's
-losses bit for bit; megatron-core's dist_checkpointing.load (mcore_torch_dist.py) loads it into
+(metadata.json, .metadata, three .distcp data files written in parallel, common.pt), --load
+detects it as Megatron does (metadata.json in the iteration folder) and a resumed run logs
+the uninterrupted run's losses bit for bit; megatron-core's dist_checkpointing.load (mcore_torch_dist.py) loads it into
 the GPTModel of its args with the weights mg-train's `torch` checkpoint of the same run holds.
 
 Tiny models on random documents (test_train_ckpt.py's); OMP_NUM_THREADS=1.
@@ -34,7 +34,7 @@ def test_resume_is_bit_identical(arch, data, tmp_path):
                                                    "--exit-interval", 3, *DIST]), tmp_path / "a.jsonl")
     assert [i for i, _ in first] == [1, 2, 3] and (ck / TRACKER).read_text() == "3"
     assert sorted(p.name for p in (ck / "iter_0000003").iterdir()) == \
-        [".metadata", "__0_0.distcp", "common.pt", "metadata.json"]
+        [".metadata", "__0_0.distcp", "__0_1.distcp", "__0_2.distcp", "common.pt", "metadata.json"]
     rest = _run(_args(data, arch, iters=8, extra=["--load", ck]), tmp_path / "b.jsonl")
     assert first + rest == full  # exact floats
 
