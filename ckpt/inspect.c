@@ -1,5 +1,6 @@
 /* inspect.c — mg-convert --inspect DIR: a plain-text, sorted report of a checkpoint: format,
- * model, TP/PP, every tensor of every file (name, shape, dtype, TP split rule), total bytes,
+ * model, TP/PP, every tensor of every file (name, shape, dtype, TP split rule; torch_dist:
+ * every key of the .metadata with its global shape and chunk count), total bytes,
  * and the problems the loader finds (missing shards, shape mismatches, replicated tensors
  * that differ between TP ranks, unknown tensors, unsupported features).
  *
@@ -225,15 +226,19 @@ static void iter_dir(const char *dir, char *iterdir, size_t cap)
     free(text);
 }
 
-/* torch_dist: every key of the .metadata with its global shape and chunk count. */
+/* torch_dist: every key of the .metadata with its global shape and chunk count (the data
+ * files are the loader's to check). */
 static void list_td(report *rp, const char *iterdir, const char *path)
 {
-    mg_dcp_dir *d = NULL;
-    if (mg_dcp_dir_open(&d, path) != MG_OK) {
-        problem(rp, mg_last_error());
-        return;
-    }
-    const mg_dcp_meta *m = mg_dcp_dir_meta(d);
+    char mpath[4200];
+    mg_map map;
+    mg_dcp_meta *m = NULL;
+    snprintf(mpath, sizeof mpath, "%s/.metadata", path);
+    mg_status st = mg_map_open(&map, mpath);
+    if (st == MG_OK) st = mg_dcp_meta_load(&m, map.data, map.size, mpath);
+    if (st != MG_OK) problem(rp, mg_last_error());
+    mg_map_close(&map);
+    if (st != MG_OK) return;
     for (size_t i = 0; i < m->nitems; i++) {
         const mg_dcp_item *it = &m->items[i];
         char desc[160], shp[96];
@@ -245,7 +250,7 @@ static void list_td(report *rp, const char *iterdir, const char *path)
                       it->nchunks, it->nchunks == 1 ? "" : "s");
         add_row(rp, iterdir, it->key, desc, bytes);
     }
-    mg_dcp_dir_close(d);
+    mg_dcp_meta_free(m);
 }
 
 static void list_megatron(report *rp, const char *dir)
@@ -310,13 +315,17 @@ static ck_source *describe_only(const char *dir, int hf)
         free(text);
         snprintf(s->format, sizeof s->format, "%s", hf_format(dir));
     } else {
-        snprintf(s->format, sizeof s->format, "megatron torch");
-        char iterdir[64];
+        static const char *const files[3] = {"mp_rank_00/model_optim_rng.pt",
+                                             "mp_rank_00_000/model_optim_rng.pt", "common.pt"};
+        char iterdir[64], ip[3900];
         iter_dir(dir, iterdir, sizeof iterdir);
-        for (int pp = 0; pp < 2 && st != MG_OK; pp++) {
+        snprintf(ip, sizeof ip, "%s/%s", dir, iterdir);
+        int td = mg_mcore_dist_is(ip); /* torch_dist: args in common.pt */
+        if (td) snprintf(s->format, sizeof s->format, "megatron torch_dist (%s)", iterdir);
+        else snprintf(s->format, sizeof s->format, "megatron torch");
+        for (int k = td ? 2 : 0; k < (td ? 3 : 2) && st != MG_OK; k++) {
             mg_torch_file *f = NULL;
-            snprintf(path, sizeof path, pp ? "%s/%s/mp_rank_00_000/model_optim_rng.pt"
-                                           : "%s/%s/mp_rank_00/model_optim_rng.pt", dir, iterdir);
+            snprintf(path, sizeof path, "%s/%s", ip, files[k]);
             if (mg_torch_open(&f, path) != MG_OK) continue;
             const mg_pk_obj *root = mg_torch_root(f);
             const mg_pk_obj *args = root->kind == MG_PK_DICT ? mg_pk_get(root, "args") : NULL;

@@ -23,7 +23,8 @@ Checked:
   4. --inspect lists the keys (stacked, global shapes) and finds no problem.
   5. Bad input (a truncated data file, a .metadata naming a missing file or an offset past the
      end, chunks that overlap or leave a hole, an unknown class in .metadata): exit 1, the
-     message names the file and the offset, nothing is written.
+     message names the file and the offset, nothing is written; --inspect reports the same
+     problem (exit 1) and still describes the model from common.pt.
 """
 import os
 import pickle
@@ -315,3 +316,6 @@ def test_bad_input(case, mcore_ckpt, tmp_path):
     err = p.stderr
     assert err.startswith("mg-convert: error: ") and where in err and "offset" in err and words in err, err
     assert not out.exists(), list(out.iterdir())
+    q = mg_convert("--inspect", ckpt, check=False)
+    assert q.returncode == 1 and q.stdout.startswith(f"format: megatron torch_dist ({ITER})\n"), q.stdout
+    assert f"problem: {err[len('mg-convert: error: '):].strip()}\n" in q.stdout, q.stdout
