@@ -172,6 +172,7 @@ bench: all tools-test vocab
 	scripts/bench-preprocess.sh
 	scripts/bench-tokenizers.sh
 	scripts/bench-convert.sh
+	MG_BENCH_FORMAT=torch_dist scripts/bench-convert.sh
 	scripts/bench-train.sh
 
 demo: all

@@ -19,6 +19,7 @@
 #include "mg/model_desc.h"
 #include "mg/pickle.h"
 #include "mg/schema.h"
+#include "mg/torchfile.h"
 
 enum { CK_AUTO = 0, CK_HF = 1, CK_MEGATRON = 2 };
 
@@ -30,6 +31,7 @@ typedef struct {
     int64_t divisible_by;        /* 0: 128 */
     int64_t true_vocab;          /* 0: unknown */
     int te;                      /* 1 TransformerEngine names, 0 local */
+    int torch_dist;              /* --ckpt-format torch_dist (Megatron saver) */
     int64_t iteration;           /* -1: release */
     uint64_t max_shard;
     int drop_optim, verify, quiet, help, version;
@@ -43,6 +45,13 @@ void ck_print_help(void);
 static inline mg_megatron_iter ck_iteration(const ck_opts *o)
 {
     return (mg_megatron_iter){o->iteration >= 0 ? o->iteration : 0, o->iteration < 0};
+}
+
+/* Optimizer state is dropped (and listed) with --drop-optimizer-state, or for a Hugging Face
+ * export, which has nowhere to put it; otherwise the loaders refuse it. */
+static inline int ck_drops_optimizer(const ck_opts *o)
+{
+    return o->drop_optim || o->saver == CK_HF;
 }
 
 /* Where canonical element (row, col) of a parameter lives: p points at it, the next ones
@@ -81,7 +90,11 @@ struct ck_source {
 /* Loaders. opts supplies --true-vocab-size and --drop-optimizer-state. */
 mg_status ck_hf_open(ck_source **s, const char *dir, const ck_opts *o);
 mg_status ck_mg_open(ck_source **s, const char *dir, const ck_opts *o);
-/* Picks the loader (o->loader, or auto: config.json / latest_checkpointed_iteration.txt). */
+/* Megatron `torch_dist` (td_load.c): iterpath is the iteration folder (what names it in
+ * the format line); mg_mcore_dist_is (mg/mcore_dist.h) says whether a folder holds one. */
+mg_status ck_td_open(ck_source **s, const char *iterpath, const char *what, const ck_opts *o);
+/* Picks the loader (o->loader, or auto: config.json / latest_checkpointed_iteration.txt /
+ * metadata.json); a Megatron folder holding torch_dist goes to ck_td_open. */
 mg_status ck_source_open(ck_source **s, const char *dir, const ck_opts *o, int loader);
 /* For loaders: a zeroed source owning a zeroed implementation struct of impl_size bytes
  * (s->impl), its model description initialised; NULL when out of memory. */
@@ -119,6 +132,7 @@ typedef struct {
     int64_t grows, gcols;   /* gathered block; the tensor is it, or its transpose */
     int transpose;
     int none;               /* Megatron `_extra_state` = None: no data */
+    size_t item, chunk;     /* torch_dist: the chunk of the plan's mg_dcp_meta it is */
     ck_run *runs;
     size_t nruns, cap;
 } ck_tensor;
@@ -138,6 +152,8 @@ typedef struct {
     char iterdir[MG_MEGATRON_NAME_MAX]; /* Megatron: "release" or "iter_%07d" */
     uint64_t bytes;
     size_t ntensors;
+    void *fmt;              /* format-specific plan (torch_dist: the mg_dcp_meta), or NULL */
+    void (*fmt_free)(void *fmt);
 } ck_plan;
 
 mg_status ck_plan_target(mg_model_desc *t, const ck_source *s, const ck_opts *o);
@@ -151,6 +167,9 @@ void ck_sum_plan(ck_plan *p);
 char *ck_dupstr(const char *s);
 mg_status ck_plan_megatron(ck_plan *p, const ck_source *s, const ck_opts *o);
 mg_status ck_plan_hf(ck_plan *p, const ck_source *s, const ck_opts *o);
+/* torch_dist (td_save.c): files are the data files, tensors their chunks (one per layer of
+ * a stacked key, one per other key); p->fmt is the .metadata to complete while writing. */
+mg_status ck_plan_torch_dist(ck_plan *p, const ck_source *s, const ck_opts *o);
 void ck_plan_free(ck_plan *p);
 uint64_t ck_tensor_bytes(const ck_tensor *t);
 /* Materialises t from s into buf (ck_tensor_bytes(t) bytes); scratch is grown as needed. */
@@ -204,11 +223,50 @@ typedef struct ck_progress ck_progress;
 mg_status ck_progress_create(ck_progress **p, uint64_t total_bytes, int quiet);
 void ck_progress_add(ck_progress *p, uint64_t tensors, uint64_t bytes);
 void ck_progress_free(ck_progress *p);
+
+/* Streaming of one file's planned tensors into a torch.save writer (stream.c). */
+typedef struct {
+    const ck_file *f;
+    mg_pk_obj **pk;          /* per planned tensor of f: its pickled tensor (NULL for None) */
+    size_t cur;              /* index of the tensor being written */
+    ck_reader rd;
+    ck_progress *prog;
+    const ck_source *s;
+    const ck_tensor *done_t; /* a tensor whose last byte the last direct piece was, or NULL:
+                                released at the next call, once the writer has read it */
+    struct iovec *iov;       /* CK_IOV_MAX pieces handed to the writer by gather */
+    int niov;                /* of them, still to release at the next call */
+} ck_stream;
+
+/* Allocates c->pk (zeroed, f->n entries, for the caller to fill) and the piece list. */
+mg_status ck_stream_init(ck_stream *c, const ck_file *f, const ck_source *s, ck_progress *prog,
+                         int threads);
+/* Save options whose callbacks read the planned tensors of c (archive_name as given). */
+void ck_stream_opts(ck_stream *c, mg_torch_save_opts *so, const char *archive_name);
+/* Releases what the last callback left and frees the stream (after init, even failed). */
+void ck_stream_end(ck_stream *c);
+
+/* What a saver's file workers share (ck_parallel's ctx). */
+typedef struct {
+    const ck_plan *pl;
+    const ck_source *s;
+    const char *root;
+    ck_progress *prog;
+    int threads;    /* per file (ck_threads_per_file) */
+} ck_write_ctx;
+
 /* Writes every file of p under root (in parallel); Megatron or HF by p's files. */
 mg_status ck_write_megatron(const ck_plan *p, const ck_source *s, const char *root,
                             const ck_opts *o, ck_progress *prog);
 mg_status ck_write_hf(const ck_plan *p, const ck_source *s, const char *root, const ck_opts *o,
                       ck_progress *prog);
+mg_status ck_write_torch_dist(const ck_plan *p, const ck_source *s, const char *root,
+                              const ck_opts *o, ck_progress *prog);
+/* The args Namespace a Megatron saver writes for plan p (in g). */
+mg_status ck_megatron_args(const ck_plan *p, const ck_source *s, const ck_opts *o,
+                           mg_pk_graph *g, mg_pk_obj **args);
+/* The tracker file under root ("release" or the iteration). */
+mg_status ck_write_tracker(const char *root, const ck_opts *o);
 /* mkdir -p of path's parent directories (path itself is a file). */
 mg_status ck_mkdirs_for(const char *path);
 /* Writes a small file atomically. */

@@ -20,13 +20,6 @@
 #include "mg/file.h"
 #include "mg/safetensors.h"
 
-typedef struct {
-    const ck_plan *pl;
-    const ck_source *s;
-    const char *root;
-    ck_progress *prog;
-    int threads;    /* per file (ck_threads_per_file) */
-} hf_ctx;
 
 static const ck_tensor *by_name(const ck_file *f, const char *name)
 {
@@ -41,7 +34,7 @@ static const ck_tensor *by_name(const ck_file *f, const char *name)
 
 /* Rows from byte off of t that lie back to back in an input (>= DIRECT_MIN of them),
  * copied from its file or written from its mapping: their bytes in *len (0: none). */
-static mg_status write_direct(const hf_ctx *x, const ck_tensor *t, uint64_t off, uint64_t rowb,
+static mg_status write_direct(const ck_write_ctx *x, const ck_tensor *t, uint64_t off, uint64_t rowb,
                               mg_st_writer *w, uint64_t *len)
 {
     const uint8_t *p = NULL;
@@ -62,7 +55,7 @@ static mg_status write_direct(const hf_ctx *x, const ck_tensor *t, uint64_t off,
 
 /* Rows from byte off of t (up to STAGE bytes) written from pieces of the mapped inputs by
  * pwritev: their bytes in *len (0 when the row at off cannot be). */
-static mg_status write_pieces(const hf_ctx *x, const ck_tensor *t, uint64_t off, uint64_t rowb,
+static mg_status write_pieces(const ck_write_ctx *x, const ck_tensor *t, uint64_t off, uint64_t rowb,
                               struct iovec *iov, mg_st_writer *w, uint64_t *len)
 {
     int niov = 0;
@@ -78,7 +71,7 @@ static mg_status write_pieces(const hf_ctx *x, const ck_tensor *t, uint64_t off,
 /* Bytes [off, n) of t: rows that lie back to back in an input file are copied from it
  * (or written straight from the mapping), rows of pieces of the mappings are written from
  * them, the rest go through buf. */
-static mg_status write_rows(const hf_ctx *x, ck_reader *rd, const ck_tensor *t, uint8_t *buf,
+static mg_status write_rows(const ck_write_ctx *x, ck_reader *rd, const ck_tensor *t, uint8_t *buf,
                             struct iovec *iov, mg_st_writer *w)
 {
     uint64_t n = ck_tensor_bytes(t), rowb = (uint64_t)t->gcols * mg_tdtype_size(t->dtype);
@@ -97,7 +90,7 @@ static mg_status write_rows(const hf_ctx *x, ck_reader *rd, const ck_tensor *t, 
     return st;
 }
 
-static mg_status write_tensors(const hf_ctx *x, const ck_file *f, mg_st_writer *w)
+static mg_status write_tensors(const ck_write_ctx *x, const ck_file *f, mg_st_writer *w)
 {
     ck_reader rd = {.s = x->s, .threads = x->threads};
     uint8_t *buf = mg_malloc(STAGE);
@@ -129,7 +122,7 @@ static mg_status write_tensors(const hf_ctx *x, const ck_file *f, mg_st_writer *
 
 static mg_status save_shard(void *ctx, size_t i)
 {
-    const hf_ctx *x = ctx;
+    const ck_write_ctx *x = ctx;
     const ck_file *f = &x->pl->files[i];
     char path[MG_PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", x->root, f->path);
@@ -213,7 +206,7 @@ static mg_status copy_tokenizer(const char *dir, const char *root)
 mg_status ck_write_hf(const ck_plan *pl, const ck_source *s, const char *root, const ck_opts *o,
                       ck_progress *prog)
 {
-    hf_ctx x = {pl, s, root, prog, ck_threads_per_file(pl->nfiles, o->workers)};
+    ck_write_ctx x = {pl, s, root, prog, ck_threads_per_file(pl->nfiles, o->workers)};
     MG_FORWARD(ck_parallel(pl->nfiles, o->workers, save_shard, &x));
     if (pl->nfiles > 1) MG_FORWARD(write_index(pl, root));
     if (o->tokenizer_dir) MG_FORWARD(copy_tokenizer(o->tokenizer_dir, root));

@@ -1,5 +1,6 @@
 /* inspect.c — mg-convert --inspect DIR: a plain-text, sorted report of a checkpoint: format,
- * model, TP/PP, every tensor of every file (name, shape, dtype, TP split rule), total bytes,
+ * model, TP/PP, every tensor of every file (name, shape, dtype, TP split rule; torch_dist:
+ * every key of the .metadata with its global shape and chunk count), total bytes,
  * and the problems the loader finds (missing shards, shape mismatches, replicated tensors
  * that differ between TP ranks, unknown tensors, unsupported features).
  *
@@ -13,7 +14,9 @@
 #include <sys/stat.h>
 
 #include "ckpt.h"
+#include "mg/mcore_dist.h"
 #include "hf_bin.h"
+#include "mg/dcp.h"
 #include "mg/file.h"
 #include "mg/grow.h"
 #include "mg/megatron_layout.h"
@@ -217,11 +220,42 @@ static int iter_dir(const char *dir, char *iterdir)
     return 1;
 }
 
+/* torch_dist: every key of the .metadata with its global shape and chunk count (the data
+ * files are the loader's to check). */
+static void list_td(report *rp, const char *iterdir, const char *path)
+{
+    char mpath[4200];
+    mg_map map;
+    mg_dcp_meta *m = NULL;
+    snprintf(mpath, sizeof mpath, "%s/.metadata", path);
+    mg_status st = mg_map_open(&map, mpath);
+    if (st == MG_OK) st = mg_dcp_meta_load(&m, map.data, map.size, mpath);
+    if (st != MG_OK) problem(rp, mg_last_error());
+    mg_map_close(&map);
+    if (st != MG_OK) return;
+    for (size_t i = 0; i < m->nitems; i++) {
+        const mg_dcp_item *it = &m->items[i];
+        char desc[160], shp[96];
+        uint64_t bytes = it->is_bytes ? it->chunks[0].length
+                                      : (uint64_t)mg_dcp_volume(it->ndim, it->size) * mg_tdtype_size(it->dtype);
+        shape_str(shp, sizeof shp, it->ndim, it->size);
+        if (it->is_bytes) snprintf(desc, sizeof desc, "bytes -");
+        else snprintf(desc, sizeof desc, "%s %s %zu chunk%s", shp, mg_tdtype_name(it->dtype),
+                      it->nchunks, it->nchunks == 1 ? "" : "s");
+        add_row(rp, iterdir, it->key, desc, bytes);
+    }
+    mg_dcp_meta_free(m);
+}
+
 static void list_megatron(report *rp, const char *dir)
 {
     char path[MG_PATH_MAX], iterdir[MG_MEGATRON_NAME_MAX];
     if (!iter_dir(dir, iterdir)) return;
     snprintf(path, sizeof path, "%s/%s", dir, iterdir);
+    if (mg_mcore_dist_is(path)) {
+        list_td(rp, iterdir, path);
+        return;
+    }
     DIR *d = opendir(path);
     char *names[4096];
     size_t n = 0;
@@ -276,13 +310,21 @@ static ck_source *describe_only(const char *dir, int hf)
         free(text);
         snprintf(s->format, sizeof s->format, "%s", hf_format(dir));
     } else {
-        snprintf(s->format, sizeof s->format, "megatron torch");
+        /* torch: args in rank 0's file (without, then with pipeline parallelism);
+         * torch_dist: in common.pt */
         mg_megatron_iter it;
+        char iterdir[MG_MEGATRON_NAME_MAX] = "", ip[MG_PATH_MAX];
         int named = mg_megatron_tracker_read(dir, &it) == MG_OK;
-        for (int pp = 0; named && pp < 2 && st != MG_OK; pp++) {
+        if (named) mg_megatron_iter_name(&it, iterdir);
+        snprintf(ip, sizeof ip, "%s/%s", dir, iterdir);
+        int td = named && mg_mcore_dist_is(ip);
+        if (td) snprintf(s->format, sizeof s->format, "megatron torch_dist (%s)", iterdir);
+        else snprintf(s->format, sizeof s->format, "megatron torch");
+        for (int k = td ? 2 : 0; named && k < (td ? 3 : 2) && st != MG_OK; k++) {
             mg_torch_file *f = NULL;
             char rel[256];
-            if (mg_megatron_rank_file(&it, 0, 0, pp, rel, sizeof rel) != MG_OK) continue;
+            if (k == 2) snprintf(rel, sizeof rel, "%s/common.pt", iterdir);
+            else if (mg_megatron_rank_file(&it, 0, 0, k, rel, sizeof rel) != MG_OK) continue;
             snprintf(path, sizeof path, "%s/%s", dir, rel);
             if (mg_torch_open(&f, path) != MG_OK) continue;
             const mg_pk_obj *root = mg_torch_root(f);

@@ -23,7 +23,8 @@ static const char *plural(size_t n, const char *one, const char *many)
 
 static mg_status plan(ck_plan *pl, const ck_source *s, const ck_opts *o)
 {
-    return o->saver == CK_HF ? ck_plan_hf(pl, s, o) : ck_plan_megatron(pl, s, o);
+    if (o->saver == CK_HF) return ck_plan_hf(pl, s, o);
+    return o->torch_dist ? ck_plan_torch_dist(pl, s, o) : ck_plan_megatron(pl, s, o);
 }
 
 static mg_status write_all(const ck_plan *pl, const ck_source *s, const char *tmp,
@@ -31,8 +32,9 @@ static mg_status write_all(const ck_plan *pl, const ck_source *s, const char *tm
 {
     ck_progress *prog = NULL;
     MG_FORWARD(ck_progress_create(&prog, pl->bytes, o->quiet));
-    mg_status st = o->saver == CK_HF ? ck_write_hf(pl, s, tmp, o, prog)
-                                     : ck_write_megatron(pl, s, tmp, o, prog);
+    mg_status st = o->saver == CK_HF  ? ck_write_hf(pl, s, tmp, o, prog)
+                   : o->torch_dist    ? ck_write_torch_dist(pl, s, tmp, o, prog)
+                                      : ck_write_megatron(pl, s, tmp, o, prog);
     ck_progress_free(prog);
     if (st == MG_OK && o->verify) st = ck_verify(s, pl, tmp, o->saver, o);
     return st;

@@ -160,12 +160,6 @@ static entry *lookup(rank_file *rf, const char *name)
     return bsearch(&key, rf->e, rf->n, sizeof(entry), cmp_entry);
 }
 
-/* --drop-optimizer-state, or a Hugging Face export: it has nowhere to put optimizer state. */
-static int drops_optimizer(const ck_opts *o)
-{
-    return o->drop_optim || o->saver == CK_HF;
-}
-
 static mg_status top_level(ck_source *s, rank_file *rf, const mg_pk_obj *root, const ck_opts *o,
                            int first)
 {
@@ -180,7 +174,7 @@ static mg_status top_level(ck_source *s, rank_file *rf, const mg_pk_obj *root, c
                  "(%s; the QKV row order changed in 2.0)", version, rf->rel);
     const mg_pk_obj *opt = mg_pk_get(root, "optimizer");
     if (opt && opt->kind != MG_PK_NONE) {
-        MG_RETURN_IF(!drops_optimizer(o), MG_ERR_UNSUPPORTED,
+        MG_RETURN_IF(!ck_drops_optimizer(o), MG_ERR_UNSUPPORTED,
                      "not supported yet: converting optimizer state (%s); pass "
                      "--drop-optimizer-state to drop it", rf->rel);
         MG_FORWARD(ck_source_drop(s, "optimizer (%s): optimizer state", rf->rel));
@@ -230,7 +224,7 @@ static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *
     char *slash = strrchr(dpath, '/');
     snprintf(slash + 1, sizeof dpath - (size_t)(slash + 1 - dpath), "distrib_optim.pt");
     if (is_file(dpath)) {
-        MG_RETURN_IF(!drops_optimizer(o), MG_ERR_UNSUPPORTED, "not supported yet: converting "
+        MG_RETURN_IF(!ck_drops_optimizer(o), MG_ERR_UNSUPPORTED, "not supported yet: converting "
                      "optimizer state (%s); pass --drop-optimizer-state to drop it", dpath);
         MG_FORWARD(ck_source_drop(s, "distrib_optim.pt (%s): optimizer state", dpath));
     }

@@ -61,7 +61,7 @@ static mg_tdtype dtype_arg(const char *v)
 
 enum {
     C_LOAD_DIR, C_SAVE_DIR, C_INSPECT, C_TOKENIZER_DIR, C_LOADER, C_SAVER, C_TP, C_PP,
-    C_PP_FIRST, C_PP_LAST, C_DTYPE, C_DIVISIBLE, C_TRUE_VOCAB, C_IMPL, C_ITERATION,
+    C_PP_FIRST, C_PP_LAST, C_DTYPE, C_DIVISIBLE, C_TRUE_VOCAB, C_IMPL, C_CKPT_FORMAT, C_ITERATION,
     C_MAX_SHARD, C_WORKERS, C_DROP_OPTIM, C_VERIFY, C_QUIET, C_HELP, C_VERSION, C_COUNT
 };
 
@@ -81,6 +81,7 @@ static const mg_argv_flag flags[C_COUNT] = {
     [C_DIVISIBLE] = {"--make-vocab-size-divisible-by", MG_ARGV_ONE},
     [C_TRUE_VOCAB] = {"--true-vocab-size", MG_ARGV_ONE},
     [C_IMPL] = {"--transformer-impl", MG_ARGV_ONE},
+    [C_CKPT_FORMAT] = {"--ckpt-format", MG_ARGV_ONE},
     [C_ITERATION] = {"--iteration", MG_ARGV_ONE},
     [C_MAX_SHARD] = {"--max-shard-size", MG_ARGV_ONE},
     [C_WORKERS] = {"--workers", MG_ARGV_ONE},
@@ -98,6 +99,7 @@ static void set_value(ck_opts *o, int id, const char *v)
     static const char *const loaders[] = {"auto", "hf", "megatron", "core", "mcore"};
     static const char *const savers[] = {"megatron", "hf", "core", "mcore"};
     static const char *const impls[] = {"transformer_engine", "local"};
+    static const char *const formats[] = {"torch", "torch_dist"};
     const char *f = flags[id].name;
     switch (id) {
     case C_LOAD_DIR: o->load_dir = v; break;
@@ -114,6 +116,7 @@ static void set_value(ck_opts *o, int id, const char *v)
     case C_DIVISIBLE: o->divisible_by = num(f, v, 1, 1 << 20); break;
     case C_TRUE_VOCAB: o->true_vocab = num(f, v, 1, INT64_C(1) << 40); break;
     case C_IMPL: o->te = choice(f, v, impls, 2) == 0; break;
+    case C_CKPT_FORMAT: o->torch_dist = choice(f, v, formats, 2) == 1; break;
     case C_ITERATION: o->iteration = num(f, v, 0, INT64_C(1) << 40); break;
     case C_MAX_SHARD: o->max_shard = size_arg(f, v); break;
     case C_WORKERS: o->workers = (int)num(f, v, 1, 1024); break;
@@ -142,6 +145,8 @@ static void check(const ck_opts *o)
     if (!o->save_dir) mg_usage_error("--save-dir is required");
     if (o->saver == CK_HF && (o->tp != 1 || o->pp != 1))
         mg_usage_error("--saver hf writes one unsplit model: --target-tensor/pipeline-parallel-size must be 1");
+    if (o->saver == CK_HF && o->torch_dist)
+        mg_usage_error("--ckpt-format torch_dist is a Megatron format: it needs --saver megatron");
     if ((o->pp_first || o->pp_last) && o->pp < 2)
         mg_usage_error("uneven pipeline stages need --target-pipeline-parallel-size > 1");
 }

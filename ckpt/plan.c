@@ -63,6 +63,7 @@ void ck_plan_free(ck_plan *p)
         free(p->files[f].path);
     }
     free(p->files);
+    if (p->fmt_free) p->fmt_free(p->fmt);
     mg_model_free(&p->m);
     memset(p, 0, sizeof(*p));
 }

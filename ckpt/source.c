@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "ckpt.h"
+#include "mg/mcore_dist.h"
 #include "mg/dtype_convert.h"
 #include "mg/file.h"
 
@@ -24,20 +25,36 @@ static int exists(const char *dir, const char *name)
     return stat(path, &st) == 0;
 }
 
+/* torch_dist in DIR itself (an iteration folder) or in the folder its tracker names. */
+static mg_status open_megatron(ck_source **s, const char *dir, const ck_opts *o)
+{
+    char path[MG_PATH_MAX], iterdir[MG_MEGATRON_NAME_MAX];
+    if (mg_mcore_dist_is(dir)) return ck_td_open(s, dir, dir, o);
+    if (exists(dir, MG_MEGATRON_TRACKER)) {
+        mg_megatron_iter it;
+        MG_FORWARD(mg_megatron_tracker_read(dir, &it));
+        mg_megatron_iter_name(&it, iterdir);
+        snprintf(path, sizeof path, "%s/%s", dir, iterdir);
+        if (mg_mcore_dist_is(path)) return ck_td_open(s, path, iterdir, o);
+    }
+    return ck_mg_open(s, dir, o);
+}
+
 mg_status ck_source_open(ck_source **s, const char *dir, const ck_opts *o, int loader)
 {
     *s = NULL;
     MG_RETURN_IF(!mg_is_dir(dir), MG_ERR_NOTFOUND, "%s: no such directory", dir);
     if (loader == CK_AUTO) {
         if (exists(dir, "config.json")) loader = CK_HF;
-        else if (exists(dir, MG_MEGATRON_TRACKER)) loader = CK_MEGATRON;
+        else if (exists(dir, MG_MEGATRON_TRACKER) || exists(dir, "metadata.json"))
+            loader = CK_MEGATRON;
         else
             return mg_error_set(MG_ERR_FORMAT,
                                 "%s: neither config.json (Hugging Face) nor "
                                 MG_MEGATRON_TRACKER " (Megatron) found",
                                 dir);
     }
-    return loader == CK_HF ? ck_hf_open(s, dir, o) : ck_mg_open(s, dir, o);
+    return loader == CK_HF ? ck_hf_open(s, dir, o) : open_megatron(s, dir, o);
 }
 
 ck_source *ck_source_alloc(size_t impl_size)

@@ -9,7 +9,9 @@
 # ~/.cache/mgtools/bench/llama-synth-3.4GB. Outputs go to a scratch folder next to it (about
 # 2x the model size at a time) and are removed. Environment: MG_BENCH_WORKERS (mg-convert
 # --workers), MG_BENCH_SKIP_TORCH=1 (leave the PyTorch path out), MG_BENCH_ROUNDS (rounds of
-# all contenders, alternated, each reported by its fastest; default 3).
+# all contenders, alternated, each reported by its fastest; default 3), MG_BENCH_FORMAT=torch_dist
+# (HF <-> torch_dist against cp and megatron-core's dist_checkpointing.load + save_pretrained;
+# MG_BENCH_SKIP_TORCH=1 then leaves megatron-core out).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=$("$root/scripts/setup.sh" --python | sed -n 's/^MG_VENV=//p')
@@ -21,11 +23,12 @@ if [ -z "$model" ]; then
   "$venv/bin/python" "$root/scripts/bench_convert.py" generate "$model"
 fi
 [ -x "$root/bin/mg-convert" ] || { echo "bench-convert: $root/bin/mg-convert missing: run make" >&2; exit 1; }
-work=$dir/convert-scratch
+work=$dir/convert-scratch${MG_BENCH_FORMAT:+-$MG_BENCH_FORMAT}
 trap 'rm -rf "$work"' EXIT
 extra=()
 [ -n "${MG_BENCH_WORKERS:-}" ] && extra+=(--workers "$MG_BENCH_WORKERS")
 [ "${MG_BENCH_SKIP_TORCH:-0}" = 1 ] && extra+=(--skip-torch)
 [ -n "${MG_BENCH_ROUNDS:-}" ] && extra+=(--rounds "$MG_BENCH_ROUNDS")
+[ -n "${MG_BENCH_FORMAT:-}" ] && extra+=(--format "$MG_BENCH_FORMAT")
 "$venv/bin/python" "$root/scripts/bench_convert.py" run --bin "$root/bin" --model "$model" \
   --work "$work" "${extra[@]}"

@@ -10,6 +10,7 @@ ratios. Subcommands:
   torch-to-megatron SRC DST --tp T --pp P    the PyTorch path, HF -> Megatron torch format
   torch-to-hf SRC DST                        the PyTorch path, Megatron -> HF
   run --bin BIN --model DIR --work DIR       time everything, print the table and ratios
+      [--format torch_dist]                  the torch_dist contenders (bench_convert_dist.py)
 
 A last row times `cp -r` followed by an fsync of every copied file, for context: mg-convert
 fsyncs each file it writes (atomic, durable output), plain `cp -r` does not.
@@ -329,30 +330,40 @@ def contenders(args, model, work):
     return out
 
 
-def run(args):
-    model, work = pathlib.Path(args.model), pathlib.Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    nbytes = payload_bytes(model)
-    # warm the page cache with the source, like every contender will find it
+def measure_rounds(model, work, plan, rounds):
+    """Runs every contender of plan once per round (the page cache warm with the source);
+    returns per contender the measurements of every round (run_measured's tuples)."""
     subprocess.run(["cat"] + [str(p) for p in sorted(model.iterdir())], stdout=subprocess.DEVNULL, check=True)
-    plan = contenders(args, model, work)
-    runs = [[] for _ in plan]  # per contender: (secs, rss, anon, inner, cpu) of every round
-    for rnd in range(args.rounds):
+    runs = [[] for _ in plan]
+    for rnd in range(rounds):
         for i, (label, cmd, cleanup) in enumerate(plan):
             subprocess.run(["sync"], check=True)
             runs[i].append(run_measured(cmd))
             print(f"  round {rnd + 1}: {label}: {runs[i][-1][0]:.2f} s", file=sys.stderr, flush=True)
             for c in cleanup:
                 shutil.rmtree(work / c, ignore_errors=True)
+    return runs
+
+
+def run(args):
+    """Times the contenders of --format (torch: this file's; torch_dist: bench_convert_dist.py's)."""
+    fmt = sys.modules[__name__]
+    if args.format == "torch_dist":
+        import bench_convert_dist as fmt
+    model, work = pathlib.Path(args.model), pathlib.Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
-    report(args, model, nbytes, plan, runs)
+    work.mkdir(parents=True)
+    nbytes = payload_bytes(model)
+    plan = fmt.contenders(args, model, work)
+    runs = measure_rounds(model, work, plan, args.rounds)
+    shutil.rmtree(work, ignore_errors=True)
+    fmt.report(args, model, nbytes, plan, runs)
 
 
-def report(args, model, nbytes, plan, runs):
-    """The table (each contender's fastest round; every round's seconds in brackets) and the
-    ratios of the fastest rounds."""
-    print(f"model: {model} ({nbytes / GB:.2f} GB of bf16 tensors); {args.rounds} rounds, "
+def print_table(model, nbytes, rounds, plan, runs):
+    """The table (each contender's fastest round; every round's seconds in brackets); returns
+    per contender (fastest seconds, its inner seconds or None, peak RSS over the rounds)."""
+    print(f"model: {model} ({nbytes / GB:.2f} GB of bf16 tensors); {rounds} rounds, "
           f"contenders alternated; the fastest round of each")
     print("| contender | seconds (every round) | GB/s | CPU seconds | peak RSS (MB) | peak RssAnon (MB) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -364,6 +375,12 @@ def report(args, model, nbytes, plan, runs):
         every = " / ".join(f"{r[0]:.2f}" for r in rs)
         print(f"| {label}{note} | {secs:.2f} ({every}) | {nbytes / GB / secs:.2f} | {cpu:.2f} | "
               f"{max(r[1] for r in rs) / 1e6:.0f} | {max(r[2] for r in rs) / 1e6:.0f} |")
+    return best
+
+
+def report(args, model, nbytes, plan, runs):
+    """The table and the ratios of the fastest rounds."""
+    best = print_table(model, nbytes, args.rounds, plan, runs)
     cp, mg_to, mg_back, cpd = best[0][0], best[1][0], best[2][0], best[-1][0]
     print(f"mg-convert throughput / cp: to Megatron {cp / mg_to:.2f}, back to HF {cp / mg_back:.2f} "
           f"(target >= 0.70)")
@@ -408,7 +425,10 @@ def main():
     r.add_argument("--tp", type=int, default=4)
     r.add_argument("--pp", type=int, default=2)
     r.add_argument("--workers", type=int, default=0)
-    r.add_argument("--skip-torch", action="store_true")
+    r.add_argument("--skip-torch", action="store_true", help="leave the PyTorch/megatron-core path out")
+    r.add_argument("--format", choices=["torch", "torch_dist"], default="torch",
+                   help="Megatron format: torch (TP/PP, vs a PyTorch converter) or torch_dist "
+                        "(vs megatron-core's dist_checkpointing.load + save_pretrained)")
     r.add_argument("--rounds", type=int, default=3, help="rounds of all contenders, alternated")
     a = ap.parse_args()
     {"generate": generate, "torch-to-megatron": torch_to_megatron, "torch-to-hf": torch_to_hf, "run": run}[a.cmd](a)

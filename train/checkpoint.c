@@ -1,5 +1,6 @@
 /* checkpoint.c — checkpoint.h: Megatron `torch`-format save and load for mg-train. */
 #include "checkpoint.h"
+#include "checkpoint_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "mg/dtype_convert.h"
 #include "mg/file.h"
 #include "mg/megatron_layout.h"
+#include "mg/mcore_dist.h"
 #include "mg/torchfile.h"
 
 #define RANK_DIR MG_MEGATRON_RANK_PREFIX "00" /* one rank: TP 1, PP 1 */
@@ -49,7 +51,7 @@ static size_t add_group(const mg_gpt *g, int decay, size_t *order, size_t n)
 /* The optimizer's parameter order (Megatron's _get_param_groups): the decay tensors, then
  * the others, each in Megatron's parameter order (model.c puts a layer's linear_qkv tensors
  * right before its linear_proj ones). Returns the number of decay tensors. */
-static size_t param_order(const mg_gpt *g, size_t *order)
+size_t mg_train_ckpt_param_order(const mg_gpt *g, size_t *order)
 {
     size_t ndecay = add_group(g, 1, order, 0);
     add_group(g, 0, order, ndecay);
@@ -185,7 +187,7 @@ static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_g
                              const mg_gpt_optim *opt, size_t *order, const float *step,
                              mg_pk_obj **out)
 {
-    size_t ndecay = param_order(g, order);
+    size_t ndecay = mg_train_ckpt_param_order(g, order);
     mg_pk_obj *d = mg_pk_container(pg, MG_PK_DICT), *state = mg_pk_container(pg, MG_PK_DICT);
     mg_pk_obj *groups = mg_pk_container(pg, MG_PK_LIST), *g0 = NULL, *g1 = NULL;
     if (!d || !state || !groups) return MG_ERR_NOMEM;
@@ -219,14 +221,9 @@ static mg_status build_sched(mg_pk_graph *pg, const mg_train_opts *o,
     return put_float(pg, d, "wd_incr_steps", s->wd_incr_steps);
 }
 
-typedef struct {
-    size_t *order;
-    float *steps; /* one per tensor: tensors sharing a pointer share a storage in the file */
-} save_bufs;
-
-static mg_status build_root(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
-                            const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
-                            save_bufs *b, mg_pk_obj **root)
+mg_status mg_train_ckpt_build_root(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
+                                   const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
+                                   mg_train_save_bufs *b, mg_pk_obj **root)
 {
     mg_pk_obj *r = *root = mg_pk_container(pg, MG_PK_DICT), *x = NULL;
     if (!r) return MG_ERR_NOMEM;
@@ -257,6 +254,7 @@ static void remove_iter_dir(const char *dir)
     unlink(p);
     snprintf(p, sizeof p, "%s/" RANK_DIR, dir);
     rmdir(p);
+    mg_train_ckpt_remove_dist(dir);
     rmdir(dir);
 }
 
@@ -269,12 +267,12 @@ static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt
     MG_FORWARD(make_dir(p));
     snprintf(p, sizeof p, "%s/" CKPT_FILE, tmp);
     mg_pk_graph *pg = mg_pk_graph_create();
-    save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
-                   mg_calloc(g->nt ? g->nt : 1, sizeof(float))};
+    mg_train_save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
+                            mg_calloc(g->nt ? g->nt : 1, sizeof(float))};
     for (size_t i = 0; b.steps && i < g->nt; i++) b.steps[i] = (float)opt->step;
     mg_pk_obj *root = NULL;
     mg_status s = MG_ERR_NOMEM;
-    if (pg && b.order && b.steps) s = build_root(pg, o, g, opt, st, &b, &root);
+    if (pg && b.order && b.steps) s = mg_train_ckpt_build_root(pg, o, g, opt, st, &b, &root);
     mg_torch_save_opts so = {.archive_name = "model_optim_rng"};
     if (s == MG_OK) s = mg_torch_save(p, root, &so);
     free(b.order);
@@ -300,7 +298,8 @@ mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_g
     snprintf(final, sizeof final, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
     snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
-    mg_status s = write_tmp(tmp, o, g, opt, st);
+    mg_status s = o->ckpt_torch_dist ? mg_train_ckpt_write_dist(tmp, o, g, opt, st)
+                                     : write_tmp(tmp, o, g, opt, st);
     if (s != MG_OK) {
         remove_iter_dir(tmp);
         return s;
@@ -426,7 +425,7 @@ static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, cons
     MG_FORWARD(check_group_keys(path, mg_pk_get(od, "param_groups")));
     size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
     if (!order) return MG_ERR_NOMEM;
-    param_order(g, order);
+    mg_train_ckpt_param_order(g, order);
     mg_status s = MG_OK;
     double step = -1;
     for (size_t i = 0; s == MG_OK && i < g->nt; i++) {
@@ -477,8 +476,8 @@ static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *
     return MG_OK;
 }
 
-static mg_status load_root(const char *path, const mg_pk_obj *root, int release, mg_gpt *g,
-                           mg_gpt_optim *opt, mg_train_ckpt_state *st)
+mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int release,
+                                  mg_gpt *g, mg_gpt_optim *opt, mg_train_ckpt_state *st)
 {
     MG_RETURN_IF(root->kind != MG_PK_DICT && root->kind != MG_PK_ODICT, MG_ERR_FORMAT,
                  "%s: the pickled object is a %s, not a dict", path, mg_pk_kind_name(root->kind));
@@ -503,11 +502,15 @@ mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
     memset(st, 0, sizeof *st);
     MG_FORWARD(mg_megatron_tracker_read(dir, &it));
     mg_megatron_iter_name(&it, name);
+    int release = it.release;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (mg_mcore_dist_is(path)) /* as Megatron tells the formats apart */
+        return mg_train_ckpt_load_dist(path, release, g, release ? NULL : opt, st);
     snprintf(path, sizeof path, "%s/%s/" CKPT_FILE, dir, name);
     mg_torch_file *f = NULL;
     MG_FORWARD(mg_torch_open(&f, path));
-    int release = it.release;
-    mg_status s = load_root(path, mg_torch_root(f), release, g, release ? NULL : opt, st);
+    mg_status s = mg_train_ckpt_load_root(path, mg_torch_root(f), release, g,
+                                          release ? NULL : opt, st);
     mg_torch_close(f);
     return s;
 }

@@ -60,6 +60,8 @@ static const char help_text[] =
     "Checkpoints:\n"
     "  --save DIR --save-interval N  Megatron 'torch' checkpoints (fp32 weights, AdamW moments,\n"
     "                             scheduler, consumed samples) every N iterations and at the end\n"
+    "  --ckpt-format torch|torch_dist  format of --save (default torch); torch_dist: Megatron's\n"
+    "                             dist_checkpointing folder; --load reads either (metadata.json)\n"
     "  --load DIR                 resume (bit-identical losses); --no-load-optim: new optimizer;\n"
     "                             --finetune: weights only, iteration 0; --no-load-rng: no-op\n"
     "                             (no RNG state beyond --seed)\n"

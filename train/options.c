@@ -54,6 +54,13 @@ static int ch_tiktoken(mg_train_opts *o, const char *v)
     return 0;
 }
 
+static int ch_ckpt(mg_train_opts *o, const char *v)
+{
+    if (strcmp(v, "torch") && strcmp(v, "torch_dist")) return -1;
+    o->ckpt_torch_dist = strcmp(v, "torch_dist") == 0;
+    return 0;
+}
+
 static int ch_lr(mg_train_opts *o, const char *v) { return mg_lr_style_parse(v, &o->lr_decay_style); }
 static int ch_wsd(mg_train_opts *o, const char *v) { return mg_wsd_style_parse(v, &o->lr_wsd_decay_style); }
 static int ch_wd(mg_train_opts *o, const char *v) { return mg_wd_style_parse(v, &o->weight_decay_incr_style); }
@@ -141,6 +148,7 @@ static const struct flag flags[] = {
     {"--save", K_STR, F(save), 0, NULL, NULL},
     {"--load", K_STR, F(load), 0, NULL, NULL},
     {"--save-interval", K_I64, F(save_interval), 1, NULL, NULL},
+    {"--ckpt-format", K_CHOICE, 0, 0, ch_ckpt, "torch, torch_dist"},
     {"--no-load-optim", K_ON, F(no_load_optim), 0, NULL, NULL},
     {"--no-load-rng", K_ON, F(no_load_rng), 0, NULL, NULL},
     {"--finetune", K_ON, F(finetune), 0, NULL, NULL},

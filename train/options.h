@@ -65,6 +65,7 @@ typedef struct {
     const char *save, *load;
     int64_t save_interval, exit_interval, exit_duration_in_mins; /* 0 = not given */
     int no_load_optim, no_load_rng, finetune, exit_signal_handler;
+    int ckpt_torch_dist;          /* --ckpt-format torch_dist (default torch) */
     /* logging (list 6) */
     int64_t log_interval;
     const char *log_file;

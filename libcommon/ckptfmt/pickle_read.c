@@ -78,6 +78,7 @@ static mg_status read_line(vm *m, const char **s, size_t *n)
 static mg_status push(vm *m, mg_pk_obj *o)
 {
     if (!o) return MG_ERR_NOMEM;
+    if (!o->at) o->at = m->op_pos;
     MG_FORWARD(MG_GROW(m->stack, m->scap, m->sp + 1, 64));
     m->stack[m->sp++] = o;
     return MG_OK;

@@ -324,24 +324,39 @@ static mg_status write_records(saver *s, const uint8_t *pkl, size_t pkl_len, con
     return mg_zip_writer_finish(s->w);
 }
 
-mg_status mg_torch_save(const char *path, const mg_pk_obj *root, const mg_torch_save_opts *opts)
+/* The archive of root appended to out (named archive), offsets counted from its start. */
+static mg_status save_to(mg_out *out, const char *archive, const mg_pk_obj *root,
+                         const mg_torch_save_opts *opts)
 {
-    key_map km = {.path = path};
+    key_map km = {.path = mg_out_path(out)};
     uint8_t *pkl = NULL;
     size_t pkl_len = 0;
     mg_status st = mg_pk_dump(root, key_of, &km, &pkl, &pkl_len);
     if (st != MG_OK && km.st != MG_OK) st = km.st;
     saver s = {.h_names = 0xcbf29ce484222325ull, .h_sizes = 0xcbf29ce484222325ull};
-    if (opts && opts->archive_name) snprintf(s.archive, sizeof s.archive, "%s", opts->archive_name);
-    else stem_of(path, s.archive, sizeof s.archive);
-    mg_out *out = NULL;
-    if (st == MG_OK) st = mg_out_create(&out, path);
+    snprintf(s.archive, sizeof s.archive, "%s", archive);
     if (st == MG_OK) st = mg_zip_writer_create(&s.w, out);
     if (st == MG_OK) st = write_records(&s, pkl, pkl_len, &km, opts);
-    if (st == MG_OK) st = mg_out_commit(out);
     mg_zip_writer_free(s.w);
-    mg_out_free(out);
     free(pkl);
     key_map_free(&km);
+    return st;
+}
+
+mg_status mg_torch_save_to(mg_out *out, const mg_pk_obj *root, const mg_torch_save_opts *opts)
+{
+    return save_to(out, opts && opts->archive_name ? opts->archive_name : "archive", root, opts);
+}
+
+mg_status mg_torch_save(const char *path, const mg_pk_obj *root, const mg_torch_save_opts *opts)
+{
+    char archive[256];
+    if (opts && opts->archive_name) snprintf(archive, sizeof archive, "%s", opts->archive_name);
+    else stem_of(path, archive, sizeof archive);
+    mg_out *out = NULL;
+    mg_status st = mg_out_create(&out, path);
+    if (st == MG_OK) st = save_to(out, archive, root, opts);
+    if (st == MG_OK) st = mg_out_commit(out);
+    mg_out_free(out);
     return st;
 }

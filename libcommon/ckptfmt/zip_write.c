@@ -7,8 +7,9 @@
  * at begin; end fails if a different number of bytes was written. CRC-32 (IEEE) is computed
  * while streaming (mg_zip_writer_writev: over each group of pieces of about CRC_CHUNK bytes
  * just before pwritev() writes that group from the caller's memory). The writer appends to
- * a caller-owned mg_out positioned at offset 0 and never commits it. Entry names are
- * copied.
+ * a caller-owned mg_out and never commits it; the archive starts where the mg_out stood
+ * when the writer was created (its offsets count from there: an archive nested in a bigger
+ * file, as DCP data files hold them). Entry names are copied.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -274,6 +275,7 @@ struct mg_zip_writer {
     size_t n, cap;
     int open;       /* a record is between begin and end */
     uint64_t written;
+    uint64_t base;  /* offset of the archive's first byte in out */
 };
 
 mg_status mg_zip_writer_create(mg_zip_writer **w, mg_out *out)
@@ -281,6 +283,7 @@ mg_status mg_zip_writer_create(mg_zip_writer **w, mg_out *out)
     *w = mg_calloc(1, sizeof(**w));
     if (!*w) return MG_ERR_NOMEM;
     (*w)->out = out;
+    (*w)->base = mg_out_offset(out);
     return MG_OK;
 }
 
@@ -309,7 +312,7 @@ mg_status mg_zip_writer_begin(mg_zip_writer *w, const char *name, uint64_t size)
     memcpy(copy, name, len + 1);
     mg_zip_rec *r = &w->recs[w->n++];
     *r = (mg_zip_rec){.name = copy, .name_len = len, .flags = 0x0808, .comp = size,
-                      .uncomp = size, .offset = mg_out_offset(w->out)};
+                      .uncomp = size, .offset = mg_out_offset(w->out) - w->base};
     size_t n = mg_zip_local_encode(hdr, r);
     mg_status st = mg_out_write(w->out, hdr, n);
     free(hdr);
@@ -404,7 +407,7 @@ mg_status mg_zip_writer_add(mg_zip_writer *w, const char *name, const void *data
 mg_status mg_zip_writer_finish(mg_zip_writer *w)
 {
     MG_ASSERT(!w->open);
-    mg_zip_end e = {.n_entries = w->n, .cd_offset = mg_out_offset(w->out)};
+    mg_zip_end e = {.n_entries = w->n, .cd_offset = mg_out_offset(w->out) - w->base};
     for (size_t i = 0; i < w->n; i++) {
         uint8_t *buf = mg_malloc(MG_ZIP_HDR_MAX + w->recs[i].name_len);
         if (!buf) return MG_ERR_NOMEM;
@@ -413,7 +416,7 @@ mg_status mg_zip_writer_finish(mg_zip_writer *w)
         free(buf);
         MG_FORWARD(st);
     }
-    e.end_offset = mg_out_offset(w->out);
+    e.end_offset = mg_out_offset(w->out) - w->base;
     e.cd_size = e.end_offset - e.cd_offset;
     uint8_t end[98];
     return mg_out_write(w->out, end, mg_zip_end_encode(end, &e));

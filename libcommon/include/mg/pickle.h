@@ -92,6 +92,7 @@ struct mg_pk_obj {
     mg_pk_obj *callable, *args, *state;
     mg_pk_tensor *tensor;
     mg_pk_ndarray *nd;
+    size_t at;                /* read nodes: pickle offset of the opcode that made it */
 };
 
 typedef struct mg_pk_graph mg_pk_graph;

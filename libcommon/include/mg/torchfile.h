@@ -66,5 +66,8 @@ typedef struct {
 
 /* Writes root to path (atomically). opts may be NULL. */
 mg_status mg_torch_save(const char *path, const mg_pk_obj *root, const mg_torch_save_opts *opts);
+/* Appends the same archive to out at its current offset (the archive's offsets count from
+ * there, as in DCP data files); archive_name NULL: "archive". Does not commit out. */
+mg_status mg_torch_save_to(mg_out *out, const mg_pk_obj *root, const mg_torch_save_opts *opts);
 
 #endif /* MG_TORCHFILE_H */

@@ -1,0 +1,322 @@
+/* checkpoint_dist.c — mg-train's Megatron `torch_dist` checkpoints (--ckpt-format
+ * torch_dist): the torch file's content (checkpoint.h) split as megatron-core splits it.
+ *
+ * Contract (checkpoint_internal.h; spec §1.3, §4): three data files written in parallel:
+ * __0_0.distcp the extra states (torch.save([None])) and the model tensors under stacked
+ * keys (one chunk per layer), __0_1 / __0_2.distcp the AdamW moments under
+ * "optimizer.state.exp_avg." / "exp_avg_sq." + the parameter's key (same shape and chunks);
+ * .metadata; common.pt with everything else (args,
+ * iteration, optimizer param_groups with the step count, scheduler, FLOPs); metadata.json.
+ * Loading reads any chunking (mg_dcp_read_box), stacked or per-layer keys, common.pt or
+ * common_state, rebuilds the torch file's root dict and hands it to
+ * mg_train_ckpt_load_root. Only the single-process layout (TP = 1, every layer) is saved.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint_internal.h"
+#include "mg/dcp.h"
+#include "mg/mcore_dist.h"
+#include "mg/torchfile.h"
+
+
+static const char *const moments[2] = {"exp_avg", "exp_avg_sq"};
+
+void mg_train_ckpt_remove_dist(const char *dir)
+{
+    static const char *const names[] = {"__0_0.distcp", "__0_1.distcp", "__0_2.distcp", ".metadata",
+                                        "common.pt", "metadata.json"};
+    char p[8192];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+}
+
+/* ---- save ---- */
+
+#define NFILES 3 /* the model, exp_avg, exp_avg_sq: one data file each, written in parallel */
+
+typedef struct {
+    size_t item, chunk;   /* in the meta */
+    const float *data;
+} entry;
+
+typedef struct {
+    const char *dir;
+    mg_dcp_meta *m;
+    uint32_t file;
+    entry *e;
+    size_t n;
+    mg_status st;
+    char msg[MG_ERROR_MAX];
+} file_job;
+
+/* Tensor t of buffer buf as a chunk of its (stacked) key, prefix prepended, in file job j. */
+static mg_status plan_tensor(file_job *j, const mg_gpt *g, const mg_gpt_tensor *t,
+                             const float *buf, const char *prefix)
+{
+    char name[512], key[600];
+    int stacked = t->param.layer >= 0, nd = 0;
+    int64_t size[3], off[3] = {0, 0, 0}, len[3];
+    mg_mcore_dist_key(&t->param, MG_NAMES_TE, stacked, name, sizeof name);
+    snprintf(key, sizeof key, "%s%s", prefix, name);
+    if (stacked) size[nd++] = g->m.num_layers;
+    for (int d = 0; d < t->ndim; d++) size[nd++] = t->shape[d];
+    memcpy(len, size, sizeof len);
+    if (stacked) off[0] = t->param.layer, len[0] = 1;
+    const mg_dcp_item *found = mg_dcp_find(j->m, key);
+    mg_dcp_item *it = found ? &j->m->items[found - j->m->items]
+                            : mg_dcp_add_tensor(j->m, key, MG_TD_F32, nd, size);
+    mg_dcp_chunk *c = it ? mg_dcp_add_chunk(it, off, len) : NULL;
+    if (!c) return MG_ERR_NOMEM;
+    c->file = j->file;
+    j->e[j->n++] = (entry){(size_t)(it - j->m->items), it->nchunks - 1, buf + t->offset};
+    return MG_OK;
+}
+
+static mg_status plan_files(mg_dcp_meta *m, file_job *jobs, const mg_gpt *g,
+                            const mg_gpt_optim *opt)
+{
+    char key[512], prefix[64] = "";
+    for (size_t i = 0; mg_mcore_dist_extra_state(g->m.num_layers, i, key, sizeof key); i++) {
+        mg_dcp_item *it = mg_dcp_add_bytes(m, key);
+        mg_dcp_chunk *c = it ? mg_dcp_add_chunk(it, NULL, NULL) : NULL;
+        if (!c) return MG_ERR_NOMEM;
+        c->file = 0;
+    }
+    for (uint32_t k = 0; k < NFILES; k++) {
+        snprintf(key, sizeof key, "__0_%u.distcp", k);
+        jobs[k].e = mg_calloc(g->nt ? g->nt : 1, sizeof(entry));
+        if (!jobs[k].e || mg_dcp_file_index(m, key) != (int64_t)k) return MG_ERR_NOMEM;
+        const float *buf = k == 0 ? g->params : k == 1 ? opt->m : opt->v;
+        if (k > 0) snprintf(prefix, sizeof prefix, "optimizer.state.%s.", moments[k - 1]);
+        for (size_t i = 0; i < g->nt; i++) MG_FORWARD(plan_tensor(&jobs[k], g, &g->t[i], buf, prefix));
+    }
+    return MG_OK;
+}
+
+static mg_status write_file(file_job *j)
+{
+    char p[8192];
+    snprintf(p, sizeof p, "%s/%s", j->dir, j->m->files[j->file]);
+    mg_out *out = NULL;
+    mg_pk_graph *pg = mg_pk_graph_create();
+    mg_status s = pg ? mg_out_create(&out, p) : MG_ERR_NOMEM;
+    if (s == MG_OK) s = mg_mcore_dist_write_extra_states(j->m, j->file, out);
+    for (size_t i = 0; i < j->n && s == MG_OK; i++) {
+        mg_dcp_chunk *c = &j->m->items[j->e[i].item].chunks[j->e[i].chunk];
+        mg_pk_obj *x = mg_pk_tensor_new(pg, MG_TD_F32, j->m->items[j->e[i].item].ndim, c->len, j->e[i].data);
+        s = x ? mg_dcp_write_item(out, x, NULL, c) : MG_ERR_NOMEM;
+    }
+    if (s == MG_OK) s = mg_out_commit(out);
+    mg_out_free(out);
+    mg_pk_graph_free(pg);
+    return s;
+}
+
+static void *file_thread(void *arg)
+{
+    file_job *j = arg;
+    j->st = write_file(j);
+    if (j->st != MG_OK) mg_error_copy(j->msg);
+    return NULL;
+}
+
+/* The data files, one thread each; the first failure is returned. */
+static mg_status write_data(mg_dcp_meta *m, const char *dir, const mg_gpt *g, const mg_gpt_optim *opt)
+{
+    file_job jobs[NFILES];
+    pthread_t th[NFILES];
+    int started[NFILES] = {0};
+    for (uint32_t k = 0; k < NFILES; k++) jobs[k] = (file_job){.dir = dir, .m = m, .file = k};
+    mg_status s = plan_files(m, jobs, g, opt);
+    for (int k = 0; k < NFILES && s == MG_OK; k++)
+        started[k] = pthread_create(&th[k], NULL, file_thread, &jobs[k]) == 0;
+    for (int k = 0; k < NFILES && s == MG_OK; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else file_thread(&jobs[k]);
+    }
+    for (int k = 0; k < NFILES; k++) {
+        if (s == MG_OK && jobs[k].st != MG_OK) {
+            mg_error_restore(jobs[k].st, jobs[k].msg);
+            s = jobs[k].st;
+        }
+        free(jobs[k].e);
+    }
+    return s;
+}
+
+/* The torch file's root without the model and the optimizer's per-parameter state. */
+static mg_status common_of(mg_pk_graph *pg, const mg_pk_obj *root, mg_pk_obj **common)
+{
+    mg_pk_obj *c = *common = mg_pk_container(pg, MG_PK_DICT);
+    if (!c) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < root->n; i++) {
+        mg_pk_obj *k = root->items[2 * i], *v = root->items[2 * i + 1];
+        if (!strcmp(k->str, "model")) continue;
+        if (!strcmp(k->str, "optimizer")) {
+            mg_pk_obj *o = mg_pk_container(pg, MG_PK_DICT);
+            if (!o) return MG_ERR_NOMEM;
+            MG_FORWARD(mg_pk_set(pg, o, "param_groups", mg_pk_get(v, "param_groups")));
+            v = o;
+        }
+        MG_FORWARD(mg_pk_set_obj(pg, c, k, v));
+    }
+    return MG_OK;
+}
+
+typedef struct {
+    mg_dcp_meta *m;
+    mg_pk_graph *pg;
+} writer;
+
+static mg_status write_all(const char *dir, const mg_train_opts *o, const mg_gpt *g,
+                           const mg_gpt_optim *opt, const mg_train_ckpt_state *st, writer *w,
+                           mg_train_save_bufs *b)
+{
+    char p[8192];
+    mg_pk_obj *root = NULL, *common = NULL;
+    if (mkdir(dir, 0777) != 0) return mg_error_errno(errno, "cannot create the directory %s", dir);
+    MG_FORWARD(mg_train_ckpt_build_root(w->pg, o, g, opt, st, b, &root));
+    MG_FORWARD(write_data(w->m, dir, g, opt));
+    snprintf(p, sizeof p, "%s/.metadata", dir);
+    MG_FORWARD(mg_dcp_write_meta(w->m, p));
+    MG_FORWARD(common_of(w->pg, root, &common));
+    snprintf(p, sizeof p, "%s/common.pt", dir);
+    MG_FORWARD(mg_torch_save(p, common, NULL));
+    snprintf(p, sizeof p, "%s/metadata.json", dir);
+    mg_out *out = NULL;
+    mg_status s = mg_out_create(&out, p);
+    if (s == MG_OK) s = mg_out_write(out, mg_mcore_dist_json, strlen(mg_mcore_dist_json));
+    if (s == MG_OK) s = mg_out_commit(out);
+    mg_out_free(out);
+    return s;
+}
+
+mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_opts *o, const mg_gpt *g,
+                                   const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+{
+    MG_RETURN_IF(g->lay.tp != 1 || g->lay.layers != g->m.num_layers, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --ckpt-format torch_dist with tensor or pipeline "
+                 "parallelism");
+    writer w = {mg_dcp_meta_create(), mg_pk_graph_create()};
+    mg_train_save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
+                            mg_calloc(g->nt ? g->nt : 1, sizeof(float))};
+    for (size_t i = 0; b.steps && i < g->nt; i++) b.steps[i] = (float)opt->step;
+    mg_status s = w.m && w.pg && b.order && b.steps ? write_all(dir, o, g, opt, st, &w, &b)
+                                                   : MG_ERR_NOMEM;
+    mg_dcp_meta_free(w.m);
+    mg_pk_graph_free(w.pg);
+    free(b.order);
+    free(b.steps);
+    return s;
+}
+
+/* ---- load ---- */
+
+typedef struct {
+    const char *dir;
+    const mg_dcp_meta *m;
+    mg_pk_graph *pg;  /* the common state's graph: the rebuilt root lives there */
+    void **bufs;      /* gathered tensors, freed after loading */
+    size_t nbufs;
+} loader;
+
+/* Key `name` (one layer of it when stacked) gathered into a new tensor node, or NULL in *x
+ * when the checkpoint lacks it. */
+static mg_status gather(loader *l, const char *name, int stacked, int64_t layer, mg_pk_obj **x)
+{
+    const mg_dcp_item *it = mg_dcp_find(l->m, name);
+    *x = NULL;
+    if (!it) return MG_OK;
+    MG_RETURN_IF(it->is_bytes || it->ndim < stacked + 1 || it->ndim > stacked + 2 ||
+                     (stacked && layer >= it->size[0]),
+                 MG_ERR_FORMAT, "%s/.metadata: %s does not have the shape of a parameter", l->dir, name);
+    int64_t off[3] = {0, 0, 0}, len[3];
+    memcpy(len, it->size, sizeof len);
+    if (stacked) off[0] = layer, len[0] = 1;
+    size_t bytes = (size_t)mg_dcp_volume(it->ndim, len) * mg_tdtype_size(it->dtype);
+    void *buf = mg_malloc(bytes ? bytes : 1);
+    void **nb = mg_realloc(l->bufs, (l->nbufs + 1) * sizeof(*nb));
+    if (!buf || !nb) {
+        free(buf);
+        return MG_ERR_NOMEM;
+    }
+    l->bufs = nb;
+    l->bufs[l->nbufs++] = buf;
+    mg_dcp_read_box(it, off, len, buf);
+    *x = mg_pk_tensor_new(l->pg, it->dtype, it->ndim - stacked, len + stacked, buf);
+    return *x ? MG_OK : MG_ERR_NOMEM;
+}
+
+static mg_status rebuild_model(loader *l, const mg_gpt *g, mg_pk_obj *root)
+{
+    mg_pk_obj *model = mg_pk_container(l->pg, MG_PK_ODICT), *x = NULL;
+    if (!model) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < g->nt; i++) {
+        char name[512];
+        int stacked = 0;
+        if (!mg_mcore_dist_find(l->m, &g->t[i].param, &stacked, name, sizeof name)) continue;
+        MG_FORWARD(gather(l, name, stacked, g->t[i].param.layer, &x));
+        MG_FORWARD(mg_pk_set(l->pg, model, g->t[i].name, x)); /* missing ones: load_root says */
+    }
+    return mg_pk_set(l->pg, root, "model", model);
+}
+
+/* optimizer.state {i: {step, exp_avg, exp_avg_sq}} in the optimizer's parameter order. */
+static mg_status rebuild_optim(loader *l, const mg_gpt *g, mg_pk_obj *root)
+{
+    mg_pk_obj *od = mg_pk_get(root, "optimizer"), *state = mg_pk_container(l->pg, MG_PK_DICT);
+    if (!od || (od->kind != MG_PK_DICT && od->kind != MG_PK_ODICT)) return MG_OK; /* load_root says */
+    mg_pk_obj *groups = mg_pk_get(od, "param_groups");
+    mg_pk_obj *g0 = groups && groups->kind == MG_PK_LIST && groups->n ? groups->items[0] : NULL;
+    mg_pk_obj *step = g0 && (g0->kind == MG_PK_DICT || g0->kind == MG_PK_ODICT) ? mg_pk_get(g0, "step") : NULL;
+    size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof(*order));
+    mg_status s = state && order ? MG_OK : MG_ERR_NOMEM;
+    if (s == MG_OK) mg_train_ckpt_param_order(g, order);
+    for (size_t i = 0; s == MG_OK && i < g->nt && step; i++) {
+        char name[512], key[600];
+        int stacked = 0;
+        const mg_gpt_tensor *t = &g->t[order[i]];
+        mg_pk_obj *e = mg_pk_container(l->pg, MG_PK_DICT), *x[2] = {NULL, NULL};
+        mg_mcore_dist_find(l->m, &t->param, &stacked, name, sizeof name);
+        for (int k = 0; k < 2 && s == MG_OK; k++) {
+            snprintf(key, sizeof key, "optimizer.state.%s.%s", moments[k], name);
+            s = gather(l, key, stacked, t->param.layer, &x[k]);
+        }
+        if (s != MG_OK || !x[0] || !x[1]) continue; /* load_root names the missing state */
+        s = e ? mg_pk_set(l->pg, e, "step", step) : MG_ERR_NOMEM;
+        for (int k = 0; k < 2 && s == MG_OK; k++) s = mg_pk_set(l->pg, e, moments[k], x[k]);
+        mg_pk_obj *index = s == MG_OK ? mg_pk_int(l->pg, (int64_t)i) : NULL;
+        if (s == MG_OK) s = index ? mg_pk_set_obj(l->pg, state, index, e) : MG_ERR_NOMEM;
+    }
+    free(order);
+    MG_FORWARD(s);
+    return mg_pk_set(l->pg, od, "state", state);
+}
+
+mg_status mg_train_ckpt_load_dist(const char *iterpath, int release, mg_gpt *g,
+                                  mg_gpt_optim *opt, mg_train_ckpt_state *st)
+{
+    MG_FORWARD(mg_mcore_dist_check(iterpath));
+    mg_dcp_dir *d = NULL;
+    mg_torch_file *f = NULL;
+    mg_pk_obj *root = NULL;
+    MG_FORWARD(mg_dcp_dir_open(&d, iterpath));
+    mg_status s = mg_mcore_dist_common(iterpath, d, &f, &root);
+    loader l = {iterpath, mg_dcp_dir_meta(d), f ? mg_torch_graph(f) : NULL, NULL, 0};
+    if (s == MG_OK) s = rebuild_model(&l, g, root);
+    if (s == MG_OK && opt) s = rebuild_optim(&l, g, root);
+    if (s == MG_OK) s = mg_train_ckpt_load_root(iterpath, root, release, g, opt, st);
+    for (size_t i = 0; i < l.nbufs; i++) free(l.bufs[i]);
+    free(l.bufs);
+    mg_torch_close(f);
+    mg_dcp_dir_close(d);
+    return s;
+}

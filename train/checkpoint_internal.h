@@ -1,0 +1,40 @@
+/* checkpoint_internal.h — mg-train checkpoint pieces shared by the `torch` format
+ * (checkpoint.c) and the `torch_dist` format (checkpoint_dist.c); not for other modules.
+ *
+ * Contract: the torch_dist checkpoint holds what the torch file holds (checkpoint.h), split
+ * as Megatron splits it: the model tensors and the optimizer moments as sharded tensors
+ * (mg/mcore_dist.h keys; moments under "optimizer.state.exp_avg.KEY" / "exp_avg_sq.KEY"
+ * with the parameter's global shape, as megatron-core's optim_state_to_sharding_state names
+ * them), everything else in common.pt. Loading rebuilds the torch file's root dict and runs
+ * the same checks (mg_train_ckpt_load_root).
+ */
+#ifndef MG_TRAIN_CHECKPOINT_INTERNAL_H
+#define MG_TRAIN_CHECKPOINT_INTERNAL_H
+
+#include "checkpoint.h"
+#include "mg/pickle.h"
+
+typedef struct {
+    size_t *order;
+    float *steps; /* one per tensor: tensors sharing a pointer share a storage in the file */
+} mg_train_save_bufs;
+
+/* The torch file's root dict (checkpoint.h) in pg; tensors point at g's and opt's buffers. */
+mg_status mg_train_ckpt_build_root(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
+                                   const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
+                                   mg_train_save_bufs *b, mg_pk_obj **root);
+/* Checks root (a torch file's root dict, path names it) and loads it into g, opt, st. */
+mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int release,
+                                  mg_gpt *g, mg_gpt_optim *opt, mg_train_ckpt_state *st);
+/* The optimizer's parameter order (indices into g->t); returns the decay tensors' count. */
+size_t mg_train_ckpt_param_order(const mg_gpt *g, size_t *order);
+
+/* checkpoint_dist.c: writes the torch_dist files into the (new) folder dir; loads the
+ * torch_dist folder iterpath; removes what a write left in dir. */
+mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_opts *o, const mg_gpt *g,
+                                   const mg_gpt_optim *opt, const mg_train_ckpt_state *st);
+mg_status mg_train_ckpt_load_dist(const char *iterpath, int release, mg_gpt *g,
+                                  mg_gpt_optim *opt, mg_train_ckpt_state *st);
+void mg_train_ckpt_remove_dist(const char *dir);
+
+#endif
