@@ -9,7 +9,8 @@
  * Contract (ckpt.h; spec §1, §2.1-2.2): args come from the target model (mg_model_to_args);
  * when the source is a Megatron checkpoint its other arguments are kept (tokenizer and
  * vocab_size too, when the target leaves them unknown); transformer_impl names the spec
- * the parameter names follow (--transformer-impl). `_extra_state` entries are None.
+ * the parameter names follow (the plan's: --transformer-impl or the source's).
+ * `_extra_state` entries are None.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,7 +203,7 @@ mg_status ck_write_megatron(const ck_plan *pl, const ck_source *s, const char *r
     mg_status st = mg_model_to_args(&pl->m, g, &ours);
     if (st == MG_OK && s->vocab_unknown) /* the rows kept are padded ones: V stays unknown */
         st = mg_pk_set(g, ours, "vocab_size", mg_pk_none(g));
-    mg_pk_obj *impl = mg_pk_str(g, o->te ? "transformer_engine" : "local");
+    mg_pk_obj *impl = mg_pk_str(g, pl->names == MG_NAMES_LOCAL ? "local" : "transformer_engine");
     if (st == MG_OK) /* the spec the names follow, as Megatron's saver records it */
         st = impl ? mg_pk_set(g, ours, "transformer_impl", impl) : MG_ERR_NOMEM;
     if (st == MG_OK) st = merged_args(g, s->args, ours, &x.args);
