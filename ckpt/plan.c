@@ -88,7 +88,9 @@ mg_status ck_plan_target(mg_model_desc *t, const ck_source *s, const ck_opts *o)
     t->pp_first = o->pp_first;
     t->pp_last = o->pp_last;
     if (o->dtype != MG_TD_INVALID) t->dtype = o->dtype;
-    t->make_vocab_size_divisible_by = o->divisible_by > 0 ? o->divisible_by : 128;
+    /* the source's unit unless given (Megatron's saver passes md.make_vocab_size_divisible_by
+     * on); HF sources and args without it: 128 (mg_model_init / mg_model_from_args) */
+    if (o->divisible_by > 0) t->make_vocab_size_divisible_by = o->divisible_by;
     t->padded_vocab_size = mg_model_padded_vocab(t, t->tp);
     MG_FORWARD(mg_schema_check_tp(t, t->tp));
     for (int64_t p = 0; p < t->pp; p++) {
