@@ -195,7 +195,7 @@ def test_iteration1_loss_equals_mcore(arch, naming, data, initial, mcore, tmp_pa
     assert abs(hf[0][1] - real_only) <= 1e-6 * real_only, (hf, real_only)
 
 
-def test_mg_train_refuses_a_mixed_or_unknown_naming(data, initial, tmp_path):
+def test_mg_train_refuses_a_mixed_or_unknown_naming(data, initial, mcore, tmp_path):
     """A file with a tensor of neither naming is refused, naming the tensor."""
     args = initial["gpt2"]["args"]
     sd = dict(mcore_model(args, seed=6).state_dict())
