@@ -417,7 +417,7 @@ def mcore_train_step(model, opt, sched, batch, monkeypatch):
     for mb in (cut(batch, 0, 2), cut(batch, 2, 4)):
         loss = mean_loss(mcore_forward(model, mb, monkeypatch), mb) / 2
         loss.backward()
-        total += float(loss)
+        total += float(loss.detach())
     opt.step()
     sched.step(increment=GBS)
     return total
