@@ -3,9 +3,9 @@
  * The converter works on "canonical" parameters (mg/schema.h): a source (HF or Megatron
  * loader) answers where each canonical element lives in its mapped input files (locate);
  * a plan lists every output file and, for each output tensor, which canonical rows and
- * columns fill it (runs; rows past the true vocabulary are zero); writers materialise one
- * tensor at a time from the source and stream it into the output file. Peak memory is a
- * few tensors per worker, whatever the model size.
+ * columns fill it (runs; vocabulary rows past the true vocabulary: ck_vocab_row); writers
+ * materialise one tensor at a time from the source and stream it into the output file.
+ * Peak memory is a few tensors per worker, whatever the model size.
  */
 #ifndef CKPT_H
 #define CKPT_H
@@ -30,7 +30,8 @@ typedef struct {
     mg_tdtype dtype;             /* MG_TD_INVALID: keep the source's */
     int64_t divisible_by;        /* 0: 128 */
     int64_t true_vocab;          /* 0: unknown */
-    int te;                      /* 1 TransformerEngine names, 0 local */
+    int te;                      /* --transformer-impl: 1 TransformerEngine names, 0 local,
+                                  * -1 (default) the Megatron source's (ck_target_names) */
     int torch_dist;              /* --ckpt-format torch_dist (Megatron saver) */
     int64_t iteration;           /* -1: release */
     uint64_t max_shard;
@@ -82,6 +83,11 @@ struct ck_source {
     mg_pk_obj *args;             /* Megatron source's args Namespace, or NULL */
     int vocab_unknown;           /* Megatron source without a true vocabulary size: the
                                   * canonical rows are its padded rows */
+    int64_t vocab_rows;          /* Megatron source: the rows its vocabulary tensors hold
+                                  * (its padded size; readable through locate past V);
+                                  * 0: the true vocabulary only (HF) */
+    mg_names names;              /* Megatron source: the spec its layer norms are named
+                                  * after (TE, local or legacy); HF: MG_NAMES_TE */
     int64_t tp, pp;              /* the source's layout (1, 1 for HF) */
     char format[96];             /* "hf safetensors", "megatron torch (release)" */
     void *impl;
@@ -108,6 +114,16 @@ mg_status ck_source_drop_notable(ck_source *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Shared by the loaders: the parameter list for s->m. */
 mg_status ck_source_params(ck_source *s);
+
+/* The source row that fills row `row` (>= V) of a padded vocabulary tensor on Megatron
+ * output, as Megatron's converter does (tools/checkpoint/saver_base.py, receive_lm's
+ * pad_weight: the source's padded table is kept, truncated to the new padded size, or grown
+ * by copies of its last row): row itself while the source holds it, then its last row; -1
+ * (a zero row) for an HF source, which has no padding. */
+int64_t ck_vocab_row(const ck_source *s, int64_t row);
+/* Names Megatron output takes: --transformer-impl, else the Megatron source's (local stays
+ * local; TE, legacy and HF sources give Megatron-Core's default, TE). */
+mg_names ck_target_names(const ck_source *s, const ck_opts *o);
 
 /* Canonical block [row0, row0+nrows) x [col0, col0+ncols) of parameter pi, converted to
  * dt, into dst (row-major, ncols per row). */
@@ -147,6 +163,7 @@ typedef struct {
 
 typedef struct {
     mg_model_desc m;        /* the target model (tp, pp, dtype, vocab) */
+    mg_names names;         /* Megatron output: the spec its names follow */
     ck_file *files;
     size_t nfiles;
     char iterdir[MG_MEGATRON_NAME_MAX]; /* Megatron: "release" or "iter_%07d" */
@@ -262,9 +279,10 @@ mg_status ck_write_hf(const ck_plan *p, const ck_source *s, const char *root, co
                       ck_progress *prog);
 mg_status ck_write_torch_dist(const ck_plan *p, const ck_source *s, const char *root,
                               const ck_opts *o, ck_progress *prog);
-/* The args Namespace a Megatron saver writes for plan p (in g). */
-mg_status ck_megatron_args(const ck_plan *p, const ck_source *s, const ck_opts *o,
-                           mg_pk_graph *g, mg_pk_obj **args);
+/* The args Namespace a Megatron saver writes for plan p (in g), its transformer_impl the
+ * spec of the plan's names. */
+mg_status ck_megatron_args(const ck_plan *p, const ck_source *s, mg_pk_graph *g,
+                           mg_pk_obj **args);
 /* The tracker file under root ("release" or the iteration). */
 mg_status ck_write_tracker(const char *root, const ck_opts *o);
 /* mkdir -p of path's parent directories (path itself is a file). */

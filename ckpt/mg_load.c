@@ -284,7 +284,7 @@ static mg_status read_args(ck_source *s, mg_impl *h, const char *dir, const mg_m
         mg_error_prefix("%s", label);
         return st == MG_ERR_ARG ? MG_ERR_FORMAT : st;
     }
-    h->vp_s = s->m.padded_vocab_size;
+    h->vp_s = s->vocab_rows = s->m.padded_vocab_size;
     if (o->true_vocab > 0) s->m.vocab_size = o->true_vocab;
     if (s->m.vocab_size <= 0) {
         s->vocab_unknown = 1;
@@ -344,16 +344,34 @@ static mg_status check_shard(const ck_source *s, const mg_impl *h, const mg_para
     return MG_OK;
 }
 
-static entry *find_param(rank_file *rf, const mg_param *p, int64_t local)
+/* The entry of p under its TE, local or legacy name; *found: the naming that matched. */
+static entry *find_param(rank_file *rf, const mg_param *p, int64_t local, mg_names *found)
 {
     static const mg_names order[] = {MG_NAMES_TE, MG_NAMES_LOCAL, MG_NAMES_LEGACY};
     for (int i = 0; i < 3; i++) {
         char name[512];
         mg_schema_mcore_name(p, order[i], local, name, sizeof name);
         entry *e = lookup(rf, name);
-        if (e) return e;
+        if (e) {
+            *found = order[i];
+            return e;
+        }
     }
     return NULL;
+}
+
+/* The source's naming: that of its first tensor whose TE and local names differ (a layer
+ * norm); TE when there is none. */
+static void note_naming(ck_source *s, const mg_param *p, mg_names found, int *seen)
+{
+    char te[512], local[512];
+    if (*seen) return;
+    mg_schema_mcore_name(p, MG_NAMES_TE, 0, te, sizeof te);
+    mg_schema_mcore_name(p, MG_NAMES_LOCAL, 0, local, sizeof local);
+    if (found == MG_NAMES_LEGACY || strcmp(te, local)) {
+        s->names = found;
+        *seen = 1;
+    }
 }
 
 static mg_status same_replica(const mg_param *p, const shard *a, const shard *b,
@@ -370,16 +388,19 @@ static mg_status bind_params(ck_source *s, mg_impl *h)
 {
     h->sh = mg_calloc(s->nparams * (size_t)s->tp, sizeof(shard));
     if (!h->sh) return MG_ERR_NOMEM;
+    int seen = 0;
     for (size_t i = 0; i < s->nparams; i++) {
         const mg_param *p = &s->params[i];
         int64_t stage = 0, local = 0;
         MG_FORWARD(stage_of(s, p, &stage, &local));
         for (int64_t r = 0; r < s->tp; r++) {
             rank_file *rf = &h->files[stage * s->tp + r];
-            entry *e = find_param(rf, p, local);
+            mg_names found = MG_NAMES_TE;
+            entry *e = find_param(rf, p, local, &found);
             char name[512];
             mg_schema_mcore_name(p, MG_NAMES_TE, local, name, sizeof name);
             MG_RETURN_IF(!e, MG_ERR_FORMAT, "%s: tensor %s is missing", rf->rel, name);
+            note_naming(s, p, found, &seen);
             e->used = 1;
             shard *x = &h->sh[i * (size_t)s->tp + (size_t)r];
             MG_FORWARD(check_shard(s, h, p, rf, e, x));

@@ -9,7 +9,8 @@
  * Contract (ckpt.h; spec §1, §2.1-2.2): args come from the target model (mg_model_to_args);
  * when the source is a Megatron checkpoint its other arguments are kept (tokenizer and
  * vocab_size too, when the target leaves them unknown); transformer_impl names the spec
- * the parameter names follow (--transformer-impl). `_extra_state` entries are None.
+ * the parameter names follow (the plan's: --transformer-impl or the source's).
+ * `_extra_state` entries are None.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,16 +102,17 @@ static mg_status save_file(void *ctx, size_t i)
     return st;
 }
 
-mg_status ck_megatron_args(const ck_plan *pl, const ck_source *s, const ck_opts *o,
-                           mg_pk_graph *g, mg_pk_obj **args)
+mg_status ck_megatron_args(const ck_plan *pl, const ck_source *s, mg_pk_graph *g,
+                           mg_pk_obj **args)
 {
     mg_pk_obj *ours = NULL;
     MG_FORWARD(mg_model_to_args(&pl->m, g, &ours));
     if (s->vocab_unknown) /* the rows kept are padded ones: V stays unknown */
         MG_FORWARD(mg_pk_set(g, ours, "vocab_size", mg_pk_none(g)));
-    mg_pk_obj *impl = mg_pk_str(g, o->te ? "transformer_engine" : "local");
+    mg_pk_obj *impl = mg_pk_str(g, pl->names == MG_NAMES_LOCAL ? "local" : "transformer_engine");
     if (!impl) return MG_ERR_NOMEM;
-    MG_FORWARD(mg_pk_set(g, ours, "transformer_impl", impl)); /* the spec the names follow */
+    /* the spec the names follow, as Megatron's saver records it */
+    MG_FORWARD(mg_pk_set(g, ours, "transformer_impl", impl));
     return merged_args(g, s->args, ours, args);
 }
 
@@ -127,7 +129,7 @@ mg_status ck_write_megatron(const ck_plan *pl, const ck_source *s, const char *r
     if (!g) return MG_ERR_NOMEM;
     save_ctx x = {pl, s, root, NULL, prog, o->iteration >= 0 ? o->iteration : 0,
                   ck_threads_per_file(pl->nfiles, o->workers)};
-    mg_status st = ck_megatron_args(pl, s, o, g, &x.args);
+    mg_status st = ck_megatron_args(pl, s, g, &x.args);
     for (size_t i = 0; i < pl->nfiles && st == MG_OK; i++) {
         char path[MG_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", root, pl->files[i].path);

@@ -16,7 +16,7 @@ static void defaults(ck_opts *o)
     o->saver = CK_MEGATRON;
     o->tp = o->pp = 1;
     o->dtype = MG_TD_INVALID;
-    o->te = 1;
+    o->te = -1;
     o->iteration = -1;
     o->max_shard = 5000000000ull;
 }

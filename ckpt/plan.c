@@ -4,8 +4,10 @@
  * writer hands to pwritev). The HF plan is in plan_hf.c.
  *
  * Contract (ckpt.h; spec §2.5-2.9, §5.3-5.4): vocabulary rows past the true vocabulary are
- * zero on Megatron output and absent on HF output; a tied output layer is written as a copy
- * of the embedding shards on the last stage when PP > 1 and not at all on HF output.
+ * on Megatron output what ck_vocab_row says (a Megatron source's padding rows, kept,
+ * truncated or grown by copies of its last row; zeros from HF) and absent on HF output; a
+ * tied output layer is written as a copy of the embedding shards on the last stage when
+ * PP > 1 and not at all on HF output. Names follow ck_target_names.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +78,9 @@ mg_status ck_plan_target(mg_model_desc *t, const ck_source *s, const ck_opts *o)
     t->pp_first = o->pp_first;
     t->pp_last = o->pp_last;
     if (o->dtype != MG_TD_INVALID) t->dtype = o->dtype;
-    t->make_vocab_size_divisible_by = o->divisible_by > 0 ? o->divisible_by : 128;
+    /* the source's unit unless given (Megatron's saver passes md.make_vocab_size_divisible_by
+     * on); HF sources and args without it: 128 (mg_model_init / mg_model_from_args) */
+    if (o->divisible_by > 0) t->make_vocab_size_divisible_by = o->divisible_by;
     t->padded_vocab_size = mg_model_padded_vocab(t, t->tp);
     MG_FORWARD(mg_schema_check_tp(t, t->tp));
     for (int64_t p = 0; p < t->pp; p++) {
@@ -87,10 +91,24 @@ mg_status ck_plan_target(mg_model_desc *t, const ck_source *s, const ck_opts *o)
     return MG_OK;
 }
 
-/* Runs of parameter pi's shard for TP rank r of T. */
-static mg_status shard_runs(ck_tensor *t, const mg_param *p, size_t pi, int64_t r, int64_t T,
+/* Rows [g0, g0 + n) of padded vocabulary tensor pi: the source's rows, then ck_vocab_row's
+ * copies of its last row (one run each) or zeros. */
+static mg_status vocab_runs(ck_tensor *t, const ck_source *s, size_t pi, int64_t g0, int64_t n,
+                            int64_t cols)
+{
+    int64_t k = 0;
+    while (k < n && ck_vocab_row(s, g0 + k) == g0 + k) k++;
+    MG_FORWARD(ck_add_run(t, 0, k, pi, g0, 0, cols));
+    if (k < n && ck_vocab_row(s, g0 + k) < 0) return ck_add_run(t, k, n - k, CK_ZERO, 0, 0, cols);
+    for (; k < n; k++) MG_FORWARD(ck_add_run(t, k, 1, pi, ck_vocab_row(s, g0 + k), 0, cols));
+    return MG_OK;
+}
+
+/* Runs of parameter pi's shard for TP rank r of T (padded vocabulary vp). */
+static mg_status shard_runs(ck_tensor *t, const ck_source *s, size_t pi, int64_t r, int64_t T,
                             int64_t vp)
 {
+    const mg_param *p = &s->params[pi];
     int64_t R = p->rows / T, C = p->cols / T, F = p->rows / 2, Fl = F / T;
     switch (p->spec->split) {
     case MG_SPLIT_REPLICATED: return ck_add_run(t, 0, p->rows, pi, 0, 0, p->cols);
@@ -100,12 +118,7 @@ static mg_status shard_runs(ck_tensor *t, const mg_param *p, size_t pi, int64_t 
         MG_FORWARD(ck_add_run(t, 0, Fl, pi, r * Fl, 0, p->cols));
         return ck_add_run(t, Fl, Fl, pi, F + r * Fl, 0, p->cols);
     case MG_SPLIT_ROW: return ck_add_run(t, 0, p->rows, pi, 0, r * C, C);
-    case MG_SPLIT_VOCAB: {
-        int64_t Rv = vp / T, g0 = r * Rv, real = p->rows - g0;
-        real = real < 0 ? 0 : real > Rv ? Rv : real;
-        MG_FORWARD(ck_add_run(t, 0, real, pi, g0, 0, p->cols));
-        return ck_add_run(t, real, Rv - real, CK_ZERO, 0, 0, p->cols);
-    }
+    case MG_SPLIT_VOCAB: return vocab_runs(t, s, pi, r * (vp / T), vp / T, p->cols);
     }
     return MG_OK;
 }
@@ -119,14 +132,14 @@ static mg_status plan_param(ck_file *f, const ck_plan *pl, const ck_source *s, s
     mg_schema_shard_shape(p, &pl->m, pl->m.tp, pl->m.padded_vocab_size, shape, &nd);
     ck_tensor *t = ck_add_tensor(f, name, pl->m.dtype, nd, shape[0], shape[1]);
     if (!t) return MG_ERR_NOMEM;
-    return shard_runs(t, p, pi, f->tp_rank, pl->m.tp, pl->m.padded_vocab_size);
+    return shard_runs(t, s, pi, f->tp_rank, pl->m.tp, pl->m.padded_vocab_size);
 }
 
-static mg_status plan_stage_file(ck_plan *pl, ck_file *f, const ck_source *s, const ck_opts *o)
+static mg_status plan_stage_file(ck_plan *pl, ck_file *f, const ck_source *s)
 {
     int64_t off, cnt, stage = f->pp_rank;
     int last = stage == pl->m.pp - 1;
-    mg_names names = o->te ? MG_NAMES_TE : MG_NAMES_LOCAL;
+    mg_names names = pl->names;
     MG_FORWARD(mg_schema_pp_layers(pl->m.num_layers, pl->m.pp, pl->m.pp_first, pl->m.pp_last,
                                    stage, &off, &cnt));
     char name[512];
@@ -165,6 +178,7 @@ mg_status ck_plan_megatron(ck_plan *pl, const ck_source *s, const ck_opts *o)
 {
     memset(pl, 0, sizeof(*pl));
     MG_FORWARD(ck_plan_target(&pl->m, s, o));
+    pl->names = ck_target_names(s, o);
     mg_megatron_iter it = ck_iteration(o);
     mg_megatron_iter_name(&it, pl->iterdir);
     pl->nfiles = (size_t)(pl->m.tp * pl->m.pp);
@@ -178,7 +192,7 @@ mg_status ck_plan_megatron(ck_plan *pl, const ck_source *s, const ck_opts *o)
             if (!(f->path = ck_dupstr(path))) return MG_ERR_NOMEM;
             f->tp_rank = r;
             f->pp_rank = p;
-            MG_FORWARD(plan_stage_file(pl, f, s, o));
+            MG_FORWARD(plan_stage_file(pl, f, s));
         }
     ck_sum_plan(pl);
     return MG_OK;

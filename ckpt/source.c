@@ -118,6 +118,18 @@ mg_status ck_source_drop_notable(ck_source *s, const char *fmt, ...)
     return st;
 }
 
+int64_t ck_vocab_row(const ck_source *s, int64_t row)
+{
+    if (s->vocab_rows <= 0) return row < s->m.vocab_size ? row : -1;
+    return row < s->vocab_rows ? row : s->vocab_rows - 1;
+}
+
+mg_names ck_target_names(const ck_source *s, const ck_opts *o)
+{
+    if (o->te >= 0) return o->te ? MG_NAMES_TE : MG_NAMES_LOCAL;
+    return s->names == MG_NAMES_LOCAL ? MG_NAMES_LOCAL : MG_NAMES_TE;
+}
+
 mg_status ck_source_params(ck_source *s)
 {
     free(s->params);

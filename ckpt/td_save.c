@@ -127,6 +127,7 @@ mg_status ck_plan_torch_dist(ck_plan *pl, const ck_source *s, const ck_opts *o)
 {
     memset(pl, 0, sizeof(*pl));
     MG_FORWARD(ck_plan_target(&pl->m, s, o));
+    pl->names = ck_target_names(s, o); /* recorded in args; the keys are TE names whatever the spec */
     mg_megatron_iter it = ck_iteration(o);
     mg_megatron_iter_name(&it, pl->iterdir);
     mg_dcp_meta *m = mg_dcp_meta_create();
@@ -185,7 +186,7 @@ static mg_status write_common(const ck_plan *pl, const ck_source *s, const ck_op
     mg_pk_graph *g = mg_pk_graph_create();
     if (!g) return MG_ERR_NOMEM;
     mg_pk_obj *args = NULL, *root = mg_pk_container(g, MG_PK_DICT);
-    mg_status st = root ? ck_megatron_args(pl, s, o, g, &args) : MG_ERR_NOMEM;
+    mg_status st = root ? ck_megatron_args(pl, s, g, &args) : MG_ERR_NOMEM;
     if (st == MG_OK) st = mg_pk_set(g, root, "args", args);
     if (st == MG_OK) st = mg_pk_set(g, root, "checkpoint_version", mg_pk_float(g, 3.0));
     if (st == MG_OK) st = mg_pk_set(g, root, "iteration", mg_pk_int(g, o->iteration >= 0 ? o->iteration : 0));

@@ -1,6 +1,7 @@
 /* verify.c — --verify: re-open the written checkpoint with its loader (which re-checks every
  * file, name, shape, replicated copy) and compare every canonical parameter, element by
- * element in the target dtype, with the source after the same conversion.
+ * element in the target dtype, with the source after the same conversion; on Megatron
+ * output also the padding rows of the vocabulary tensors (ck_vocab_row).
  *
  * Contract (ckpt.h): prints "verify: N parameters (M tensors, B bytes) identical" on stdout,
  * or fails with MG_ERR_FORMAT naming the first differing parameter and element.
@@ -61,20 +62,27 @@ static mg_status compare_param(const ck_source *a, const ck_source *b, size_t i,
     return st;
 }
 
-/* Megatron output: the padding rows [V, Vp) of a vocabulary tensor must be zero. */
-static mg_status zero_padding(const ck_source *w, size_t i, const ck_plan *pl)
+/* Megatron output: each padding row [V, Vp) of a vocabulary tensor must be the source row
+ * ck_vocab_row names (in the target dtype), or zero. */
+static mg_status padding_rows(const ck_source *s, const ck_source *w, size_t i,
+                              const ck_plan *pl)
 {
     const mg_param *p = &w->params[i];
-    int64_t pad = pl->m.padded_vocab_size - p->rows;
-    if (p->spec->split != MG_SPLIT_VOCAB || pad <= 0) return MG_OK;
-    size_t n = (size_t)(pad * p->cols) * mg_tdtype_size(pl->m.dtype);
-    uint8_t *x = mg_malloc(n);
-    if (!x) return MG_ERR_NOMEM;
-    mg_status st = ck_read_rows(w, i, p->rows, pad, 0, p->cols, x, pl->m.dtype);
-    for (size_t k = 0; st == MG_OK && k < n; k++)
-        if (x[k]) st = mg_error_set(MG_ERR_FORMAT, "verify: %s: padding row %lld is not zero",
-                                    p->spec->key, (long long)(p->rows + (int64_t)k / (int64_t)(n / (size_t)pad)));
+    if (p->spec->split != MG_SPLIT_VOCAB) return MG_OK;
+    size_t n = (size_t)p->cols * mg_tdtype_size(pl->m.dtype);
+    uint8_t *x = mg_malloc(n), *y = mg_calloc(1, n);
+    mg_status st = x && y ? MG_OK : MG_ERR_NOMEM;
+    for (int64_t r = p->rows; r < pl->m.padded_vocab_size && st == MG_OK; r++) {
+        int64_t from = ck_vocab_row(s, r);
+        st = ck_read_rows(w, i, r, 1, 0, p->cols, x, pl->m.dtype);
+        if (st == MG_OK && from >= 0) st = ck_read_rows(s, i, from, 1, 0, p->cols, y, pl->m.dtype);
+        if (st == MG_OK && memcmp(x, y, n) != 0)
+            st = mg_error_set(MG_ERR_FORMAT, "verify: %s: padding row %lld is not %s",
+                              p->spec->key, (long long)r,
+                              from < 0 ? "zero" : "the source's row it copies");
+    }
     free(x);
+    free(y);
     return st;
 }
 
@@ -101,7 +109,7 @@ mg_status ck_verify(const ck_source *s, const ck_plan *pl, const char *dir, int 
     for (size_t i = 0; i < s->nparams && st == MG_OK; i++)
         st = compare_param(s, w, i, pl->m.dtype, &bytes);
     for (size_t i = 0; i < s->nparams && st == MG_OK && loader == CK_MEGATRON; i++)
-        st = zero_padding(w, i, pl);
+        st = padding_rows(s, w, i, pl);
     if (st == MG_OK)
         printf("verify: %zu parameters (%zu tensor%s in %zu file%s, %llu bytes) identical to "
                "the source\n", s->nparams, pl->ntensors, pl->ntensors == 1 ? "" : "s", pl->nfiles,

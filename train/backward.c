@@ -22,7 +22,7 @@ static void head_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_sc
     float scale = a->denom > 0 ? (float)(grad_scale / a->denom) : 0.0f;
     int tied = g->m.tied_embeddings;
     mgk_xent_bwd(k, a->logits, a->logits, a->lse, b->targets, b->loss_mask, scale, a->N, a->Vp,
-                 0, g->m.vocab_size);
+                 0, mg_gpt_loss_vocab(g));
     mgk_zero(k, a->dln, a->N * a->H);
     mgk_linear_bwd(k, a->dln, mg_gp(G, a, tied ? P_WTE : P_OUT), NULL, a->logits, a->lnf,
                    mg_gp(P, a, tied ? P_WTE : P_OUT), a->N, a->H, a->Vp);

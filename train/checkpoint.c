@@ -23,6 +23,20 @@
 #define QKV ".self_attention.linear_qkv."
 #define PROJ ".self_attention.linear_proj."
 
+/* Checkpoint names of g's tensors in one naming: the TransformerEngine spec's (the norms
+ * fused into linear_qkv / linear_fc1) or the local spec's (input_layernorm,
+ * pre_mlp_layernorm); everything else is named alike. */
+tname *mg_train_ckpt_names(const mg_gpt *g, mg_names nm)
+{
+    tname *names = mg_calloc(g->nt ? g->nt : 1, sizeof *names);
+    for (size_t i = 0; names && i < g->nt; i++) {
+        const mg_gpt_tensor *t = &g->t[i];
+        int64_t local = t->param.layer >= 0 ? t->param.layer - g->lay.layer_first : 0;
+        mg_schema_mcore_name(&t->param, nm, local, names[i], sizeof names[i]);
+    }
+    return names;
+}
+
 /* 1 if a and b are tensors of the same layer's self_attention. */
 static int same_attention(const char *a, const char *b)
 {
@@ -30,31 +44,34 @@ static int same_attention(const char *a, const char *b)
     return ea && eb && ea - a == eb - b && !strncmp(a, b, (size_t)(ea - a));
 }
 
-/* Appends the tensors whose decay flag is `decay` in Megatron's parameter order (the TE
+/* Appends the tensors whose decay flag is `decay` in Megatron's parameter order, i.e. the
  * spec's module registration order: Attention builds linear_proj before SelfAttention builds
- * linear_qkv, whose fused input norm comes first), i.e. mg-train's model order with each
- * layer's linear_proj moved before its linear_qkv. */
-static size_t add_group(const mg_gpt *g, int decay, size_t *order, size_t n)
+ * linear_qkv; the TE spec's input norm is fused into linear_qkv (its first parameters), the
+ * local spec's input_layernorm is a module of its own before self_attention. Both are
+ * mg-train's model order with each layer's linear_proj moved before its first linear_qkv
+ * tensor (names: the tensors' names in the file's naming). */
+static size_t add_group(const mg_gpt *g, const tname *names, int decay, size_t *order, size_t n)
 {
     for (size_t i = 0; i < g->nt; i++) {
-        const char *name = g->t[i].name;
+        const char *name = names[i];
         if (strstr(name, PROJ)) continue;
-        const char *prev = i > 0 ? g->t[i - 1].name : "";
+        const char *prev = i > 0 ? names[i - 1] : "";
         int first_qkv = strstr(name, QKV) && !(strstr(prev, QKV) && same_attention(prev, name));
-        for (size_t j = i + 1; first_qkv && j < g->nt && same_attention(g->t[j].name, name); j++)
-            if (strstr(g->t[j].name, PROJ) && g->t[j].decay == decay) order[n++] = j;
+        for (size_t j = i + 1; first_qkv && j < g->nt && same_attention(names[j], name); j++)
+            if (strstr(names[j], PROJ) && g->t[j].decay == decay) order[n++] = j;
         if (g->t[i].decay == decay) order[n++] = i;
     }
     return n;
 }
 
 /* The optimizer's parameter order (Megatron's _get_param_groups): the decay tensors, then
- * the others, each in Megatron's parameter order (model.c puts a layer's linear_qkv tensors
- * right before its linear_proj ones). Returns the number of decay tensors. */
-size_t mg_train_ckpt_param_order(const mg_gpt *g, size_t *order)
+ * the others, each in Megatron's parameter order for the naming's spec (model.c puts a
+ * layer's linear_qkv tensors right before its linear_proj ones). Returns the number of
+ * decay tensors. */
+size_t mg_train_ckpt_param_order(const mg_gpt *g, const tname *names, size_t *order)
 {
-    size_t ndecay = add_group(g, 1, order, 0);
-    add_group(g, 0, order, ndecay);
+    size_t ndecay = add_group(g, names, 1, order, 0);
+    add_group(g, names, 0, order, ndecay);
     return ndecay;
 }
 
@@ -86,7 +103,8 @@ static mg_status build_args(mg_pk_graph *pg, const mg_train_opts *o,
                             const mg_train_ckpt_state *st, mg_pk_obj **ns)
 {
     MG_FORWARD(mg_model_to_args(&o->model, pg, ns));
-    MG_FORWARD(put_str(pg, *ns, "transformer_impl", "transformer_engine"));
+    MG_FORWARD(put_str(pg, *ns, "transformer_impl",
+                       o->local_spec ? "local" : "transformer_engine"));
     MG_FORWARD(put_int(pg, *ns, "iteration", st->iteration));
     MG_FORWARD(put_int(pg, *ns, "consumed_train_samples", st->consumed_train_samples));
     MG_FORWARD(put_int(pg, *ns, "consumed_valid_samples", st->consumed_valid_samples));
@@ -104,14 +122,15 @@ static mg_status build_args(mg_pk_graph *pg, const mg_train_opts *o,
     return o->tok.type ? put_str(pg, *ns, "tokenizer_type", o->tok.type) : MG_OK;
 }
 
-static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, mg_pk_obj **model)
+static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, const tname *names,
+                             mg_pk_obj **model)
 {
     *model = mg_pk_container(pg, MG_PK_ODICT);
     if (!*model) return MG_ERR_NOMEM;
     for (size_t i = 0; i < g->nt; i++) {
         mg_pk_obj *t = tensor_of(pg, &g->t[i], g->params);
         if (!t) return MG_ERR_NOMEM;
-        MG_FORWARD(mg_pk_set(pg, *model, g->t[i].name, t));
+        MG_FORWARD(mg_pk_set(pg, *model, names[i], t));
     }
     return MG_OK;
 }
@@ -184,10 +203,10 @@ static mg_status build_state(mg_pk_graph *pg, const mg_gpt *g, const mg_gpt_opti
 }
 
 static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
-                             const mg_gpt_optim *opt, size_t *order, const float *step,
-                             mg_pk_obj **out)
+                             const mg_gpt_optim *opt, const tname *names, size_t *order,
+                             const float *step, mg_pk_obj **out)
 {
-    size_t ndecay = mg_train_ckpt_param_order(g, order);
+    size_t ndecay = mg_train_ckpt_param_order(g, names, order);
     mg_pk_obj *d = mg_pk_container(pg, MG_PK_DICT), *state = mg_pk_container(pg, MG_PK_DICT);
     mg_pk_obj *groups = mg_pk_container(pg, MG_PK_LIST), *g0 = NULL, *g1 = NULL;
     if (!d || !state || !groups) return MG_ERR_NOMEM;
@@ -231,9 +250,9 @@ mg_status mg_train_ckpt_build_root(mg_pk_graph *pg, const mg_train_opts *o, cons
     MG_FORWARD(mg_pk_set(pg, r, "args", x));
     MG_FORWARD(put_float(pg, r, "checkpoint_version", 3.0));
     MG_FORWARD(put_int(pg, r, "iteration", st->iteration));
-    MG_FORWARD(build_model(pg, g, &x));
+    MG_FORWARD(build_model(pg, g, b->names, &x));
     MG_FORWARD(mg_pk_set(pg, r, "model", x));
-    MG_FORWARD(build_optim(pg, o, g, opt, b->order, b->steps, &x));
+    MG_FORWARD(build_optim(pg, o, g, opt, b->names, b->order, b->steps, &x));
     MG_FORWARD(mg_pk_set(pg, r, "optimizer", x));
     MG_FORWARD(build_sched(pg, o, st, &x));
     MG_FORWARD(mg_pk_set(pg, r, "opt_param_scheduler", x));
@@ -268,15 +287,17 @@ static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt
     snprintf(p, sizeof p, "%s/" CKPT_FILE, tmp);
     mg_pk_graph *pg = mg_pk_graph_create();
     mg_train_save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
-                            mg_calloc(g->nt ? g->nt : 1, sizeof(float))};
+                            mg_calloc(g->nt ? g->nt : 1, sizeof(float)),
+                            mg_train_ckpt_names(g, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE)};
     for (size_t i = 0; b.steps && i < g->nt; i++) b.steps[i] = (float)opt->step;
     mg_pk_obj *root = NULL;
     mg_status s = MG_ERR_NOMEM;
-    if (pg && b.order && b.steps) s = mg_train_ckpt_build_root(pg, o, g, opt, st, &b, &root);
+    if (pg && b.order && b.steps && b.names) s = mg_train_ckpt_build_root(pg, o, g, opt, st, &b, &root);
     mg_torch_save_opts so = {.archive_name = "model_optim_rng"};
     if (s == MG_OK) s = mg_torch_save(p, root, &so);
     free(b.order);
     free(b.steps);
+    free(b.names);
     mg_pk_graph_free(pg);
     return s;
 }
@@ -336,11 +357,11 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *size)
 
 /* Copies tensor obj (named name in the file path) into dst after checking it against t. */
 static mg_status copy_tensor(const char *path, const char *what, const mg_gpt_tensor *t,
-                             const mg_pk_obj *obj, float *dst)
+                             const char *name, const mg_pk_obj *obj, float *dst)
 {
-    MG_RETURN_IF(!obj, MG_ERR_FORMAT, "%s: %s '%s' is missing", path, what, t->name);
+    MG_RETURN_IF(!obj, MG_ERR_FORMAT, "%s: %s '%s' is missing", path, what, name);
     MG_RETURN_IF(obj->kind != MG_PK_TENSOR, MG_ERR_FORMAT, "%s: %s '%s' is a %s, not a tensor",
-                 path, what, t->name, mg_pk_kind_name(obj->kind));
+                 path, what, name, mg_pk_kind_name(obj->kind));
     const mg_pk_tensor *x = obj->tensor;
     int64_t want[2] = {t->shape[0], t->shape[1]};
     int same = x->ndim == t->ndim;
@@ -350,31 +371,48 @@ static mg_status copy_tensor(const char *path, const char *what, const mg_gpt_te
         shape_str(a, sizeof a, x->ndim, x->size);
         shape_str(b, sizeof b, t->ndim, want);
         return mg_error_set(MG_ERR_FORMAT, "%s: %s '%s' has shape %s, the model needs %s", path,
-                            what, t->name, a, b);
+                            what, name, a, b);
     }
     MG_RETURN_IF(x->dtype != MG_TD_F32 && x->dtype != MG_TD_BF16 && x->dtype != MG_TD_F16 &&
                      x->dtype != MG_TD_F64,
                  MG_ERR_FORMAT, "%s: %s '%s' is %s, not a floating-point tensor", path, what,
-                 t->name, mg_tdtype_name(x->dtype));
+                 name, mg_tdtype_name(x->dtype));
     MG_RETURN_IF(!contiguous(x) || !x->data || x->offset < 0 ||
                      x->offset + t->numel > x->storage_numel,
                  MG_ERR_FORMAT, "%s: %s '%s': not a contiguous tensor inside its storage", path,
-                 what, t->name);
+                 what, name);
     const uint8_t *src = x->data + (size_t)x->offset * mg_tdtype_size(x->dtype);
     return mg_dtype_convert(dst + t->offset, MG_TD_F32, src, x->dtype, (size_t)t->numel);
 }
 
-static mg_status load_model(const char *path, mg_gpt *g, const mg_pk_obj *model)
+/* The naming of a file's model dict: the local spec's when a norm is there under its
+ * local name and not under its TE name (a model without such norms has one naming). */
+static mg_names file_naming(const mg_pk_obj *model, const tname *te, const tname *local,
+                            size_t n)
 {
-    MG_RETURN_IF(!model || (model->kind != MG_PK_DICT && model->kind != MG_PK_ODICT),
-                 MG_ERR_FORMAT, "%s: no 'model' state dict", path);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(te[i], local[i]) && !mg_pk_get(model, te[i]) && mg_pk_get(model, local[i]))
+            return MG_NAMES_LOCAL;
+    return MG_NAMES_TE;
+}
+
+static int has_name(const tname *names, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(names[i], name)) return 1;
+    return 0;
+}
+
+static mg_status load_model(const char *path, mg_gpt *g, const mg_pk_obj *model,
+                            const tname *names)
+{
     for (size_t i = 0; i < g->nt; i++)
-        MG_FORWARD(copy_tensor(path, "tensor", &g->t[i], mg_pk_get(model, g->t[i].name),
+        MG_FORWARD(copy_tensor(path, "tensor", &g->t[i], names[i], mg_pk_get(model, names[i]),
                                g->params));
     for (size_t i = 0; i < model->n; i++) {
         const mg_pk_obj *k = model->items[2 * i], *v = model->items[2 * i + 1];
         if (k->kind != MG_PK_STR || v->kind == MG_PK_NONE) continue; /* _extra_state */
-        MG_RETURN_IF(!mg_gpt_find(g, k->str), MG_ERR_FORMAT,
+        MG_RETURN_IF(!has_name(names, g->nt, k->str), MG_ERR_FORMAT,
                      "%s: tensor '%s' is not a parameter of this model", path, k->str);
     }
     return MG_OK;
@@ -416,7 +454,8 @@ static mg_status check_group_keys(const char *path, const mg_pk_obj *groups)
     return MG_OK;
 }
 
-static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od)
+static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od,
+                            const tname *names)
 {
     const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
     MG_RETURN_IF(!state || state->kind != MG_PK_DICT, MG_ERR_FORMAT,
@@ -425,20 +464,21 @@ static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, cons
     MG_FORWARD(check_group_keys(path, mg_pk_get(od, "param_groups")));
     size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
     if (!order) return MG_ERR_NOMEM;
-    mg_train_ckpt_param_order(g, order);
+    mg_train_ckpt_param_order(g, names, order);
     mg_status s = MG_OK;
     double step = -1;
     for (size_t i = 0; s == MG_OK && i < g->nt; i++) {
         const mg_gpt_tensor *t = &g->t[order[i]];
+        const char *name = names[order[i]];
         const mg_pk_obj *e = int_key(state, (int64_t)i);
         if (!e || (e->kind != MG_PK_DICT && e->kind != MG_PK_ODICT)) {
             s = mg_error_set(MG_ERR_FORMAT, "%s: optimizer state of '%s' (index %zu) is missing",
-                             path, t->name, i);
+                             path, name, i);
             break;
         }
-        s = copy_tensor(path, "optimizer exp_avg of", t, mg_pk_get(e, "exp_avg"), opt->m);
+        s = copy_tensor(path, "optimizer exp_avg of", t, name, mg_pk_get(e, "exp_avg"), opt->m);
         if (s == MG_OK)
-            s = copy_tensor(path, "optimizer exp_avg_sq of", t, mg_pk_get(e, "exp_avg_sq"),
+            s = copy_tensor(path, "optimizer exp_avg_sq of", t, name, mg_pk_get(e, "exp_avg_sq"),
                             opt->v);
         if (s == MG_OK) step = num_of(mg_pk_get(e, "step"));
     }
@@ -476,12 +516,10 @@ static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *
     return MG_OK;
 }
 
-mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int release,
-                                  mg_gpt *g, mg_gpt_optim *opt, mg_train_ckpt_state *st)
+static mg_status load_state(const char *path, const mg_pk_obj *root, int release, mg_gpt *g,
+                            mg_gpt_optim *opt, mg_train_ckpt_state *st, const tname *names)
 {
-    MG_RETURN_IF(root->kind != MG_PK_DICT && root->kind != MG_PK_ODICT, MG_ERR_FORMAT,
-                 "%s: the pickled object is a %s, not a dict", path, mg_pk_kind_name(root->kind));
-    MG_FORWARD(load_model(path, g, mg_pk_get(root, "model")));
+    MG_FORWARD(load_model(path, g, mg_pk_get(root, "model"), names));
     const mg_pk_obj *args = mg_pk_get(root, "args");
     MG_FORWARD(check_args(path, g, args));
     st->iteration = release ? 0 : int_of(mg_pk_get(root, "iteration"), 0);
@@ -489,9 +527,30 @@ mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int r
     st->consumed_valid_samples = int_of(args ? mg_pk_get(args, "consumed_valid_samples") : NULL, 0);
     double f = num_of(mg_pk_get(root, "num_floating_point_operations_so_far"));
     st->flops_so_far = f > 0 ? f : 0;
-    if (opt) MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer")));
+    if (opt) MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer"), names));
     st->optim_loaded = opt != NULL;
     return MG_OK;
+}
+
+/* Reads the model (and optimizer) under the file's naming: the optimizer state follows the
+ * parameter order of that naming's spec. */
+mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int release,
+                                  mg_gpt *g, mg_gpt_optim *opt, mg_train_ckpt_state *st)
+{
+    MG_RETURN_IF(root->kind != MG_PK_DICT && root->kind != MG_PK_ODICT, MG_ERR_FORMAT,
+                 "%s: the pickled object is a %s, not a dict", path, mg_pk_kind_name(root->kind));
+    const mg_pk_obj *model = mg_pk_get(root, "model");
+    MG_RETURN_IF(!model || (model->kind != MG_PK_DICT && model->kind != MG_PK_ODICT),
+                 MG_ERR_FORMAT, "%s: no 'model' state dict", path);
+    tname *te = mg_train_ckpt_names(g, MG_NAMES_TE), *local = mg_train_ckpt_names(g, MG_NAMES_LOCAL);
+    mg_status s = MG_ERR_NOMEM;
+    if (te && local) {
+        int is_local = file_naming(model, te, local, g->nt) == MG_NAMES_LOCAL;
+        s = load_state(path, root, release, g, opt, st, is_local ? local : te);
+    }
+    free(te);
+    free(local);
+    return s;
 }
 
 mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,

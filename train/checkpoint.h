@@ -7,25 +7,30 @@
  *     folder of the same iteration) and writes the tracker last (atomic rename), so a
  *     crash never leaves a tracker pointing at a partial folder.
  *   - The file: {'args': Namespace (mg_model_to_args + transformer_impl
- *     "transformer_engine", iteration, consumed_train_samples, consumed_valid_samples,
- *     train_iters, global/micro batch size, seed, lr), 'checkpoint_version': 3.0,
- *     'iteration', 'model': OrderedDict of fp32 tensors under the model's Megatron-Core
- *     (TE spec) names, 'optimizer': torch.optim.AdamW state_dict ({'state': {i: {'step',
+ *     "transformer_engine" or "local" (--transformer-impl), iteration,
+ *     consumed_train_samples, consumed_valid_samples, train_iters, global/micro batch size,
+ *     seed, lr), 'checkpoint_version': 3.0, 'iteration', 'model': OrderedDict of fp32
+ *     tensors under the model's Megatron-Core names of that spec (TE: the norms fused as
+ *     linear_qkv.layer_norm_weight / linear_fc1.layer_norm_weight; local: input_layernorm /
+ *     pre_mlp_layernorm), 'optimizer': torch.optim.AdamW state_dict ({'state': {i: {'step',
  *     'exp_avg', 'exp_avg_sq'}, each step its own storage}, 'param_groups': [decay group,
  *     no-decay group], each with AdamW's keys, Megatron's (wd_mult, lr_mult,
  *     is_expert_parallel, is_decoupled_lr, max_lr, min_lr, default_config), bias_correction
  *     and step; parameter indices: the decay tensors, then the others, each in Megatron's
- *     TE-spec parameter order (a layer's linear_proj before its linear_qkv)),
+ *     parameter order of that spec (a layer's linear_proj before its linear_qkv; the local
+ *     spec's input_layernorm before both)),
  *     'opt_param_scheduler' (Megatron's OptimizerParamScheduler.state_dict, steps in
  *     samples), 'num_floating_point_operations_so_far'}; args also carry hidden_dropout,
  *     attention_dropout, tokenizer_type and tokenizer_model. There is no 'rng_state':
  *     mg-train draws no random numbers after the seeded initialisation (dropout 0); Megatron
  *     itself then needs --no-load-rng (or --finetune) to load the file.
- *   - Load checks every model tensor: present, floating-point (F32; BF16, F16 and F64 are
- *     converted to fp32, e.g. mg-convert --target-dtype bf16), contiguous, same shape; an extra
- *     tensor is refused too (MG_ERR_FORMAT naming the file, the tensor and the mismatch);
- *     then args' num_layers, hidden_size, heads, query groups, kv_channels, FFN size and
- *     padded vocabulary, where present, must equal the model's.
+ *   - Load reads either naming (the local spec's when a norm is found only under its local
+ *     name) and the optimizer state in that spec's order. It checks every model tensor:
+ *     present, floating-point (F32; BF16, F16 and F64 are converted to fp32, e.g. mg-convert
+ *     --target-dtype bf16), contiguous, same shape; an extra tensor is refused too
+ *     (MG_ERR_FORMAT naming the file, the tensor and the mismatch); then args' num_layers,
+ *     hidden_size, heads, query groups, kv_channels, FFN size and padded vocabulary, where
+ *     present, must equal the model's.
  *     With optim != NULL the moments and step count are restored (same checks); param
  *     groups without wd_mult (files of older mg-train versions, whose parameter order
  *     differed) are refused with a pointer to --no-load-optim.

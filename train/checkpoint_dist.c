@@ -207,14 +207,16 @@ mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_opts *o, cons
                  "parallelism");
     writer w = {mg_dcp_meta_create(), mg_pk_graph_create()};
     mg_train_save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
-                            mg_calloc(g->nt ? g->nt : 1, sizeof(float))};
+                            mg_calloc(g->nt ? g->nt : 1, sizeof(float)),
+                            mg_train_ckpt_names(g, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE)};
     for (size_t i = 0; b.steps && i < g->nt; i++) b.steps[i] = (float)opt->step;
-    mg_status s = w.m && w.pg && b.order && b.steps ? write_all(dir, o, g, opt, st, &w, &b)
-                                                   : MG_ERR_NOMEM;
+    mg_status s = w.m && w.pg && b.order && b.steps && b.names
+                      ? write_all(dir, o, g, opt, st, &w, &b) : MG_ERR_NOMEM;
     mg_dcp_meta_free(w.m);
     mg_pk_graph_free(w.pg);
     free(b.order);
     free(b.steps);
+    free(b.names);
     return s;
 }
 
@@ -277,9 +279,11 @@ static mg_status rebuild_optim(loader *l, const mg_gpt *g, mg_pk_obj *root)
     mg_pk_obj *groups = mg_pk_get(od, "param_groups");
     mg_pk_obj *g0 = groups && groups->kind == MG_PK_LIST && groups->n ? groups->items[0] : NULL;
     mg_pk_obj *step = g0 && (g0->kind == MG_PK_DICT || g0->kind == MG_PK_ODICT) ? mg_pk_get(g0, "step") : NULL;
+    /* rebuild_model names the model dict in TE naming: the TE spec's order */
     size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof(*order));
-    mg_status s = state && order ? MG_OK : MG_ERR_NOMEM;
-    if (s == MG_OK) mg_train_ckpt_param_order(g, order);
+    tname *te = mg_train_ckpt_names(g, MG_NAMES_TE);
+    mg_status s = state && order && te ? MG_OK : MG_ERR_NOMEM;
+    if (s == MG_OK) mg_train_ckpt_param_order(g, te, order);
     for (size_t i = 0; s == MG_OK && i < g->nt && step; i++) {
         char name[512], key[600];
         int stacked = 0;
@@ -297,6 +301,7 @@ static mg_status rebuild_optim(loader *l, const mg_gpt *g, mg_pk_obj *root)
         if (s == MG_OK) s = index ? mg_pk_set_obj(l->pg, state, index, e) : MG_ERR_NOMEM;
     }
     free(order);
+    free(te);
     MG_FORWARD(s);
     return mg_pk_set(l->pg, od, "state", state);
 }

@@ -283,7 +283,7 @@ mg_status mg_gpt_forward(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
     norm_fwd(g, k, a->lnf, a->lnf_mean, a->lnf_rstd, a->x[a->L], mg_gp(g->params, a, P_LNF_W),
              mg_gp(g->params, a, P_LNF_B), a->N, a->H);
     mgk_linear_fwd(k, a->logits, a->lnf, output_weight(g, a), NULL, a->N, a->H, a->Vp);
-    mgk_xent_fwd(k, a->loss, a->lse, a->logits, b->targets, a->N, a->Vp, g->m.vocab_size);
+    mgk_xent_fwd(k, a->loss, a->lse, a->logits, b->targets, a->N, a->Vp, mg_gpt_loss_vocab(g));
     a->denom = b->loss_mask ? mgk_sum(k, b->loss_mask, NULL, a->N) : (double)a->N;
     double total = mgk_sum(k, a->loss, b->loss_mask, a->N);
     *loss = a->denom > 0 ? total / a->denom : 0.0;

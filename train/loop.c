@@ -148,7 +148,8 @@ static mg_status setup(run_state *s)
     MG_FORWARD(mg_comm_create_single(&s->comm));
     MG_FORWARD(open_data(o, &s->data));
     mg_gpt_layout lay = mg_gpt_layout_full(&o->model);
-    mg_gpt_opts go = {gelu_of(o), o->init_method_std, (uint64_t)o->seed};
+    mg_gpt_opts go = {gelu_of(o), o->init_method_std, (uint64_t)o->seed,
+                      o->mask_vocab_padding};
     MG_FORWARD(mg_gpt_create(&s->g, &o->model, &lay, &go));
     mg_gpt_init_params(s->g);
     MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));

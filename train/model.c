@@ -23,6 +23,11 @@ mgk_gelu_kind mg_gpt_default_gelu(const mg_model_desc *m)
     return m->add_bias_linear ? MGK_GELU_TANH : MGK_GELU_ERF;
 }
 
+int64_t mg_gpt_loss_vocab(const mg_gpt *g)
+{
+    return g->opt.mask_vocab_padding ? g->m.vocab_size : g->m.padded_vocab_size;
+}
+
 static int on_stage(const mg_param *p, const mg_gpt_layout *l)
 {
     if (p->spec->stage == MG_STAGE_FIRST) return l->first_stage;

@@ -10,20 +10,27 @@
  *     (TransformerEngine spec, layer numbers local to the stage), shard shape, offset in the
  *     buffers (multiples of 16 floats) and whether weight decay applies (2-D weights; not
  *     biases and norms, as Megatron). Vocabulary tensors hold the padded vocabulary
- *     (m->padded_vocab_size rows, split over TP ranks); the padding rows are zero.
+ *     (m->padded_vocab_size rows, split over TP ranks); the padding rows are parameters like
+ *     the others (Megatron's), or stay zero with opt.mask_vocab_padding.
  *   - Initialisation (model_init.c) is Megatron's: weights ~ N(0, init_std), the output
  *     projections (linear_proj, linear_fc2) ~ N(0, init_std / sqrt(2 * num_layers)), biases
- *     0, norm weights 1, padded vocabulary rows 0. Each value is a pure function of (seed,
- *     the parameter's canonical name with its GLOBAL layer, the element's index in the
- *     canonical unsplit tensor) through a counter-based generator (Philox4x32-10 +
- *     Box-Muller), so that every TP/PP layout holds slices of the same model.
+ *     0, norm weights 1; every row of the embedding and output layer, the padding rows
+ *     included, is drawn (Megatron's init_method runs over the whole padded table:
+ *     megatron-core's VocabParallelEmbedding / ColumnParallelLinear), except with
+ *     mask_vocab_padding (padding rows 0). Each value is a pure function of (seed, the
+ *     parameter's canonical name with its GLOBAL layer, the element's index in the canonical
+ *     unsplit tensor; a vocabulary tensor's canonical rows continue past V into the padding)
+ *     through a counter-based generator (Philox4x32-10 + Box-Muller), so that every TP/PP
+ *     layout with the same padded vocabulary holds slices of the same model.
  *   - Forward/backward (forward.c, backward.c) run only on the full layout (TP = 1, one
  *     stage holding all layers) for now; other layouts answer MG_ERR_UNSUPPORTED. Model
  *     code calls kernels only through kernels.h with the caller's context. Activations
  *     saved for backward live in one arena (mg_gpt_acts) sized up front for (B, T).
- *   - The loss is the mean token cross-entropy over the real vocabulary (padding columns
- *     masked): sum(loss_i * mask_i) / sum(mask_i) with an optional loss mask, or the plain
- *     mean over B*T tokens without one (Megatron's masked mean). Backward ADDS
+ *   - The loss is the mean token cross-entropy over EVERY column of the padded vocabulary,
+ *     as Megatron's vocab_parallel_cross_entropy (it masks nothing), or over the V real
+ *     columns with opt.mask_vocab_padding (Hugging Face's): sum(loss_i * mask_i) /
+ *     sum(mask_i) with an optional loss mask, or the plain mean over B*T tokens without one
+ *     (Megatron's masked mean). Backward ADDS
  *     grad_scale * dloss/dparam into grads (micro-batch accumulation); zero them with
  *     mg_gpt_zero_grads.
  *   - GeLU: transformers' GPT-2 uses the tanh form (gelu_new); Megatron uses the tanh form
@@ -58,6 +65,8 @@ typedef struct {
     mgk_gelu_kind gelu;
     double init_std;              /* --init-method-std */
     uint64_t seed;                /* --seed */
+    int mask_vocab_padding;       /* --mask-vocab-padding: padding columns out of the loss,
+                                   * padding rows initialised to 0 */
 } mg_gpt_opts;
 
 typedef enum { MG_INIT_NORMAL, MG_INIT_SCALED, MG_INIT_ZERO, MG_INIT_ONE } mg_gpt_init_kind;
@@ -100,8 +109,10 @@ void mg_gpt_zero_grads(mg_gpt *g);
 
 /* model_init.c: Megatron's initialisation of every tensor (see the contract). */
 void mg_gpt_init_params(mg_gpt *g);
+/* Columns of the softmax: the padded vocabulary, or the true one with mask_vocab_padding. */
+int64_t mg_gpt_loss_vocab(const mg_gpt *g);
 /* The canonical (unsplit) element of a shard element: row and column in the canonical
- * tensor; *pad = 1 for a padded vocabulary row (no canonical element). */
+ * tensor; *pad = 1 for a padded vocabulary row (*R >= V: no Hugging Face element). */
 void mg_gpt_canonical_index(const mg_gpt *g, const mg_gpt_tensor *t, int64_t r, int64_t c,
                             int64_t *R, int64_t *C, int *pad);
 /* Philox4x32-10 normal N(0, 1) for (seed, stream, counter): exposed for the tests. */

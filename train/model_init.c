@@ -5,8 +5,11 @@
  * Contract (model.h): value(seed, name, e) = std * N(0,1) where the normal comes from
  * Philox4x32-10 (Salmon et al. 2011) keyed by the 64-bit seed, counter (e, stream) with
  * stream = FNV-1a-64 of "<schema key>#<global layer>", turned into one normal by
- * Box-Muller on two 53-bit uniforms. std = init_std, or init_std / sqrt(2 L) for
- * linear_proj / linear_fc2; biases 0, norm weights 1, padded vocabulary rows 0.
+ * Box-Muller on two 53-bit uniforms; e = R * cols + C, where a vocabulary tensor's rows R
+ * run over the whole padded table (as Megatron's init_method fills its [Vp, H] master
+ * weight), so a padding row's values do not depend on TP (only on Vp covering it).
+ * std = init_std, or init_std / sqrt(2 L) for linear_proj / linear_fc2; biases 0, norm
+ * weights 1; padding rows 0 only with mask_vocab_padding.
  * Rows are filled in parallel (OpenMP); every value is independent of the thread count.
  */
 #include <math.h>
@@ -87,6 +90,7 @@ static void init_normal(const mg_gpt *g, const mg_gpt_tensor *t, double std)
 {
     float *x = g->params + t->offset;
     uint64_t stream = stream_of(&t->param);
+    int inert = g->opt.mask_vocab_padding;
 #if MG_HAVE_OPENMP
 #pragma omp parallel for schedule(static)
 #endif
@@ -96,7 +100,7 @@ static void init_normal(const mg_gpt *g, const mg_gpt_tensor *t, double std)
             int pad;
             mg_gpt_canonical_index(g, t, r, c, &R, &C, &pad);
             uint64_t e = (uint64_t)(R * t->param.cols + C);
-            double z = pad ? 0.0 : mg_gpt_normal(g->opt.seed, stream, e);
+            double z = pad && inert ? 0.0 : mg_gpt_normal(g->opt.seed, stream, e);
             x[r * t->shape[1] + c] = (float)(std * z);
         }
 }

@@ -61,6 +61,13 @@ static int ch_ckpt(mg_train_opts *o, const char *v)
     return 0;
 }
 
+static int ch_impl(mg_train_opts *o, const char *v)
+{
+    if (strcmp(v, "transformer_engine") && strcmp(v, "local")) return -1;
+    o->local_spec = strcmp(v, "local") == 0;
+    return 0;
+}
+
 static int ch_lr(mg_train_opts *o, const char *v) { return mg_lr_style_parse(v, &o->lr_decay_style); }
 static int ch_wsd(mg_train_opts *o, const char *v) { return mg_wsd_style_parse(v, &o->lr_wsd_decay_style); }
 static int ch_wd(mg_train_opts *o, const char *v) { return mg_wd_style_parse(v, &o->weight_decay_incr_style); }
@@ -90,6 +97,8 @@ static const struct flag flags[] = {
     {"--init-method-std", K_F64, F(init_method_std), 0, NULL, NULL},
     {"--hidden-dropout", K_F64, F(hidden_dropout), 0, NULL, NULL},
     {"--attention-dropout", K_F64, F(attention_dropout), 0, NULL, NULL},
+    {"--transformer-impl", K_CHOICE, 0, 0, ch_impl, "local, transformer_engine"},
+    {"--mask-vocab-padding", K_ON, F(mask_vocab_padding), 0, NULL, NULL},
     {"--make-vocab-size-divisible-by", K_I64, F(model.make_vocab_size_divisible_by), 1, NULL, NULL},
     {"--vocab-size", K_I64, F(tok.vocab_size), 1, NULL, NULL},
     {"--tokenizer-type", K_STR, F(tok.type), 0, NULL, NULL},

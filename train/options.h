@@ -38,6 +38,11 @@ typedef struct {
     int group_query_attention;
     double init_method_std;        /* --init-method-std, 0.02 */
     double hidden_dropout, attention_dropout; /* only 0 is implemented */
+    int local_spec;                /* --transformer-impl local: checkpoint names of the local
+                                    * spec (input_layernorm, pre_mlp_layernorm); default
+                                    * transformer_engine (TE's fused norm names) */
+    int mask_vocab_padding;        /* --mask-vocab-padding (mg-train's own): padding columns
+                                    * out of the softmax, padding rows start at zero */
     mg_tok_opts tok;               /* --tokenizer-type and its files, --vocab-size, the
                                     * --tiktoken-*, --tokenizer-* and --null-tokenizer-* flags */
     const char **special_tokens;   /* --tokenizer-special-tokens (tok.special_tokens) */

@@ -64,8 +64,10 @@ def mcore(tmp_path_factory):
         dist.destroy_process_group()
 
 
-def build_gpt_model(mcore, args):
-    """GPTModel (local spec) from a checkpoint's args, the way Megatron maps args to its config."""
+def build_gpt_model(mcore, args, init=False):
+    """GPTModel (local spec) from a checkpoint's args, the way Megatron maps args to its config;
+    init: megatron-core's own initialisation (--use-cpu-initialization: init_method N(0, 0.02)
+    over each whole tensor, the padded vocabulary rows included, from torch's CPU generator)."""
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.transformer_config import TransformerConfig
@@ -78,7 +80,7 @@ def build_gpt_model(mcore, args):
         gated_linear_unit=args.swiglu, activation_func=act, add_bias_linear=args.add_bias_linear,
         add_qkv_bias=getattr(args, "add_qkv_bias", False), params_dtype=args.params_dtype,
         bf16=bool(args.bf16), fp16=bool(args.fp16),
-        use_cpu_initialization=True, perform_initialization=False, hidden_dropout=0.0, attention_dropout=0.0,
+        use_cpu_initialization=True, perform_initialization=init, hidden_dropout=0.0, attention_dropout=0.0,
         bias_dropout_fusion=False, apply_rope_fusion=False, masked_softmax_fusion=False,
         bias_activation_fusion=False, persist_layer_norm=False, gradient_accumulation_fusion=False)
     model = GPTModel(

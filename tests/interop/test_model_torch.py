@@ -8,7 +8,12 @@ also Llama with tied embeddings, Qwen2 (QKV bias), explicit position ids, and pa
 documents (position ids and attention reset per document) against each document run alone.
 The transformers model is randomised (norm weights and biases too), its weights saved as
 safetensors and handed to build/tests/tools/model_probe with the equivalent Megatron flags;
-the loss is the (masked) mean token cross-entropy. For logits, loss and every parameter's
+the loss is the (masked) mean token cross-entropy. mg-train's softmax runs over the padded
+vocabulary, as Megatron's (1024 columns; the HF file has no padding rows, so mg-train's are
+zero and their logits 0): the PyTorch side appends those 24 zero logits before the
+cross-entropy, so the loss and every gradient carry the padding columns' share; with
+--mask-vocab-padding (test_mask_vocab_padding_is_transformers_loss) the loss is transformers'
+own over the 1000 columns. For logits (the 1000 real columns), loss and every parameter's
 gradient, on both kernel backends (ref and fast):
     |ours - torch| <= atol + rtol * |torch|   per tensor, with
     atol = ATOL_REL * max|torch tensor| and rtol = RTOL (stated below, fp32 reduction order).
@@ -22,6 +27,7 @@ import safetensors.torch as st
 F = torch.nn.functional
 
 V, B, T, H, L = 1000, 2, 16, 64, 2
+VP = 1024  # --make-vocab-size-divisible-by 128
 ATOL_REL, RTOL = 4e-6, 4e-5
 LOSS_RTOL = 1e-6
 
@@ -95,13 +101,19 @@ def batch(seed, masked):
     return ids, tgt, mask
 
 
-def torch_run(model, ids, tgt, mask, pos=None):
+def padded(logits, pad):
+    """The logits of mg-train's softmax: the real columns and `pad` padding columns, whose
+    rows are zero here (the HF weights have none), so their logits are 0."""
+    return F.pad(logits, (0, pad))
+
+
+def torch_run(model, ids, tgt, mask, pos=None, pad=VP - V):
     model.train()
     model.zero_grad()
     kw = {} if pos is None else {"position_ids": torch.tensor(pos, dtype=torch.long)}
     logits = model(input_ids=torch.tensor(ids, dtype=torch.long), **kw).logits
-    per = F.cross_entropy(logits.reshape(-1, V), torch.tensor(tgt, dtype=torch.long).reshape(-1),
-                          reduction="none")
+    per = F.cross_entropy(padded(logits, pad).reshape(-1, V + pad),
+                          torch.tensor(tgt, dtype=torch.long).reshape(-1), reduction="none")
     m = torch.ones_like(per) if mask is None else torch.tensor(mask).reshape(-1)
     loss = (per * m).sum() / m.sum()
     loss.backward()
@@ -142,7 +154,8 @@ def close(name, ours, ref):
 
 def compare(model, flags, gelu, backend, masked, run_mg, tmp_path, pos=None):
     ids, tgt, mask = batch(7, masked)
-    t_logits, t_loss, t_grads = torch_run(model, ids, tgt, mask, pos)
+    pad = 0 if "--mask-vocab-padding" in flags else VP - V
+    t_logits, t_loss, t_grads = torch_run(model, ids, tgt, mask, pos, pad)
     o_logits, o_loss, o_grads = probe_run(run_mg, tmp_path, backend, gelu, model, flags, ids,
                                           tgt, mask, pos)
     close("logits", o_logits, t_logits)
@@ -195,6 +208,28 @@ def test_position_ids(family, run_mg, tmp_path, test_tool):
         compare(llama_model(), LLAMA_FLAGS, "default", "fast", False, run_mg, tmp_path, pos)
 
 
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_mask_vocab_padding_is_transformers_loss(family, run_mg, tmp_path, test_tool):
+    """--mask-vocab-padding: the softmax over the 1000 real columns, transformers' loss."""
+    test_tool("model_probe")
+    model, flags, gelu = ((gpt2_model("gelu_new"), [], "tanh") if family == "gpt2"
+                          else (llama_model(), LLAMA_FLAGS, "default"))
+    compare(model, flags + ["--mask-vocab-padding"], gelu, "fast", True, run_mg, tmp_path)
+
+
+def test_padding_columns_change_the_loss(run_mg, tmp_path, test_tool):
+    """The two semantics differ on this batch by far more than the tolerance (so the tests
+    above tell them apart)."""
+    test_tool("model_probe")
+    ids, tgt, _ = batch(7, False)
+    model = llama_model()
+    _, megatron, _ = torch_run(model, ids, tgt, None)
+    _, hf, _ = torch_run(model, ids, tgt, None, pad=0)
+    assert abs(megatron - hf) > 1000 * LOSS_RTOL * hf, (megatron, hf)
+    _, ours, _ = probe_run(run_mg, tmp_path, "fast", "default", model, LLAMA_FLAGS, ids, tgt, None)
+    assert abs(ours - megatron) <= LOSS_RTOL * megatron, (ours, megatron, hf)
+
+
 SEGMENTS = [[5, 11], [7, 4, 5]]  # document lengths per sequence (sum T)
 
 
@@ -208,7 +243,8 @@ def torch_documents(model, ids, tgt):
         parts, s = [], 0
         for n in lens:
             lg = model(input_ids=torch.tensor(ids[b:b + 1, s:s + n], dtype=torch.long)).logits[0]
-            total = total + F.cross_entropy(lg, torch.tensor(tgt[b, s:s + n], dtype=torch.long),
+            total = total + F.cross_entropy(padded(lg, VP - V),
+                                            torch.tensor(tgt[b, s:s + n], dtype=torch.long),
                                             reduction="sum")
             parts.append(lg)
             s += n

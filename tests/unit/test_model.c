@@ -1,7 +1,8 @@
 /* test_model.c — train/model.h: parameter views (names, shapes, aligned offsets, decay
  * flags, count equal to memory_plan's), Megatron initialisation (determinism, statistics,
- * identical values under TP = 2 and PP stages), HF save/load round trip (also into a TP
- * shard), forward at initialisation (loss ~ ln V), ref vs fast backends, gradient
+ * padding rows drawn or, with --mask-vocab-padding, zero, identical values under TP = 2
+ * and PP stages), HF save/load round trip (also into a TP shard), the loss over the padded
+ * vocabulary, forward at initialisation (loss ~ ln Vp), ref vs fast backends, gradient
  * accumulation, one optimizer step (norm, NaN skip) and the refusals. Agreement with
  * transformers: tests/interop/test_model_torch.py and test_train_step_torch.py. */
 #include <math.h>
@@ -33,7 +34,8 @@ static mg_gpt *make(mg_test_ctx *t, mg_train_opts *o, const char *cmd, const mg_
 {
     MG_CHECK_OK(t, parse(o, cmd));
     mg_gpt_layout full = mg_gpt_layout_full(&o->model);
-    mg_gpt_opts mo = {mg_gpt_default_gelu(&o->model), o->init_method_std, (uint64_t)o->seed};
+    mg_gpt_opts mo = {mg_gpt_default_gelu(&o->model), o->init_method_std, (uint64_t)o->seed,
+                      o->mask_vocab_padding};
     mg_gpt *g = NULL;
     MG_CHECK_OK(t, mg_gpt_create(&g, &o->model, lay ? lay : &full, &mo));
     if (g) mg_gpt_init_params(g);
@@ -125,7 +127,15 @@ MG_TEST(model_init_statistics)
     const float *wte = view(g, "embedding.word_embeddings.weight", g->params);
     moments(wte, 1000 * 64, &mean, &std);
     MG_CHECK(t, fabs(mean) < 5 * 0.05 / sqrt(64000.0) && fabs(std / 0.05 - 1) < 0.02);
-    for (int64_t i = 1000 * 64; i < 1024 * 64; i++) MG_CHECK(t, wte[i] == 0.0f);
+    /* the 24 padding rows are drawn like the others (Megatron's init_method fills the whole
+     * padded table), not zero */
+    moments(wte + 1000 * 64, 24 * 64, &mean, &std);
+    MG_CHECK(t, fabs(mean) < 5 * 0.05 / sqrt(1536.0) && fabs(std / 0.05 - 1) < 0.1);
+    for (int64_t r = 1000; r < 1024; r++) {
+        double s = 0;
+        for (int64_t c = 0; c < 64; c++) s += (double)wte[r * 64 + c] * wte[r * 64 + c];
+        MG_CHECK(t, s > 0.25 * 64 * 0.05 * 0.05); /* no row is (nearly) zero */
+    }
     moments(view(g, "decoder.layers.0.self_attention.linear_proj.weight", g->params), 64 * 64,
             &mean, &std);
     MG_CHECK(t, fabs(std / (0.05 / 2) - 1) < 0.08); /* std / sqrt(2 L), L = 2 */
@@ -137,6 +147,31 @@ MG_TEST(model_init_statistics)
     for (int i = 0; i < 64; i++) MG_CHECK(t, lnw[i] == 1.0f && lnb[i] == 0.0f && fcb[i] == 0.0f);
     mg_gpt_free(g);
     mg_train_opts_free(&o);
+}
+
+MG_TEST(model_init_mask_vocab_padding)
+{
+    mg_train_opts o1, o2;
+    mg_gpt *a = make(t, &o1, LLAMA, NULL), *b = make(t, &o2, LLAMA "--mask-vocab-padding", NULL);
+    if (!a || !b) return;
+    static const char *const names[] = {"embedding.word_embeddings.weight", "output_layer.weight"};
+    for (int i = 0; i < 2; i++) {
+        const float *x = view(a, names[i], a->params), *y = view(b, names[i], b->params);
+        /* the real rows are the same draws; the padding rows are zero only with the flag */
+        MG_CHECK(t, memcmp(x, y, 1000 * 64 * sizeof(float)) == 0);
+        int zero_a = 1, zero_b = 1;
+        for (int64_t j = 1000 * 64; j < 1024 * 64; j++) {
+            zero_a &= x[j] == 0.0f;
+            zero_b &= y[j] == 0.0f;
+        }
+        MG_CHECK(t, !zero_a && zero_b);
+    }
+    MG_CHECK_EQ_INT(t, mg_gpt_loss_vocab(a), 1024);
+    MG_CHECK_EQ_INT(t, mg_gpt_loss_vocab(b), 1000);
+    mg_gpt_free(a);
+    mg_gpt_free(b);
+    mg_train_opts_free(&o1);
+    mg_train_opts_free(&o2);
 }
 
 MG_TEST(model_init_deterministic)
@@ -232,10 +267,14 @@ MG_TEST(model_init_same_on_pp_stage)
     mg_train_opts_free(&o2);
 }
 
+/* An HF file has no padding rows (loading leaves them zero): the round trip is exact for a
+ * model whose padding is inert. */
+#define LLAMA_HF LLAMA "--mask-vocab-padding "
+
 MG_TEST(model_hf_roundtrip_and_tp_load)
 {
     mg_train_opts o1, o2, o3;
-    mg_gpt *a = make(t, &o1, LLAMA, NULL);
+    mg_gpt *a = make(t, &o1, LLAMA_HF, NULL);
     if (!a) return;
     const char *path = mg_test_path(t, "model.safetensors");
     MG_CHECK_OK(t, mg_gpt_save_hf(a, a->params, path));
@@ -247,7 +286,7 @@ MG_TEST(model_hf_roundtrip_and_tp_load)
         MG_CHECK(t, memcmp(a->params, b->params, (size_t)a->numel * sizeof(float)) == 0);
     }
     mg_gpt_layout lay = {2, 1, 0, 2, 1, 1};
-    mg_gpt *init = make(t, &o2, LLAMA, &lay), *loaded = make(t, &o3, LLAMA, &lay);
+    mg_gpt *init = make(t, &o2, LLAMA_HF, &lay), *loaded = make(t, &o3, LLAMA_HF, &lay);
     if (init && loaded) {
         memset(loaded->params, 0, (size_t)loaded->numel * sizeof(float));
         MG_CHECK_OK(t, mg_gpt_load_hf(loaded, path));
@@ -306,8 +345,9 @@ MG_TEST(model_forward_backends_and_accumulation)
         float *ref = malloc((size_t)g->numel * sizeof(float));
         double l_ref = run_pass(t, g, MGK_CPU_REF, 1.0, 1);
         memcpy(ref, g->grads, (size_t)g->numel * sizeof(float));
-        /* small init: logits ~ N(0, 0.16^2), so the loss is ln V + 0.013 +- 0.03 (32 tokens) */
-        MG_CHECK(t, fabs(l_ref - log(1000.0)) < 0.15);
+        /* small init: logits ~ N(0, 0.16^2), so the loss is ln Vp + 0.013 +- 0.03 (32 tokens;
+         * the softmax runs over the 1024 padded columns) */
+        MG_CHECK(t, fabs(l_ref - log(1024.0)) < 0.15);
         double l_fast = run_pass(t, g, MGK_CPU_FAST, 0.5, 2);
         MG_CHECK(t, fabs(l_fast - l_ref) <= 1e-6 * l_ref);
         double gmax = 0, emax = 0;
@@ -317,6 +357,30 @@ MG_TEST(model_forward_backends_and_accumulation)
         }
         MG_CHECK(t, gmax > 0 && emax <= 1e-5 * gmax);
         free(ref);
+        mg_gpt_free(g);
+        mg_train_opts_free(&o);
+    }
+}
+
+/* Zero output weights give zero logits: the loss is exactly ln(columns of the softmax),
+ * ln 1024 over the padded vocabulary (Megatron's), ln 1000 with --mask-vocab-padding. */
+MG_TEST(model_loss_over_padded_vocabulary)
+{
+    static const char *const cmds[2] = {LLAMA, LLAMA "--mask-vocab-padding"};
+    static const double cols[2] = {1024, 1000};
+    for (int c = 0; c < 2; c++) {
+        mg_train_opts o;
+        mg_gpt *g = make(t, &o, cmds[c], NULL);
+        if (!g) return;
+        const mg_gpt_tensor *out = mg_gpt_find(g, "output_layer.weight");
+        memset(g->params + out->offset, 0, (size_t)out->numel * sizeof(float));
+        double loss = run_pass(t, g, MGK_CPU_REF, 1.0, 1);
+        MG_CHECK(t, fabs(loss - log(cols[c])) < 1e-6);
+        /* the padding rows get their share of the softmax gradient, only without the mask */
+        const float *d = g->grads + out->offset;
+        double pad = 0;
+        for (int64_t i = 1000 * 64; i < 1024 * 64; i++) pad += fabs(d[i]);
+        MG_CHECK(t, c == 0 ? pad > 0 : pad == 0);
         mg_gpt_free(g);
         mg_train_opts_free(&o);
     }
