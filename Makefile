@@ -6,6 +6,8 @@
 #   make fuzz       libFuzzer targets, run longer (FUZZ_SECONDS per target)
 #   make bench      benchmarks against the peers (scripts/bench-*.sh)
 #   make demo       the README's main job: preprocess a real corpus with a real tokenizer
+#   make gpu-test / test-gpu / cuda-report   the CUDA kernels' GPU test and ptxas report
+#                   (mk/cuda.mk; `make` builds the CUDA kernels wherever nvcc is present)
 # Dependencies are detected with probe compiles; force one with HAVE_X=0/1.
 
 .DEFAULT_GOAL := all
@@ -161,6 +163,8 @@ demo: all
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz build-min $(BIN)
+
+include mk/cuda.mk
 
 -include $(LIB_OBJS:.o=.d) $(PRE_OBJS:.o=.d) $(CKPT_OBJS:.o=.d) $(TRAIN_OBJS:.o=.d) \
          $(KERN_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/%.d)

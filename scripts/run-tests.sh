@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test suite and exits non-zero if any failed:
 #   1. C unit tests      (build/test-unit)
+#   1b. GPU tests       (build/test-gpu: the CUDA kernels on a real GPU; "skipped: no GPU"
+#                        without one; not built without nvcc)
 #   2. the same in a minimal build (make test-minimal: build-min/, every optional dependency
 #      off; skipped with the unit tests too)
 #   3. CLI golden tests  (tests/cli/run.sh)
 #   4. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; needs clang)
 #   5. interop tests     (pytest in the Python test environment of scripts/setup.sh)
 # Environment: MG_BIN (tools dir, default bin), MG_UNIT (unit test binary),
-# MG_SKIP_UNIT=1 / MG_SKIP_MINIMAL=1 / MG_SKIP_CLI=1 / MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1
+# MG_SKIP_UNIT=1 / MG_SKIP_GPU=1 / MG_SKIP_MINIMAL=1 / MG_SKIP_CLI=1 / MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1
 # leave a suite out.
 set -u
 cd "$(dirname "$0")/.."
@@ -19,6 +21,16 @@ failed=()
 if [ "${MG_SKIP_UNIT:-0}" != 1 ]; then
   echo "== C unit tests"
   "$unit" || failed+=(unit)
+fi
+
+if [ "${MG_SKIP_GPU:-0}" != 1 ]; then
+  echo "== GPU tests (tests/gpu)"
+  gpu=${MG_GPU_TEST:-build/test-gpu}
+  if [ -x "$gpu" ]; then
+    MG_GPU_BENCH=${MG_GPU_BENCH:-0} "$gpu" || failed+=(gpu)
+  else
+    echo "skipped: no GPU test program ($gpu is built where nvcc is present)"
+  fi
 fi
 
 if [ "${MG_SKIP_UNIT:-0}" != 1 ] && [ "${MG_SKIP_MINIMAL:-0}" != 1 ]; then

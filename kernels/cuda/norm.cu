@@ -1,0 +1,143 @@
+/* norm.cu — LayerNorm and RMSNorm forward and backward (kernels.h semantics), fp32 and bf16.
+ *
+ * Kernels: forward and the input gradient run one block of 256 threads per row (grid-stride
+ * over rows): fp32 block sums in a fixed order (cuda_common.cuh) for the mean, the centred
+ * sum of squares and, backward, sum(g) and sum(g * xhat) with g = dout * w; the row is read
+ * from global memory on each pass (L1/L2 hits after the first). The weight and bias
+ * gradients are column sums (colsum.cuh) of dout * xhat and dout. RMSNorm is the same code
+ * with the mean fixed at 0 and no bias.
+ */
+#include "cuda_portable.h"
+
+#include "colsum.cuh"
+#include "cuda_common.cuh"
+
+#define THREADS 256
+
+template <typename T>
+static __global__ void norm_fwd_kernel(T *out, float *mean, float *rstd, const T *inp,
+                                       const T *w, const T *b, int64_t N, int64_t C, float eps,
+                                       int center)
+{
+    MGK_SHARED(float, red, 32);
+    for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+        const T *x = inp + r * C;
+        float mu = 0.0f, ss = 0.0f;
+        if (center) {
+            float s = 0.0f;
+            for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += mgk_ld(x + c);
+            mu = mgk_block_sum(s, red) / (float)C;
+        }
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+            float d = mgk_ld(x + c) - mu;
+            ss += d * d;
+        }
+        float rs = 1.0f / sqrtf(mgk_block_sum(ss, red) / (float)C + eps);
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+            float y = ((mgk_ld(x + c) - mu) * rs) * mgk_ld(w + c);
+            mgk_st(out + r * C + c, b ? y + mgk_ld(b + c) : y);
+        }
+        if (threadIdx.x == 0) {
+            if (mean) mean[r] = mu;
+            rstd[r] = rs;
+        }
+    }
+}
+
+/* dinp += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * w (mean(g) = 0 for RMS). */
+template <typename T>
+static __global__ void norm_dinp_kernel(T *dinp, const T *dout, const T *inp, const T *w,
+                                        const float *mean, const float *rstd, int64_t N,
+                                        int64_t C, int center)
+{
+    MGK_SHARED(float, red, 32);
+    for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+        const T *x = inp + r * C, *dy = dout + r * C;
+        float mu = center ? mean[r] : 0.0f, rs = rstd[r], sg = 0.0f, sgx = 0.0f;
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+            float g = mgk_ld(dy + c) * mgk_ld(w + c);
+            sg += g;
+            sgx += g * ((mgk_ld(x + c) - mu) * rs);
+        }
+        float mg = center ? mgk_block_sum(sg, red) / (float)C : 0.0f;
+        float mgx = mgk_block_sum(sgx, red) / (float)C;
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+            float g = mgk_ld(dy + c) * mgk_ld(w + c), xhat = (mgk_ld(x + c) - mu) * rs;
+            T *dx = dinp + r * C + c;
+            mgk_st(dx, mgk_ld(dx) + rs * (g - mg - xhat * mgx));
+        }
+    }
+}
+
+/* a += dout * xhat (weight gradient), b += dout (bias gradient). */
+template <typename T>
+struct norm_wgrad {
+    const T *dout, *inp;
+    const float *mean, *rstd;
+    int64_t C;
+    __device__ void operator()(int64_t r, int64_t c, float *a, float *b) const
+    {
+        float dy = mgk_ld(dout + r * C + c), mu = mean ? mean[r] : 0.0f;
+        *a += dy * ((mgk_ld(inp + r * C + c) - mu) * rstd[r]);
+        *b += dy;
+    }
+};
+
+static unsigned row_grid(int64_t N)
+{
+    return mgk_grid(N, 1, 1u << 30);
+}
+
+template <typename T>
+static void norm_fwd(const mg_kctx *k, T *out, float *mean, float *rstd, const T *inp,
+                     const T *w, const T *b, int64_t N, int64_t C, float eps, int center)
+{
+    if (N <= 0) return;
+    MGK_LAUNCH(norm_fwd_kernel<T>, row_grid(N), THREADS, 0, mgk_stream(k), out, mean, rstd, inp,
+               w, b, N, C, eps, center);
+    MGK_LAUNCH_CHECK();
+}
+
+template <typename T>
+static void norm_bwd(const mg_kctx *k, T *dinp, float *dw, float *db, const T *dout,
+                     const T *inp, const T *w, const float *mean, const float *rstd, int64_t N,
+                     int64_t C)
+{
+    if (N <= 0) return;
+    if (dinp) {
+        MGK_LAUNCH(norm_dinp_kernel<T>, row_grid(N), THREADS, 0, mgk_stream(k), dinp, dout, inp,
+                   w, mean, rstd, N, C, mean != NULL);
+        MGK_LAUNCH_CHECK();
+    }
+    norm_wgrad<T> f = {dout, inp, mean, rstd, C};
+    colsum_run(k, f, dw, db, N, C);
+}
+
+extern "C" void mgk_cuda_layernorm_fwd(const mg_kctx *k, float *out, float *mean, float *rstd,
+                                       const float *inp, const float *w, const float *b,
+                                       int64_t N, int64_t C, float eps)
+{
+    norm_fwd(k, out, mean, rstd, inp, w, b, N, C, eps, 1);
+}
+
+extern "C" void mgk_cuda_layernorm_bwd(const mg_kctx *k, float *dinp, float *dw, float *db,
+                                       const float *dout, const float *inp, const float *w,
+                                       const float *mean, const float *rstd, int64_t N,
+                                       int64_t C)
+{
+    MG_ASSERT(mean != NULL);
+    norm_bwd(k, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+
+extern "C" void mgk_cuda_rmsnorm_fwd(const mg_kctx *k, float *out, float *rstd, const float *inp,
+                                     const float *w, int64_t N, int64_t C, float eps)
+{
+    norm_fwd(k, out, (float *)NULL, rstd, inp, w, (const float *)NULL, N, C, eps, 0);
+}
+
+extern "C" void mgk_cuda_rmsnorm_bwd(const mg_kctx *k, float *dinp, float *dw, const float *dout,
+                                     const float *inp, const float *w, const float *rstd,
+                                     int64_t N, int64_t C)
+{
+    norm_bwd(k, dinp, dw, (float *)NULL, dout, inp, w, (const float *)NULL, rstd, N, C);
+}
