@@ -60,6 +60,8 @@ endif
 UNIT_BIN  := $(BUILD)/test-unit
 # Test helper programs (tests/tools/NAME.c -> build/tests/tools/NAME), built by `make test`.
 TEST_TOOLS := $(TOOL_SRCS:%.c=$(BUILD)/%)
+# The CUDA emulator and build/test-cuda-emu (make test-cuda-emu).
+include mk/cuda_emu.mk
 
 all: config $(TOOLS)
 tools-test: $(TEST_TOOLS)
@@ -140,8 +142,10 @@ test-interop: all $(TEST_TOOLS)
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin \
 	  CFLAGS="-Werror -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
-	  $(TOOLS:$(BIN)/%=build-asan/bin/%) build-asan/test-unit
-	MG_BIN=build-asan/bin MG_UNIT=build-asan/test-unit MG_SKIP_INTEROP=1 MG_SKIP_FUZZ=1 MG_SKIP_MINIMAL=1 scripts/run-tests.sh
+	  $(TOOLS:$(BIN)/%=build-asan/bin/%) build-asan/test-unit \
+	  $(if $(filter 1,$(HAVE_CUDA_HEADERS)),build-asan/test-cuda-emu)
+	MG_BIN=build-asan/bin MG_UNIT=build-asan/test-unit MG_CUDA_EMU=build-asan/test-cuda-emu \
+	  MG_SKIP_INTEROP=1 MG_SKIP_FUZZ=1 MG_SKIP_MINIMAL=1 scripts/run-tests.sh
 
 # DESIGN.md: without its optional parts the build still links, runs and passes its tests.
 test-minimal:

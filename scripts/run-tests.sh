@@ -5,16 +5,20 @@
 #                        without one; not built without nvcc)
 #   2. the same in a minimal build (make test-minimal: build-min/, every optional dependency
 #      off; skipped with the unit tests too)
-#   3. CLI golden tests  (tests/cli/run.sh)
-#   4. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; needs clang)
-#   5. interop tests     (pytest in the Python test environment of scripts/setup.sh)
-# Environment: MG_BIN (tools dir, default bin), MG_UNIT (unit test binary),
-# MG_SKIP_UNIT=1 / MG_SKIP_GPU=1 / MG_SKIP_MINIMAL=1 / MG_SKIP_CLI=1 / MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1
-# leave a suite out.
+#   3. CUDA kernels on the host execution path (build/test-cuda-emu, docs/CUDA_EMU.md; fails
+#      when it could not be built, e.g. without NVIDIA's CUDA headers)
+#   4. CLI golden tests  (tests/cli/run.sh)
+#   5. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; needs clang)
+#   6. interop tests     (pytest in the Python test environment of scripts/setup.sh)
+# Environment: MG_BIN (tools dir, default bin), MG_UNIT (unit test binary), MG_CUDA_EMU (the
+# emulated CUDA suite's binary), MG_GPU_TEST (the GPU test program), MG_SKIP_UNIT=1 /
+# MG_SKIP_GPU=1 / MG_SKIP_MINIMAL=1 / MG_SKIP_CUDA_EMU=1 / MG_SKIP_CLI=1 / MG_SKIP_FUZZ=1 /
+# MG_SKIP_INTEROP=1 leave a suite out.
 set -u
 cd "$(dirname "$0")/.."
 export MG_BIN=${MG_BIN:-bin}
 unit=${MG_UNIT:-build/test-unit}
+cuda_emu=${MG_CUDA_EMU:-build/test-cuda-emu}
 export MG_VOCAB_DIR=${MG_VOCAB_DIR:-$(cd .. && pwd)/shared/vocab}
 failed=()
 
@@ -38,6 +42,16 @@ if [ "${MG_SKIP_UNIT:-0}" != 1 ] && [ "${MG_SKIP_MINIMAL:-0}" != 1 ]; then
   # a make of its own: not the caller's job server or command-line variables
   env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -j"$(nproc)" test-minimal ||
     failed+=(minimal)
+fi
+
+if [ "${MG_SKIP_CUDA_EMU:-0}" != 1 ]; then
+  echo "== CUDA kernels on the host execution path (three thread orders)"
+  if [ -x "$cuda_emu" ]; then
+    "$cuda_emu" || failed+=(cuda-emu)
+  else
+    echo "cannot run: $cuda_emu was not built (NVIDIA's CUDA headers missing? docs/CUDA_EMU.md)"
+    failed+=(cuda-emu)
+  fi
 fi
 
 if [ "${MG_SKIP_CLI:-0}" != 1 ]; then

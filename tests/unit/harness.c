@@ -90,26 +90,44 @@ static int selected(const char *name, int argc, char **argv)
     return 0;
 }
 
-int main(int argc, char **argv)
+#ifndef MG_TEST_VARIANTS
+int mg_test_variant_count(void) { return 1; }
+const char *mg_test_variant_begin(int v) { return (void)v, NULL; }
+void mg_test_variant_end(mg_test_ctx *t, int v) { (void)t, (void)v; }
+#endif
+
+/* Runs test i once per variant; returns nonzero if it failed in any. */
+static int run_test(size_t i)
 {
-    int passed = 0, failed = 0;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (!selected(tests[i].name, argc, argv)) continue;
+    int failed = 0;
+    for (int v = 0; v < mg_test_variant_count(); v++) {
+        const char *variant = mg_test_variant_begin(v);
         mg_test_ctx t = {.name = tests[i].name};
         snprintf(t.dir, sizeof t.dir, "%s/mgtest-%s-XXXXXX",
                  getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tests[i].name);
         if (!mkdtemp(t.dir)) {
             perror("harness: mkdtemp");
-            return 2;
+            exit(2);
         }
         tests[i].fn(&t);
+        mg_test_variant_end(&t, v);
         if (!getenv("MG_KEEP_TMP")) nftw(t.dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-        if (t.failures) {
+        if (t.failures) printf("FAIL %s%s%s\n", t.name, variant ? " " : "", variant ? variant : "");
+        failed |= t.failures != 0;
+    }
+    return failed;
+}
+
+int main(int argc, char **argv)
+{
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        if (!selected(tests[i].name, argc, argv)) continue;
+        if (run_test(i)) {
             failed++;
-            printf("FAIL %s\n", t.name);
         } else {
             passed++;
-            if (getenv("MG_VERBOSE")) printf("ok   %s\n", t.name);
+            if (getenv("MG_VERBOSE")) printf("ok   %s\n", tests[i].name);
         }
     }
     printf("%d passed, %d failed\n", passed, failed);

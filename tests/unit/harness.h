@@ -7,6 +7,10 @@
  * directory t->dir, removed afterwards unless MG_KEEP_TMP is set.
  * The runner prints "N passed, N failed" and exits non-zero if any test failed.
  * Usage: test-unit [substring ...]   (runs the tests whose name contains a substring)
+ * C++ test files (tests/cuda_emu, .cu files) use the same macros; their tests have C linkage.
+ * A runner built with -DMG_TEST_VARIANTS (build/test-cuda-emu) runs every test once per
+ * variant through the three mg_test_variant_* functions it defines; a test passes when it
+ * passes in every variant.
  */
 #ifndef MG_TEST_HARNESS_H
 #define MG_TEST_HARNESS_H
@@ -14,6 +18,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #include "mg/error.h"
 
@@ -23,8 +31,13 @@ typedef struct mg_test_ctx {
     int failures;
 } mg_test_ctx;
 
+#ifdef __cplusplus
+#define MG_TEST_LINKAGE extern "C"
+#else
+#define MG_TEST_LINKAGE
+#endif
 #define MG_TEST(name)                                                                      \
-    void mg_test_##name(mg_test_ctx *t);                                                   \
+    MG_TEST_LINKAGE void mg_test_##name(mg_test_ctx *t);                                   \
     void mg_test_##name(mg_test_ctx *t)
 
 void mg_test_fail(mg_test_ctx *t, const char *file, int line, const char *fmt, ...)
@@ -38,6 +51,12 @@ const char *mg_test_write_file(mg_test_ctx *t, const char *name, const void *dat
 char *mg_test_read_file(const char *path, size_t *len);
 /* Directory holding the shared vocabularies (../shared/vocab by default, MG_VOCAB_DIR). */
 const char *mg_test_vocab_dir(void);
+
+/* Variants (1 unless built with MG_TEST_VARIANTS): begin(v) prepares variant v and returns its
+ * name for FAIL lines (NULL: none); end(t, v) runs after the test and may add failures. */
+int mg_test_variant_count(void);
+const char *mg_test_variant_begin(int v);
+void mg_test_variant_end(mg_test_ctx *t, int v);
 
 #define MG_CHECK(t, cond)                                                                  \
     do {                                                                                   \
@@ -77,5 +96,9 @@ const char *mg_test_vocab_dir(void);
                          "%s: expected status %d with \"%s\", got %d: \"%s\"", #expr,      \
                          (int)(st), (sub), (int)mg_st_, mg_last_error());                  \
     } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
