@@ -294,13 +294,20 @@ static size_t q_smem(int DC)
     return (size_t)(2 * BR * DW + 2 * BC * (DW + 1) + WARPS * RW * 32) * sizeof(float);
 }
 
+/* Allows a kernel more than the default 48 KiB of dynamic shared memory. */
+template <typename F>
+static void set_smem_limit(F *kernel, size_t bytes)
+{
+    MGK_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}
+
 template <typename T, int DC>
 static void attn_fwd_dc(const mg_kctx *k, const attn_args &a, T *out, float *saved, const T *q,
                         const T *kk, const T *v)
 {
     size_t sm = fwd_smem(DC);
-    MGK_CUDA_CHECK(cudaFuncSetAttribute(attn_fwd_kernel<T, DC>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm));
+    set_smem_limit(attn_fwd_kernel<T, DC>, sm);
     dim3 grid((unsigned)((a.T + BR - 1) / BR), (unsigned)(a.B * a.Hq));
     MGK_LAUNCH((attn_fwd_kernel<T, DC>), grid, THREADS, sm, mgk_stream(k), out, saved, q, kk, v,
                a);
@@ -313,10 +320,8 @@ static void attn_bwd_dc(const mg_kctx *k, const attn_args &a, T *dq, T *dk, T *d
                         const T *kk, const T *v)
 {
     size_t smkv = kv_smem(DC), smq = q_smem(DC);
-    MGK_CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_kv_kernel<T, DC>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smkv));
-    MGK_CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_q_kernel<T, DC>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smq));
+    set_smem_limit(attn_bwd_kv_kernel<T, DC>, smkv);
+    set_smem_limit(attn_bwd_q_kernel<T, DC>, smq);
     dim3 gkv((unsigned)((a.T + BC - 1) / BC), (unsigned)(a.B * a.Hkv));
     MGK_LAUNCH((attn_bwd_kv_kernel<T, DC>), gkv, THREADS, smkv, mgk_stream(k), dk, dv, dout, saved,
                delta, q, kk, v, a);

@@ -14,9 +14,7 @@
 
 #include <stdint.h>
 
-#if !defined(MGK_CUDA_EMU)
-#include <cublasLt.h>
-#endif
+#include <cublasLt.h> /* NVIDIA's declarations; the emulator serves the calls (cuda_portable.h) */
 
 #include "cuda_internal.h"
 #include "kernels_cuda.h"

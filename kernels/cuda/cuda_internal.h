@@ -12,6 +12,10 @@
 #include <math.h>
 #include <stdint.h>
 
+#ifndef MG_HAVE_OPENMP
+#define MG_HAVE_OPENMP 0 /* (cpu_internal.h's OpenMP helpers; unused by the .cu files) */
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -11,7 +11,7 @@
 #include "cuda/kernels_cuda.h"
 #include "test_kernels_util.h"
 
-#define CT_MAX_BUFS 96
+#define CT_MAX_BUFS 1024
 
 /* One test's contexts and the buffers to free at its end. */
 typedef struct ct {
