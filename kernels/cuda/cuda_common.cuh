@@ -86,6 +86,24 @@ static __device__ inline void mgk_st(bf16 *p, float v)
     *p = __float2bfloat16(v);
 }
 
+/* The C API's bf16 pointers (kernels_cuda.h) as NVIDIA's type. */
+static inline bf16 *mgk_bf(mgk_bf16 *p)
+{
+    return reinterpret_cast<bf16 *>(p);
+}
+static inline const bf16 *mgk_bf(const mgk_bf16 *p)
+{
+    return reinterpret_cast<const bf16 *>(p);
+}
+/* v rounded to T's precision. */
+template <typename T>
+static __device__ inline float mgk_round(float v)
+{
+    T t;
+    mgk_st(&t, v);
+    return mgk_ld(&t);
+}
+
 /* Correctly rounded operations that nvcc may not contract into fused multiply-adds (the
  * host compiler of the emulator does not contract without -ffp-contract=fast and FMA). */
 #if defined(MGK_CUDA_EMU)

@@ -173,3 +173,21 @@ extern "C" double mgk_cuda_sum(const mg_kctx *k, const float *x, const float *ma
 {
     return chunked_sum(k, x, mask, n, 0);
 }
+
+extern "C" void mgk_cuda_add_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *a,
+                                  const mgk_bf16 *b, int64_t n)
+{
+    add_launch(k, mgk_bf(out), mgk_bf(a), mgk_bf(b), n);
+}
+
+extern "C" void mgk_cuda_bias_add_bf16(const mg_kctx *k, mgk_bf16 *x, const mgk_bf16 *bias,
+                                       int64_t N, int64_t C)
+{
+    bias_add_launch(k, mgk_bf(x), mgk_bf(bias), N, C);
+}
+
+extern "C" void mgk_cuda_bias_grad_bf16(const mg_kctx *k, float *dbias, const mgk_bf16 *dout,
+                                        int64_t N, int64_t C)
+{
+    bias_grad_launch(k, dbias, mgk_bf(dout), N, C);
+}

@@ -27,7 +27,7 @@ struct mm_call {
     int ta, tb;
     float alpha, beta;
     cublasLtEpilogue_t epi;
-    const void *bias; /* N values of ctype's precision (bf16 for bf16 outputs), or NULL */
+    const void *bias; /* N values of C's type, or NULL */
     void *aux;        /* GELU_AUX: the pre-activation, M x N row-major with row stride ldaux */
     int64_t ldaux;
 };
@@ -148,4 +148,68 @@ extern "C" void mgk_cuda_linear_bwd(const mg_kctx *k, float *dinp, float *dW, fl
         mm_run(k, &c);
     }
     if (dbias) mgk_cuda_bias_grad(k, dbias, dout, N, OUT);
+}
+
+static mm_call mm_bf16(void *C, int64_t ldc, cudaDataType_t ctype, const mgk_bf16 *A, int64_t lda,
+                       const mgk_bf16 *B, int64_t ldb, int64_t M, int64_t N, int64_t K, int ta,
+                       int tb, float alpha, float beta)
+{
+    mm_call c = {C, ldc, ctype, A, B, lda, ldb, CUDA_R_16BF, M, N, K, ta, tb, alpha, beta,
+                 CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0};
+    return c;
+}
+
+extern "C" void mgk_cuda_gemm_bf16(const mg_kctx *k, mgk_bf16 *C, int64_t ldc, const mgk_bf16 *A,
+                                   int64_t lda, const mgk_bf16 *B, int64_t ldb, int64_t M,
+                                   int64_t N, int64_t K, int ta, int tb, float alpha, float beta)
+{
+    mm_call c = mm_bf16(C, ldc, CUDA_R_16BF, A, lda, B, ldb, M, N, K, ta, tb, alpha, beta);
+    mm_run(k, &c);
+}
+
+extern "C" void mgk_cuda_gemm_bf16_f32(const mg_kctx *k, float *C, int64_t ldc,
+                                       const mgk_bf16 *A, int64_t lda, const mgk_bf16 *B,
+                                       int64_t ldb, int64_t M, int64_t N, int64_t K, int ta,
+                                       int tb, float alpha, float beta)
+{
+    mm_call c = mm_bf16(C, ldc, CUDA_R_32F, A, lda, B, ldb, M, N, K, ta, tb, alpha, beta);
+    mm_run(k, &c);
+}
+
+/* The epilogue of out = act(inp W^T + bias): bias and GeLU (with its input kept in pre). */
+static cublasLtEpilogue_t linear_epilogue(int bias, int gelu, int aux)
+{
+    if (!gelu) return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    if (aux) return bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+}
+
+extern "C" void mgk_cuda_linear_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, mgk_bf16 *pre,
+                                         const mgk_bf16 *inp, const mgk_bf16 *W,
+                                         const mgk_bf16 *bias, int64_t N, int64_t IN,
+                                         int64_t OUT, int gelu)
+{
+    mm_call c = mm_bf16(out, OUT, CUDA_R_16BF, inp, IN, W, IN, N, OUT, IN, 0, 1, 1.0f, 0.0f);
+    c.epi = linear_epilogue(bias != NULL, gelu, gelu && pre);
+    c.bias = bias;
+    if (gelu && pre) {
+        MG_ASSERT(OUT % 8 == 0); /* cuBLASLt's aux leading dimension */
+        c.aux = pre, c.ldaux = OUT;
+    }
+    mm_run(k, &c);
+}
+
+extern "C" void mgk_cuda_linear_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dW,
+                                         float *dbias, const mgk_bf16 *dout, const mgk_bf16 *inp,
+                                         const mgk_bf16 *W, int64_t N, int64_t IN, int64_t OUT)
+{
+    if (dinp) {
+        mm_call c = mm_bf16(dinp, IN, CUDA_R_16BF, dout, OUT, W, IN, N, IN, OUT, 0, 0, 1.0f, 1.0f);
+        mm_run(k, &c);
+    }
+    if (dW) {
+        mm_call c = mm_bf16(dW, IN, CUDA_R_32F, dout, OUT, inp, IN, OUT, IN, N, 1, 0, 1.0f, 1.0f);
+        mm_run(k, &c);
+    }
+    if (dbias) mgk_cuda_bias_grad_bf16(k, dbias, dout, N, OUT);
 }

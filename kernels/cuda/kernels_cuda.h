@@ -45,6 +45,108 @@ int mgk_cuda_device_count(void);
 mg_status mgk_cuda_device_info(char *name, size_t name_len, int *cc_major, int *cc_minor,
                                int *num_sms);
 
+/* ---- fused residual add + norm (fp32 and bf16) --------------------------------------------- */
+
+/* resid = a + b (rounded to the variant's type), then out = layernorm(resid) exactly as
+ * mgk_add followed by mgk_layernorm_fwd / mgk_rmsnorm_fwd, in one pass over the row. The
+ * backward needs no fused op: the norms' backward already adds into the residual's gradient. */
+void mgk_cuda_residual_layernorm_fwd(const mg_kctx *k, float *resid, float *out, float *mean,
+                                     float *rstd, const float *a, const float *b, const float *w,
+                                     const float *bias, int64_t N, int64_t C, float eps);
+void mgk_cuda_residual_rmsnorm_fwd(const mg_kctx *k, float *resid, float *out, float *rstd,
+                                   const float *a, const float *b, const float *w, int64_t N,
+                                   int64_t C, float eps);
+void mgk_cuda_residual_layernorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *resid, mgk_bf16 *out,
+                                          float *mean, float *rstd, const mgk_bf16 *a,
+                                          const mgk_bf16 *b, const mgk_bf16 *w,
+                                          const mgk_bf16 *bias, int64_t N, int64_t C, float eps);
+void mgk_cuda_residual_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *resid, mgk_bf16 *out,
+                                        float *rstd, const mgk_bf16 *a, const mgk_bf16 *b,
+                                        const mgk_bf16 *w, int64_t N, int64_t C, float eps);
+
+/* ---- bf16 variants (kernels.h meaning; type rule above) -------------------------------------- */
+
+void mgk_cuda_add_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *a, const mgk_bf16 *b,
+                       int64_t n);
+void mgk_cuda_bias_add_bf16(const mg_kctx *k, mgk_bf16 *x, const mgk_bf16 *bias, int64_t N,
+                            int64_t C);
+void mgk_cuda_bias_grad_bf16(const mg_kctx *k, float *dbias, const mgk_bf16 *dout, int64_t N,
+                             int64_t C);
+void mgk_cuda_embedding_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const int32_t *ids,
+                                 const mgk_bf16 *table, int64_t N, int64_t C, int64_t row0,
+                                 int64_t nrows, int accumulate);
+void mgk_cuda_embedding_bwd_bf16(const mg_kctx *k, float *dtable, const mgk_bf16 *dout,
+                                 const int32_t *ids, int64_t N, int64_t C, int64_t row0,
+                                 int64_t nrows);
+void mgk_cuda_layernorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *mean, float *rstd,
+                                 const mgk_bf16 *inp, const mgk_bf16 *w, const mgk_bf16 *b,
+                                 int64_t N, int64_t C, float eps);
+void mgk_cuda_layernorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw, float *db,
+                                 const mgk_bf16 *dout, const mgk_bf16 *inp, const mgk_bf16 *w,
+                                 const float *mean, const float *rstd, int64_t N, int64_t C);
+void mgk_cuda_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *rstd, const mgk_bf16 *inp,
+                               const mgk_bf16 *w, int64_t N, int64_t C, float eps);
+void mgk_cuda_rmsnorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw, const mgk_bf16 *dout,
+                               const mgk_bf16 *inp, const mgk_bf16 *w, const float *rstd,
+                               int64_t N, int64_t C);
+void mgk_cuda_gelu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, int64_t n,
+                            mgk_gelu_kind kind);
+void mgk_cuda_gelu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                            const mgk_bf16 *inp, int64_t n, mgk_gelu_kind kind);
+void mgk_cuda_swiglu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, int64_t N,
+                              int64_t F);
+void mgk_cuda_swiglu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                              const mgk_bf16 *inp, int64_t N, int64_t F);
+void mgk_cuda_rope_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp,
+                            const int32_t *pos, int64_t B, int64_t T, int64_t H, int64_t D,
+                            int64_t rot_dim, float base);
+void mgk_cuda_rope_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                            const int32_t *pos, int64_t B, int64_t T, int64_t H, int64_t D,
+                            int64_t rot_dim, float base);
+void mgk_cuda_qkv_split_bf16(const mg_kctx *k, mgk_bf16 *q, mgk_bf16 *kk, mgk_bf16 *v,
+                             const mgk_bf16 *qkv, int64_t N, int64_t Hq, int64_t Hkv, int64_t D);
+void mgk_cuda_qkv_merge_bf16(const mg_kctx *k, mgk_bf16 *qkv, const mgk_bf16 *q,
+                             const mgk_bf16 *kk, const mgk_bf16 *v, int64_t N, int64_t Hq,
+                             int64_t Hkv, int64_t D);
+/* saved: mgk_attn_saved_numel floats (fp32, as the fp32 variant); scratch as mgk_attn_bwd. */
+void mgk_cuda_attn_fwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out, float *saved,
+                            const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,
+                            const int32_t *seg);
+void mgk_cuda_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq, mgk_bf16 *dk,
+                            mgk_bf16 *dv, const mgk_bf16 *dout, const float *saved,
+                            const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,
+                            const int32_t *seg);
+void mgk_cuda_xent_partial_bf16(const mg_kctx *k, float *rowmax, float *rowsum, float *tgt,
+                                const mgk_bf16 *logits, const int32_t *targets, int64_t N,
+                                int64_t Vl, int64_t col0, int64_t vocab);
+void mgk_cuda_xent_fwd_bf16(const mg_kctx *k, float *loss, float *lse, const mgk_bf16 *logits,
+                            const int32_t *targets, int64_t N, int64_t Vp, int64_t vocab);
+void mgk_cuda_xent_bwd_bf16(const mg_kctx *k, mgk_bf16 *dlogits, const mgk_bf16 *logits,
+                            const float *lse, const int32_t *targets, const float *mask,
+                            float scale, int64_t N, int64_t Vl, int64_t col0, int64_t vocab);
+/* mgk_adamw on the fp32 master weights param, then param_bf16 = bf16(param). */
+void mgk_cuda_adamw_bf16(const mg_kctx *k, float *param, mgk_bf16 *param_bf16, float *m, float *v,
+                         const float *grad, int64_t n, const mgk_adamw_hp *hp, int decay);
+
+/* Products of bf16 matrices (fp32 accumulate), the meaning of mgk_gemm: C bf16, or fp32 (_f32:
+ * the weight gradients accumulate in fp32). */
+void mgk_cuda_gemm_bf16(const mg_kctx *k, mgk_bf16 *C, int64_t ldc, const mgk_bf16 *A,
+                        int64_t lda, const mgk_bf16 *B, int64_t ldb, int64_t M, int64_t N,
+                        int64_t K, int ta, int tb, float alpha, float beta);
+void mgk_cuda_gemm_bf16_f32(const mg_kctx *k, float *C, int64_t ldc, const mgk_bf16 *A,
+                            int64_t lda, const mgk_bf16 *B, int64_t ldb, int64_t M, int64_t N,
+                            int64_t K, int ta, int tb, float alpha, float beta);
+/* out (N, OUT) = act(inp W^T + bias) with act = identity or (gelu) the tanh GeLU, in
+ * cuBLASLt's epilogue; pre (may be NULL) receives the GeLU input for the backward (OUT a
+ * multiple of 8). bias may be NULL. */
+void mgk_cuda_linear_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, mgk_bf16 *pre,
+                              const mgk_bf16 *inp, const mgk_bf16 *W, const mgk_bf16 *bias,
+                              int64_t N, int64_t IN, int64_t OUT, int gelu);
+/* dinp (bf16) += dout W, dW (fp32) += dout^T inp, dbias (fp32) += colsum(dout); any may be NULL. */
+void mgk_cuda_linear_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dW, float *dbias,
+                              const mgk_bf16 *dout, const mgk_bf16 *inp, const mgk_bf16 *W,
+                              int64_t N, int64_t IN, int64_t OUT);
+
 #ifdef __cplusplus
 }
 #endif

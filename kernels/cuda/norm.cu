@@ -5,7 +5,8 @@
  * sum of squares and, backward, sum(g) and sum(g * xhat) with g = dout * w; the row is read
  * from global memory on each pass (L1/L2 hits after the first). The weight and bias
  * gradients are column sums (colsum.cuh) of dout * xhat and dout. RMSNorm is the same code
- * with the mean fixed at 0 and no bias.
+ * with the mean fixed at 0 and no bias. The residual variants (kernels_cuda.h) first write the
+ * row's sum resid = a + b, then normalise it, in the same block.
  */
 #include "cuda_portable.h"
 
@@ -14,14 +15,19 @@
 
 #define THREADS 256
 
+/* One row per block: with resid, the row is first resid = ra + rb (rounded to T; each thread
+ * then reads back only what it wrote), else inp. */
 template <typename T>
 static __global__ void norm_fwd_kernel(T *out, float *mean, float *rstd, const T *inp,
-                                       const T *w, const T *b, int64_t N, int64_t C, float eps,
-                                       int center)
+                                       T *resid, const T *ra, const T *rb, const T *w,
+                                       const T *b, int64_t N, int64_t C, float eps, int center)
 {
     MGK_SHARED(float, red, 32);
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
-        const T *x = inp + r * C;
+        if (resid)
+            for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+                mgk_st(resid + r * C + c, mgk_ld(ra + r * C + c) + mgk_ld(rb + r * C + c));
+        const T *x = (resid ? resid : inp) + r * C;
         float mu = 0.0f, ss = 0.0f;
         if (center) {
             float s = 0.0f;
@@ -88,13 +94,35 @@ static unsigned row_grid(int64_t N)
     return mgk_grid(N, 1, 1u << 30);
 }
 
+/* The row source of a forward: inp, or (resid != NULL) resid = ra + rb. */
 template <typename T>
-static void norm_fwd(const mg_kctx *k, T *out, float *mean, float *rstd, const T *inp,
+struct norm_src {
+    const T *inp;
+    T *resid;
+    const T *ra, *rb;
+};
+
+template <typename T>
+static norm_src<T> plain(const T *inp)
+{
+    norm_src<T> s = {inp, (T *)NULL, (const T *)NULL, (const T *)NULL};
+    return s;
+}
+
+template <typename T>
+static norm_src<T> residual(T *resid, const T *a, const T *b)
+{
+    norm_src<T> s = {(const T *)NULL, resid, a, b};
+    return s;
+}
+
+template <typename T>
+static void norm_fwd(const mg_kctx *k, T *out, float *mean, float *rstd, norm_src<T> src,
                      const T *w, const T *b, int64_t N, int64_t C, float eps, int center)
 {
     if (N <= 0) return;
-    MGK_LAUNCH(norm_fwd_kernel<T>, row_grid(N), THREADS, 0, mgk_stream(k), out, mean, rstd, inp,
-               w, b, N, C, eps, center);
+    MGK_LAUNCH(norm_fwd_kernel<T>, row_grid(N), THREADS, 0, mgk_stream(k), out, mean, rstd,
+               src.inp, src.resid, src.ra, src.rb, w, b, N, C, eps, center);
     MGK_LAUNCH_CHECK();
 }
 
@@ -117,7 +145,7 @@ extern "C" void mgk_cuda_layernorm_fwd(const mg_kctx *k, float *out, float *mean
                                        const float *inp, const float *w, const float *b,
                                        int64_t N, int64_t C, float eps)
 {
-    norm_fwd(k, out, mean, rstd, inp, w, b, N, C, eps, 1);
+    norm_fwd(k, out, mean, rstd, plain(inp), w, b, N, C, eps, 1);
 }
 
 extern "C" void mgk_cuda_layernorm_bwd(const mg_kctx *k, float *dinp, float *dw, float *db,
@@ -132,7 +160,7 @@ extern "C" void mgk_cuda_layernorm_bwd(const mg_kctx *k, float *dinp, float *dw,
 extern "C" void mgk_cuda_rmsnorm_fwd(const mg_kctx *k, float *out, float *rstd, const float *inp,
                                      const float *w, int64_t N, int64_t C, float eps)
 {
-    norm_fwd(k, out, (float *)NULL, rstd, inp, w, (const float *)NULL, N, C, eps, 0);
+    norm_fwd(k, out, (float *)NULL, rstd, plain(inp), w, (const float *)NULL, N, C, eps, 0);
 }
 
 extern "C" void mgk_cuda_rmsnorm_bwd(const mg_kctx *k, float *dinp, float *dw, const float *dout,
@@ -140,4 +168,72 @@ extern "C" void mgk_cuda_rmsnorm_bwd(const mg_kctx *k, float *dinp, float *dw, c
                                      int64_t N, int64_t C)
 {
     norm_bwd(k, dinp, dw, (float *)NULL, dout, inp, w, (const float *)NULL, rstd, N, C);
+}
+
+extern "C" void mgk_cuda_residual_layernorm_fwd(const mg_kctx *k, float *resid, float *out,
+                                                float *mean, float *rstd, const float *a,
+                                                const float *b, const float *w, const float *bias,
+                                                int64_t N, int64_t C, float eps)
+{
+    norm_fwd(k, out, mean, rstd, residual(resid, a, b), w, bias, N, C, eps, 1);
+}
+
+extern "C" void mgk_cuda_residual_rmsnorm_fwd(const mg_kctx *k, float *resid, float *out,
+                                              float *rstd, const float *a, const float *b,
+                                              const float *w, int64_t N, int64_t C, float eps)
+{
+    norm_fwd(k, out, (float *)NULL, rstd, residual(resid, a, b), w, (const float *)NULL, N, C,
+             eps, 0);
+}
+
+extern "C" void mgk_cuda_residual_layernorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *resid,
+                                                     mgk_bf16 *out, float *mean, float *rstd,
+                                                     const mgk_bf16 *a, const mgk_bf16 *b,
+                                                     const mgk_bf16 *w, const mgk_bf16 *bias,
+                                                     int64_t N, int64_t C, float eps)
+{
+    norm_fwd(k, mgk_bf(out), mean, rstd, residual(mgk_bf(resid), mgk_bf(a), mgk_bf(b)), mgk_bf(w),
+             mgk_bf(bias), N, C, eps, 1);
+}
+
+extern "C" void mgk_cuda_residual_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *resid,
+                                                   mgk_bf16 *out, float *rstd, const mgk_bf16 *a,
+                                                   const mgk_bf16 *b, const mgk_bf16 *w,
+                                                   int64_t N, int64_t C, float eps)
+{
+    norm_fwd(k, mgk_bf(out), (float *)NULL, rstd, residual(mgk_bf(resid), mgk_bf(a), mgk_bf(b)),
+             mgk_bf(w), (const bf16 *)NULL, N, C, eps, 0);
+}
+
+extern "C" void mgk_cuda_layernorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *mean,
+                                            float *rstd, const mgk_bf16 *inp, const mgk_bf16 *w,
+                                            const mgk_bf16 *b, int64_t N, int64_t C, float eps)
+{
+    norm_fwd(k, mgk_bf(out), mean, rstd, plain(mgk_bf(inp)), mgk_bf(w), mgk_bf(b), N, C, eps, 1);
+}
+
+extern "C" void mgk_cuda_layernorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw,
+                                            float *db, const mgk_bf16 *dout, const mgk_bf16 *inp,
+                                            const mgk_bf16 *w, const float *mean,
+                                            const float *rstd, int64_t N, int64_t C)
+{
+    MG_ASSERT(mean != NULL);
+    norm_bwd(k, mgk_bf(dinp), dw, db, mgk_bf(dout), mgk_bf(inp), mgk_bf(w), mean, rstd, N, C);
+}
+
+extern "C" void mgk_cuda_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *rstd,
+                                          const mgk_bf16 *inp, const mgk_bf16 *w, int64_t N,
+                                          int64_t C, float eps)
+{
+    norm_fwd(k, mgk_bf(out), (float *)NULL, rstd, plain(mgk_bf(inp)), mgk_bf(w),
+             (const bf16 *)NULL, N, C, eps, 0);
+}
+
+extern "C" void mgk_cuda_rmsnorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw,
+                                          const mgk_bf16 *dout, const mgk_bf16 *inp,
+                                          const mgk_bf16 *w, const float *rstd, int64_t N,
+                                          int64_t C)
+{
+    norm_bwd(k, mgk_bf(dinp), dw, (float *)NULL, mgk_bf(dout), mgk_bf(inp), mgk_bf(w),
+             (const float *)NULL, rstd, N, C);
 }

@@ -51,3 +51,10 @@ extern "C" void mgk_cuda_adamw(const mg_kctx *k, float *param, float *m, float *
 {
     adamw_launch(k, param, (bf16 *)NULL, m, v, grad, n, hp, decay);
 }
+
+extern "C" void mgk_cuda_adamw_bf16(const mg_kctx *k, float *param, mgk_bf16 *param_bf16, float *m,
+                                    float *v, const float *grad, int64_t n,
+                                    const mgk_adamw_hp *hp, int decay)
+{
+    adamw_launch(k, param, mgk_bf(param_bf16), m, v, grad, n, hp, decay);
+}

@@ -130,6 +130,50 @@ static void b_attn_bwd(void *p)
     mgk_attn_bwd(x->k, &x->ad, x->f, x->f, x->f, x->d, x->e, x->a, x->b, x->c, NULL);
 }
 
+/* bf16 variants (buffers are float-sized: bf16 data uses the first half of each) */
+#define BF(p) ((mgk_bf16 *)(void *)(p))
+static void b_gemm_bf16(void *p)
+{
+    bargs *x = p;
+    mgk_cuda_gemm_bf16(x->k, BF(x->c), x->n, BF(x->a), x->n, BF(x->b), x->n, x->n, x->n, x->n, 0,
+                       1, 1.0f, 0.0f);
+}
+static void b_linear_gelu_bf16(void *p)
+{
+    bargs *x = p;
+    mgk_cuda_linear_fwd_bf16(x->k, BF(x->c), BF(x->e), BF(x->a), BF(x->b), BF(x->d), x->N, x->C,
+                             4 * x->C, 1);
+}
+static void b_ln_fwd_bf16(void *p)
+{
+    bargs *x = p;
+    mgk_cuda_layernorm_fwd_bf16(x->k, BF(x->b), x->d, x->e, BF(x->a), BF(x->c), BF(x->c), x->N,
+                                x->C, 1e-5f);
+}
+static void b_res_ln_fwd_bf16(void *p)
+{
+    bargs *x = p;
+    mgk_cuda_residual_layernorm_fwd_bf16(x->k, BF(x->f), BF(x->b), x->d, x->e, BF(x->a),
+                                         BF(x->a) + x->N * x->C, BF(x->c), BF(x->c), x->N, x->C,
+                                         1e-5f);
+}
+static void b_xent_fwd_bf16(void *p)
+{
+    bargs *x = p;
+    mgk_cuda_xent_fwd_bf16(x->k, x->b, x->c, BF(x->a), x->ids, x->N, x->C, x->V);
+}
+static void b_attn_fwd_bf16(void *p)
+{
+    bargs *x = p;
+    mgk_cuda_attn_fwd_bf16(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b), BF(x->c), NULL);
+}
+static void b_attn_bwd_bf16(void *p)
+{
+    bargs *x = p;
+    mgk_cuda_attn_bwd_bf16(x->k, &x->ad, BF(x->f), BF(x->f), BF(x->f), BF(x->d), x->e, BF(x->a),
+                           BF(x->b), BF(x->c), NULL);
+}
+
 typedef struct peaks {
     double hbm; /* bytes/s, 0 if unknown */
 } peaks;
@@ -241,6 +285,13 @@ static int bench_memory_bound(mg_kctx *k, const peaks *pk, int32_t *ids)
     bench xe[] = {{"xent_fwd (8192x50304)", b_xent_fwd, N * Vp * f4, 0, 0},
                   {"xent_bwd in place (8192x50304)", b_xent_bwd, 2 * N * Vp * f4, 0, 0}};
     fail |= group(k, xe, 2, &x, (int64_t[6]){N * Vp, N, N, 0, 0, 0}, pk);
+    x = (bargs){.N = N, .C = C, .ids = ids};
+    bench nb[] = {{"layernorm_fwd bf16 (8192x768)", b_ln_fwd_bf16, 2 * N * C * 2.0, 0, 0},
+                  {"residual+layernorm bf16 (8192x768)", b_res_ln_fwd_bf16, 4 * N * C * 2.0, 0, 0}};
+    fail |= group(k, nb, 2, &x, (int64_t[6]){N * C, N * C, 2 * C, N, N, N * C}, pk);
+    x = (bargs){.N = N, .C = Vp, .V = V, .ids = ids};
+    bench xb[] = {{"xent_fwd bf16 (8192x50304)", b_xent_fwd_bf16, N * Vp * 2.0, 0, 0}};
+    fail |= group(k, xb, 1, &x, (int64_t[6]){N * Vp / 2, N, N, 0, 0, 0}, pk);
     x = (bargs){.n = P, .hp = {3e-4, 0.9, 0.95, 1e-8, 0.1, 1, 1.0}};
     bench ad[] = {{"adamw (n=124M)", b_adamw, 7 * P * f4, 0, 0}};
     fail |= group(k, ad, 1, &x, (int64_t[6]){P, P, P, P, 0, 0}, pk);
@@ -268,6 +319,14 @@ static int bench_compute_bound(mg_kctx *k, const peaks *pk)
     x = (bargs){.N = N, .C = C};
     bench l[] = {{"linear_fwd fp32 8192x768->3072", b_linear_fwd, 0, 2.0 * N * C * 4 * C, FP32_PEAK}};
     fail |= group(k, l, 1, &x, (int64_t[6]){N * C, 4 * C * C, N * 4 * C, 4 * C, 0, 0}, pk);
+    x = (bargs){.n = n};
+    bench gb[] = {{"gemm bf16 4096^3", b_gemm_bf16, 0, 2.0 * n * n * n, BF16_PEAK}};
+    fail |= group(k, gb, 1, &x, (int64_t[6]){n * n, n * n, n * n, 0, 0, 0}, pk);
+    x = (bargs){.N = N, .C = C};
+    bench lb[] = {{"linear+gelu bf16 8192x768->3072", b_linear_gelu_bf16, 0,
+                   2.0 * N * C * 4 * C, BF16_PEAK}};
+    fail |= group(k, lb, 1, &x, (int64_t[6]){N * C, 4 * C * C, N * 4 * C, 4 * C, N * 4 * C, 0},
+                  pk);
     for (int gqa = 0; gqa < 2; gqa++) {
         mgk_attn_dims ad = {4, 2048, 16, gqa ? 4 : 16, 128, 0.08838834764831845f};
         int64_t nq = ad.B * ad.T * ad.Hq * ad.D, nk = ad.B * ad.T * ad.Hkv * ad.D;
@@ -279,6 +338,12 @@ static int bench_compute_bound(mg_kctx *k, const peaks *pk)
                      {gqa ? "attn_bwd fp32 GQA 16/4 D=128" : "attn_bwd fp32 MHA 16 D=128",
                       b_attn_bwd, 0, 2.5 * fl, FP32_PEAK}};
         fail |= group(k, a, 2, &x,
+                      (int64_t[6]){nq, nk, nk, nq, mgk_attn_saved_numel(k, &ad), nq}, pk);
+        bench ab[] = {{gqa ? "attn_fwd bf16 GQA 16/4 D=128" : "attn_fwd bf16 MHA 16 D=128",
+                       b_attn_fwd_bf16, 0, fl, BF16_PEAK},
+                      {gqa ? "attn_bwd bf16 GQA 16/4 D=128" : "attn_bwd bf16 MHA 16 D=128",
+                       b_attn_bwd_bf16, 0, 2.5 * fl, BF16_PEAK}};
+        fail |= group(k, ab, 2, &x,
                       (int64_t[6]){nq, nk, nk, nq, mgk_attn_saved_numel(k, &ad), nq}, pk);
     }
     return fail;
