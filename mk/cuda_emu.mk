@@ -17,8 +17,9 @@ EMU_DIR      := $(BUILD)/emu
 
 CXX_WARNINGS := -Wall -Wextra -Wshadow -Wpointer-arith -Wcast-qual -Wvla -Wformat=2 \
                 -Wwrite-strings -Wundef -Wno-format-nonliteral -Wmissing-declarations
-CXXFLAGS_EMU := -std=c++17 -D_GNU_SOURCE -O2 -g -pthread $(CXX_WARNINGS) -Ikernels -I. \
-                -Ilibcommon/include -isystem $(CUDA_INC)
+CXXFLAGS_EMU := -std=c++17 -D_GNU_SOURCE -O2 -g -pthread $(CXX_WARNINGS) \
+                $(filter-out -DMG_HAVE_CUDA=%,$(DEP_CFLAGS)) $(CUDA_EMU_KERNEL_DEFS) \
+                -Ikernels -I. -Ilibcommon/include -isystem $(CUDA_INC)
 # .cu files: `#pragma unroll` is nvcc's, unknown to the host compiler; comments naming
 # "kernels/cuda/*.cu" (cuda_portable.h) are not nested comments.
 CUFLAGS_EMU  := -x c++ -DMGK_CUDA_EMU -Wno-unknown-pragmas -Wno-comment
@@ -70,13 +71,16 @@ $(CUDA_EMU_BIN): $(EMU_OBJS) $(EMU_CPU_OBJS) $(TLIB) $(LIB)
 cuda-emu-force:
 ifeq ($(HAVE_CUDA_HEADERS),1)
 cuda-emu: $(CUDA_EMU_BIN)
-else
-cuda-emu:
-	@echo "cuda-emu: NVIDIA's CUDA headers not found under CUDA_INC=$(CUDA_INC): build/test-cuda-emu not built (docs/CUDA_EMU.md)"
-endif
-
 test-cuda-emu: cuda-emu
 	$(CUDA_EMU_BIN)
+else
+# No stale runner may pass in place of one that cannot be built.
+cuda-emu:
+	@rm -f $(CUDA_EMU_BIN)
+	@echo "cuda-emu: NVIDIA's CUDA headers not found under CUDA_INC=$(CUDA_INC): $(CUDA_EMU_BIN) not built (docs/CUDA_EMU.md)"
+test-cuda-emu: cuda-emu
+	@echo "test-cuda-emu: cannot run without NVIDIA's CUDA headers"; exit 1
+endif
 
 test: cuda-emu
 

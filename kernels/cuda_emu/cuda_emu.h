@@ -19,7 +19,9 @@
  *
  * Defines: __global__/__device__/__host__ (empty), threadIdx, blockIdx, blockDim, gridDim,
  * the synchronisation and warp operations, atomics, math intrinsics, nvcuda::wmma, and
- * MGK_LAUNCH, MGK_SHARED, MGK_DYN_SHARED.
+ * MGK_LAUNCH, MGK_SHARED, MGK_DYN_SHARED; includes NVIDIA's cuda_runtime.h, cuda_bf16.h and
+ * cublasLt.h, and the C++ overloads nvcc's cuda_runtime.h gives host code
+ * (cudaFuncSetAttribute on a kernel).
  */
 #ifndef MGK_CUDA_EMU_H
 #define MGK_CUDA_EMU_H
@@ -36,11 +38,12 @@
 #define __host__
 #define __device__
 #define __global__
-#if __has_include(<cuda_runtime.h>) && __has_include(<cuda_bf16.h>)
+#if __has_include(<cuda_runtime.h>) && __has_include(<cuda_bf16.h>) && __has_include(<cublasLt.h>)
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
+#include <cublasLt.h>
 #else
-#error "the CUDA emulator needs NVIDIA's headers (cuda_runtime.h, cuda_bf16.h): pass -I<cuda>/include (see docs/CUDA_EMU.md)"
+#error "the CUDA emulator needs NVIDIA's headers (cuda_runtime.h, cuda_bf16.h, cublasLt.h): pass -I<cuda>/include (see docs/CUDA_EMU.md)"
 #endif
 
 #include <cmath>
@@ -233,6 +236,13 @@ struct launcher {
 extern bool g_float_atomics;
 
 } /* namespace mgk_emu */
+
+/* nvcc's cuda_runtime.h has this overload for host code only under __CUDACC__. */
+template <class T>
+static inline cudaError_t cudaFuncSetAttribute(T *func, enum cudaFuncAttribute attr, int value)
+{
+    return ::cudaFuncSetAttribute((const void *)func, attr, value);
+}
 
 /* NVIDIA's device_launch_parameters.h declares threadIdx & co as variables; the emulator's
  * are macros, so that header must never be read after this point. */

@@ -51,7 +51,7 @@ static void arrived(void *fake)
     size_t size = 0;
     __sanitizer_finish_switch_fiber(fake, &lo, &size);
     if (g_switch_from == &g_main && !g_main.stack_lo) {
-        g_main.stack_lo = (char *)lo;
+        g_main.stack_lo = (char *)(uintptr_t)lo;
         g_main.stack_size = size;
     }
 #else

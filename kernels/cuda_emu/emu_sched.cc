@@ -83,10 +83,13 @@ static void block_init(unsigned n)
         t.state = T_UNSTARTED;
         t.f = nullptr;
     }
-    B.warps.assign((n + 31) / 32, warp_rec());
+    B.warps.resize((n + 31) / 32);
     for (unsigned w = 0; w < B.warps.size(); w++) {
+        warp_rec &r = B.warps[w];
         unsigned lanes = n - 32 * w < 32 ? n - 32 * w : 32;
-        B.warps[w].exists = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
+        r.exists = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
+        r.exited = r.at_barrier = 0;
+        r.ngroups = 0;
     }
     order_fill(B.perm.data(), B.n);
     B.rhead = B.rcount = 0;
@@ -100,7 +103,8 @@ static void block_init(unsigned n)
 static void ready_push(int t)
 {
     B.th[t].state = T_READY;
-    B.ready[(B.rhead + B.rcount++) % B.n] = t;
+    int at = B.rhead + B.rcount++;
+    B.ready[at >= B.n ? at - B.n : at] = t;
 }
 
 /* The next thread to run: a released one, else the next unstarted one, else -1. */
@@ -108,7 +112,7 @@ static int pick_next(void)
 {
     if (B.rcount) {
         int t = B.ready[B.rhead];
-        B.rhead = (B.rhead + 1) % B.n;
+        if (++B.rhead == B.n) B.rhead = 0;
         B.rcount--;
         return t;
     }
