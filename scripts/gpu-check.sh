@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 out=build-gpu
 mkdir -p "$out"
 failed=()
+npass=0 nfail=0
 
 echo "== machine"
 date -u
@@ -30,11 +31,23 @@ fi
 [ -x "$out/test-gpu" ] || failed+=(build)
 
 if [ -x "$out/test-gpu" ]; then
-  echo "== test-gpu: correctness, then timings"
-  "$out/test-gpu" 2>&1 | tee "$out/test-gpu.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(test-gpu)
-  echo "== failed checks (from the log)"
-  grep -E '^ *FAIL|FAILED|^[0-9]+ passed' "$out/test-gpu.log" || echo "(none)"
+  # one run per test: a kernel that aborts (a failed launch is fatal by design) costs only its
+  # own test
+  echo "== test-gpu: every CUDA kernel against its CPU reference, one test at a time"
+  : >"$out/test-gpu.log"
+  for name in $(grep -ho '^MG_TEST([a-z0-9_]*)' tests/cuda/*.c | sed 's/MG_TEST(\(.*\))/\1/' | sort); do
+    MG_GPU_BENCH=0 MG_VERBOSE=1 "$out/test-gpu" "$name" >"$out/one.log" 2>&1
+    rc=$?
+    cat "$out/one.log" >>"$out/test-gpu.log"
+    grep -v '^device:\|^== correctness\|passed, .* failed$' "$out/one.log"
+    if [ $rc -eq 0 ]; then npass=$((npass + 1)); else
+      nfail=$((nfail + 1)); failed+=("$name"); echo "FAILED $name (exit $rc)"; fi
+  done
+  echo "tests: $npass passed, $nfail failed"
+  echo "== timings"
+  MG_GPU_BENCH=1 "$out/test-gpu" no-test-has-this-name 2>&1 | grep -v 'passed, .* failed$' |
+    tee "$out/bench.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(timings)
 fi
 
 echo "== cuda-report (registers, shared memory, spills for sm_$arch)"
@@ -43,6 +56,7 @@ make BUILD="$out" CUDA_ARCH="$arch" HAVE_CUDA=1 HAVE_JANSSON=0 cuda-report 2>&1 
 [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(cuda-report)
 
 echo "== summary"
+echo "kernel tests: $npass passed, $nfail failed"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "gpu-check: FAILED: ${failed[*]}"
   exit 1

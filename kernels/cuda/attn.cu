@@ -22,19 +22,13 @@
  */
 #include "cuda_portable.h"
 
-#include "cuda_common.cuh"
+#include "attn_common.cuh"
 
 #define BR 32
 #define BC 32
 #define WARPS 4
 #define RW 8 /* rows (or keys) per warp */
 #define THREADS (32 * WARPS)
-
-struct attn_args {
-    int64_t B, T, Hq, Hkv, D;
-    float scale;
-    const int32_t *seg;
-};
 
 /* dst[r][d] (row stride ld) = src row (row0 + r) feature d, 0 outside [0, nrows) x [0, D). */
 template <typename T>
@@ -46,11 +40,6 @@ static __device__ void load_tile(float *dst, int ld, const T *src, int64_t strid
         int64_t row = row0 + r;
         dst[r * ld + d] = row < nrows && d < D ? mgk_ld(src + row * stride + d) : 0.0f;
     }
-}
-
-static __device__ inline int visible(const attn_args &a, int64_t b, int64_t s, int64_t t)
-{
-    return s < a.T && t < a.T && s <= t && (!a.seg || a.seg[b * a.T + s] == a.seg[b * a.T + t]);
 }
 
 /* Adds mul * acc[i][c] into feature c * 32 + lane (< D) of rows r0 + i (< nrows) of a
@@ -271,13 +260,6 @@ static __global__ void attn_bwd_q_kernel(T *dq, const T *dout, const float *lse,
 
 /* ---- launchers ---------------------------------------------------------------------------- */
 
-static attn_args make_args(const mgk_attn_dims *d, const int32_t *seg)
-{
-    MG_ASSERT(d->D >= 1 && d->D <= 256);
-    attn_args a = {d->B, d->T, d->Hq, d->Hkv, d->D, d->scale, seg};
-    return a;
-}
-
 static size_t fwd_smem(int DC)
 {
     int DW = 32 * DC;
@@ -292,14 +274,6 @@ static size_t q_smem(int DC)
 {
     int DW = 32 * DC;
     return (size_t)(2 * BR * DW + 2 * BC * (DW + 1) + WARPS * RW * 32) * sizeof(float);
-}
-
-/* Allows a kernel more than the default 48 KiB of dynamic shared memory. */
-template <typename F>
-static void set_smem_limit(F *kernel, size_t bytes)
-{
-    MGK_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
 template <typename T, int DC>

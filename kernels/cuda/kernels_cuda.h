@@ -112,6 +112,11 @@ void mgk_cuda_qkv_merge_bf16(const mg_kctx *k, mgk_bf16 *qkv, const mgk_bf16 *q,
 void mgk_cuda_attn_fwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out, float *saved,
                             const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,
                             const int32_t *seg);
+/* The same forward on tensor cores (attn_wmma.cu) for D = 64 or 128 (other D: the portable
+ * kernel); its saved state serves mgk_cuda_attn_bwd_bf16. Not the default until measured. */
+void mgk_cuda_attn_fwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out,
+                                 float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
+                                 const mgk_bf16 *v, const int32_t *seg);
 void mgk_cuda_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq, mgk_bf16 *dk,
                             mgk_bf16 *dv, const mgk_bf16 *dout, const float *saved,
                             const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,

@@ -278,10 +278,11 @@ MG_TEST(cuda_bf16_gemm_linear)
 
 MG_TEST(cuda_bf16_attention)
 {
-    static const int64_t cases[][5] = {{1, 5, 2, 2, 8}, {2, 37, 6, 2, 64}, {1, 45, 8, 2, 128}};
+    static const int64_t cases[][5] = {{1, 5, 2, 2, 8}, {2, 37, 6, 2, 64}, {1, 45, 8, 2, 128},
+                                       {1, 130, 2, 1, 64}};
     ct c;
     ct_begin(&c, t);
-    for (int i = 0; c.ok && i < 3; i++) {
+    for (int i = 0; c.ok && i < 4; i++) {
         mgk_attn_dims d = {cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4],
                            1.0f / sqrtf((float)cases[i][4])};
         int64_t nq = d.B * d.T * d.Hq * d.D, nk = d.B * d.T * d.Hkv * d.D;
@@ -303,6 +304,16 @@ MG_TEST(cuda_bf16_attention)
         KT_CLOSE(t, "attn bf16 dq", ct_down_bf16(&c, Ddq, nq), dq, nq, BF_ATOL, BF_RTOL);
         KT_CLOSE(t, "attn bf16 dk", ct_down_bf16(&c, Ddk, nk), dk, nk, BF_ATOL, BF_RTOL);
         KT_CLOSE(t, "attn bf16 dv", ct_down_bf16(&c, Ddv, nk), dv, nk, BF_ATOL, BF_RTOL);
+        /* the tensor-core forward: same output and saved state as the portable one */
+        int64_t ns = mgk_attn_saved_numel(&c.dev, &d), nl = d.B * d.Hq * d.T;
+        float *Dsw = (float *)ct_dalloc(&c, (size_t)ns * 4);
+        mgk_bf16 *Dow = (mgk_bf16 *)ct_dalloc(&c, (size_t)nq * 2);
+        mgk_cuda_attn_fwd_bf16_wmma(&c.dev, &d, Dow, Dsw, Dq, Dk, Dv, NULL);
+        float *ow = ct_down_bf16(&c, Dow, nq), *sw = ct_down(&c, Dsw, ns), *sp = ct_down(&c, Dsv, ns);
+        KT_CLOSE(t, "attn wmma out vs ref", ow, o, nq, BF_ATOL, BF_RTOL);
+        KT_CLOSE(t, "attn wmma out vs portable", ow, ct_down_bf16(&c, Do, nq), nq, BF_ATOL, BF_RTOL);
+        KT_CLOSE(t, "attn wmma lse vs portable", sw, sp, nl, 1e-4, 1e-5);
+        KT_CLOSE(t, "attn wmma out copy vs portable", sw + nl, sp + nl, ns - nl, BF_ATOL, BF_RTOL);
     }
     ct_end(&c);
 }

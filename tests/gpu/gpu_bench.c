@@ -167,6 +167,11 @@ static void b_attn_fwd_bf16(void *p)
     bargs *x = p;
     mgk_cuda_attn_fwd_bf16(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b), BF(x->c), NULL);
 }
+static void b_attn_fwd_wmma(void *p)
+{
+    bargs *x = p;
+    mgk_cuda_attn_fwd_bf16_wmma(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b), BF(x->c), NULL);
+}
 static void b_attn_bwd_bf16(void *p)
 {
     bargs *x = p;
@@ -311,22 +316,8 @@ static int bench_layout(mg_kctx *k, const peaks *pk)
 static int bench_compute_bound(mg_kctx *k, const peaks *pk)
 {
     int fail = 0;
-    int64_t n = 4096;
-    bargs x = {.n = n};
-    bench g[] = {{"gemm fp32 4096^3", b_gemm, 0, 2.0 * n * n * n, FP32_PEAK}};
-    fail |= group(k, g, 1, &x, (int64_t[6]){n * n, n * n, n * n, 0, 0, 0}, pk);
     int64_t N = 8192, C = 768;
-    x = (bargs){.N = N, .C = C};
-    bench l[] = {{"linear_fwd fp32 8192x768->3072", b_linear_fwd, 0, 2.0 * N * C * 4 * C, FP32_PEAK}};
-    fail |= group(k, l, 1, &x, (int64_t[6]){N * C, 4 * C * C, N * 4 * C, 4 * C, 0, 0}, pk);
-    x = (bargs){.n = n};
-    bench gb[] = {{"gemm bf16 4096^3", b_gemm_bf16, 0, 2.0 * n * n * n, BF16_PEAK}};
-    fail |= group(k, gb, 1, &x, (int64_t[6]){n * n, n * n, n * n, 0, 0, 0}, pk);
-    x = (bargs){.N = N, .C = C};
-    bench lb[] = {{"linear+gelu bf16 8192x768->3072", b_linear_gelu_bf16, 0,
-                   2.0 * N * C * 4 * C, BF16_PEAK}};
-    fail |= group(k, lb, 1, &x, (int64_t[6]){N * C, 4 * C * C, N * 4 * C, 4 * C, N * 4 * C, 0},
-                  pk);
+    bargs x;
     for (int gqa = 0; gqa < 2; gqa++) {
         mgk_attn_dims ad = {4, 2048, 16, gqa ? 4 : 16, 128, 0.08838834764831845f};
         int64_t nq = ad.B * ad.T * ad.Hq * ad.D, nk = ad.B * ad.T * ad.Hkv * ad.D;
@@ -341,11 +332,28 @@ static int bench_compute_bound(mg_kctx *k, const peaks *pk)
                       (int64_t[6]){nq, nk, nk, nq, mgk_attn_saved_numel(k, &ad), nq}, pk);
         bench ab[] = {{gqa ? "attn_fwd bf16 GQA 16/4 D=128" : "attn_fwd bf16 MHA 16 D=128",
                        b_attn_fwd_bf16, 0, fl, BF16_PEAK},
+                      {gqa ? "attn_fwd bf16 wmma GQA 16/4" : "attn_fwd bf16 wmma MHA 16 D=128",
+                       b_attn_fwd_wmma, 0, fl, BF16_PEAK},
                       {gqa ? "attn_bwd bf16 GQA 16/4 D=128" : "attn_bwd bf16 MHA 16 D=128",
                        b_attn_bwd_bf16, 0, 2.5 * fl, BF16_PEAK}};
-        fail |= group(k, ab, 2, &x,
+        fail |= group(k, ab, 3, &x,
                       (int64_t[6]){nq, nk, nk, nq, mgk_attn_saved_numel(k, &ad), nq}, pk);
     }
+    int64_t n = 4096;
+    x = (bargs){.n = n};
+    bench g[] = {{"gemm fp32 4096^3", b_gemm, 0, 2.0 * n * n * n, FP32_PEAK}};
+    fail |= group(k, g, 1, &x, (int64_t[6]){n * n, n * n, n * n, 0, 0, 0}, pk);
+    x = (bargs){.N = N, .C = C};
+    bench l[] = {{"linear_fwd fp32 8192x768->3072", b_linear_fwd, 0, 2.0 * N * C * 4 * C, FP32_PEAK}};
+    fail |= group(k, l, 1, &x, (int64_t[6]){N * C, 4 * C * C, N * 4 * C, 4 * C, 0, 0}, pk);
+    x = (bargs){.n = n};
+    bench gb[] = {{"gemm bf16 4096^3", b_gemm_bf16, 0, 2.0 * n * n * n, BF16_PEAK}};
+    fail |= group(k, gb, 1, &x, (int64_t[6]){n * n, n * n, n * n, 0, 0, 0}, pk);
+    x = (bargs){.N = N, .C = C};
+    bench lb[] = {{"linear+gelu bf16 8192x768->3072", b_linear_gelu_bf16, 0,
+                   2.0 * N * C * 4 * C, BF16_PEAK}};
+    fail |= group(k, lb, 1, &x, (int64_t[6]){N * C, 4 * C * C, N * 4 * C, 4 * C, N * 4 * C, 0},
+                  pk);
     return fail;
 }
 
