@@ -126,23 +126,6 @@ static __global__ void attn_fwd_kernel(T *out, float *saved, const T *q, const T
     }
 }
 
-/* delta (B, Hq, T) = rowsum(dout * out): one warp per (b, t, h) row. */
-template <typename T>
-static __global__ void attn_delta_kernel(float *delta, const T *dout, const float *ocopy,
-                                         const attn_args a)
-{
-    int lane = threadIdx.x & 31;
-    int64_t rows = a.B * a.T * a.Hq, wid = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    int64_t nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
-    for (int64_t r = wid; r < rows; r += nw) {
-        float s = 0.0f;
-        for (int64_t d = lane; d < a.D; d += 32) s += mgk_ld(dout + r * a.D + d) * ocopy[r * a.D + d];
-        s = mgk_warp_sum(s);
-        int64_t h = r % a.Hq, bt = r / a.Hq, b = bt / a.T, t = bt % a.T;
-        if (lane == 0) delta[(b * a.Hq + h) * a.T + t] = s;
-    }
-}
-
 template <typename T, int DC>
 static __global__ void attn_bwd_kv_kernel(T *dk, T *dv, const T *dout, const float *lse,
                                           const float *delta, const T *q, const T *kk,
@@ -332,12 +315,7 @@ static void attn_bwd(const mg_kctx *k, const mgk_attn_dims *d, T *dq, T *dk, T *
 {
     if (d->B * d->T * d->Hq <= 0) return;
     attn_args a = make_args(d, seg);
-    float *delta = k->scratch;
-    int64_t rows = a.B * a.T * a.Hq;
-    MGK_LAUNCH(attn_delta_kernel<T>, mgk_grid(rows * 32, 256, MGK_GRID_CAP), 256, 0, mgk_stream(k),
-               delta, dout, (const float *)(saved + rows), a);
-    MGK_LAUNCH_CHECK();
-    const float *cdelta = delta;
+    const float *cdelta = attn_delta(k, a, dout, saved);
     switch (dchunks(d->D)) {
     case 1: attn_bwd_dc<T, 1>(k, a, dq, dk, dv, dout, saved, cdelta, q, kk, v); break;
     case 2: attn_bwd_dc<T, 2>(k, a, dq, dk, dv, dout, saved, cdelta, q, kk, v); break;

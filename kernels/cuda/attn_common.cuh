@@ -33,4 +33,33 @@ static void set_smem_limit(F *kernel, size_t bytes)
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
+/* delta (B, Hq, T) = rowsum(dout * out): one warp per (b, t, h) row. */
+template <typename T>
+static __global__ void attn_delta_kernel(float *delta, const T *dout, const float *ocopy,
+                                         const attn_args a)
+{
+    int lane = threadIdx.x & 31;
+    int64_t rows = a.B * a.T * a.Hq, wid = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int64_t nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t r = wid; r < rows; r += nw) {
+        float s = 0.0f;
+        for (int64_t d = lane; d < a.D; d += 32) s += mgk_ld(dout + r * a.D + d) * ocopy[r * a.D + d];
+        s = mgk_warp_sum(s);
+        int64_t h = r % a.Hq, bt = r / a.Hq, b = bt / a.T, t = bt % a.T;
+        if (lane == 0) delta[(b * a.Hq + h) * a.T + t] = s;
+    }
+}
+
+/* Fills k->scratch with delta from dout and the saved output copy; returns it. */
+template <typename T>
+static const float *attn_delta(const mg_kctx *k, const attn_args &a, const T *dout,
+                               const float *saved)
+{
+    int64_t rows = a.B * a.T * a.Hq;
+    MGK_LAUNCH(attn_delta_kernel<T>, mgk_grid(rows * 32, 256, MGK_GRID_CAP), 256, 0, mgk_stream(k),
+               k->scratch, dout, saved + rows, a);
+    MGK_LAUNCH_CHECK();
+    return k->scratch;
+}
+
 #endif

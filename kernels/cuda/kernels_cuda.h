@@ -121,6 +121,12 @@ void mgk_cuda_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *
                             mgk_bf16 *dv, const mgk_bf16 *dout, const float *saved,
                             const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,
                             const int32_t *seg);
+/* The backward on tensor cores (attn_wmma.cu), D = 64 or 128 (other D: the portable kernels);
+ * follows either forward. Not the default until measured. */
+void mgk_cuda_attn_bwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq,
+                                 mgk_bf16 *dk, mgk_bf16 *dv, const mgk_bf16 *dout,
+                                 const float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
+                                 const mgk_bf16 *v, const int32_t *seg);
 void mgk_cuda_xent_partial_bf16(const mg_kctx *k, float *rowmax, float *rowsum, float *tgt,
                                 const mgk_bf16 *logits, const int32_t *targets, int64_t N,
                                 int64_t Vl, int64_t col0, int64_t vocab);

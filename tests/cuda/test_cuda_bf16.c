@@ -2,7 +2,8 @@
  * against the CPU reference run on the same bf16 input values (ct_round_bf16). Tolerances:
  * a bf16 result is rounded once, |cuda - ref| <= 1e-2 + 1e-2 |ref| (2^-8 relative rounding
  * plus fp32-vs-double arithmetic); fp32 results computed from bf16 inputs use the fp32
- * tolerances; copies, the embedding backward and AdamW's fp32 master weights are bitwise.
+ * tolerances; copies, the embedding backward and AdamW's fp32 master weights are bitwise. The
+ * tensor-core attention is compared with the reference and with the portable kernels.
  */
 #include "cuda_test_util.h"
 
@@ -314,6 +315,14 @@ MG_TEST(cuda_bf16_attention)
         KT_CLOSE(t, "attn wmma out vs portable", ow, ct_down_bf16(&c, Do, nq), nq, BF_ATOL, BF_RTOL);
         KT_CLOSE(t, "attn wmma lse vs portable", sw, sp, nl, 1e-4, 1e-5);
         KT_CLOSE(t, "attn wmma out copy vs portable", sw + nl, sp + nl, ns - nl, BF_ATOL, BF_RTOL);
+        /* the tensor-core backward from the tensor-core forward's state, from the same initial
+         * gradients (same seeds); P and dS enter its products rounded to bf16: 2e-2 + 2e-2 |ref| */
+        mgk_bf16 *Wdq, *Wdk, *Wdv;
+        bf_in(&c, nq, 5, 1.0f, &Wdq), bf_in(&c, nk, 6, 1.0f, &Wdk), bf_in(&c, nk, 7, 1.0f, &Wdv);
+        mgk_cuda_attn_bwd_bf16_wmma(&c.dev, &d, Wdq, Wdk, Wdv, Ddy, Dsw, Dq, Dk, Dv, NULL);
+        KT_CLOSE(t, "attn wmma dq", ct_down_bf16(&c, Wdq, nq), dq, nq, 2e-2, 2e-2);
+        KT_CLOSE(t, "attn wmma dk", ct_down_bf16(&c, Wdk, nk), dk, nk, 2e-2, 2e-2);
+        KT_CLOSE(t, "attn wmma dv", ct_down_bf16(&c, Wdv, nk), dv, nk, 2e-2, 2e-2);
     }
     ct_end(&c);
 }

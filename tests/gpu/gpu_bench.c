@@ -172,6 +172,12 @@ static void b_attn_fwd_wmma(void *p)
     bargs *x = p;
     mgk_cuda_attn_fwd_bf16_wmma(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b), BF(x->c), NULL);
 }
+static void b_attn_bwd_wmma(void *p)
+{
+    bargs *x = p;
+    mgk_cuda_attn_bwd_bf16_wmma(x->k, &x->ad, BF(x->f), BF(x->f), BF(x->f), BF(x->d), x->e,
+                                BF(x->a), BF(x->b), BF(x->c), NULL);
+}
 static void b_attn_bwd_bf16(void *p)
 {
     bargs *x = p;
@@ -335,8 +341,10 @@ static int bench_compute_bound(mg_kctx *k, const peaks *pk)
                       {gqa ? "attn_fwd bf16 wmma GQA 16/4" : "attn_fwd bf16 wmma MHA 16 D=128",
                        b_attn_fwd_wmma, 0, fl, BF16_PEAK},
                       {gqa ? "attn_bwd bf16 GQA 16/4 D=128" : "attn_bwd bf16 MHA 16 D=128",
-                       b_attn_bwd_bf16, 0, 2.5 * fl, BF16_PEAK}};
-        fail |= group(k, ab, 3, &x,
+                       b_attn_bwd_bf16, 0, 2.5 * fl, BF16_PEAK},
+                      {gqa ? "attn_bwd bf16 wmma GQA 16/4" : "attn_bwd bf16 wmma MHA 16 D=128",
+                       b_attn_bwd_wmma, 0, 2.5 * fl, BF16_PEAK}};
+        fail |= group(k, ab, 4, &x,
                       (int64_t[6]){nq, nk, nk, nq, mgk_attn_saved_numel(k, &ad), nq}, pk);
     }
     int64_t n = 4096;
