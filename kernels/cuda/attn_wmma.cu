@@ -231,6 +231,26 @@ struct wmma_bwd_smem {
     };
 };
 
+/* The backward's shared memory carved for this warp: tiles 0-3, S, dP, P, G (dS), lse, delta. */
+struct bwd_view {
+    bf16 *t[4];
+    float *S, *dP, *lse, *delta;
+    bf16 *P, *G;
+};
+
+template <int DK>
+static __device__ bwd_view bwd_carve(unsigned char *sm)
+{
+    typedef wmma_bwd_smem<DK> L;
+    int w = threadIdx.x >> 5;
+    bwd_view v;
+    for (int i = 0; i < 4; i++) v.t[i] = (bf16 *)sm + i * 64 * L::LDQ;
+    v.S = (float *)(sm + L::f) + w * L::WARP_F, v.dP = v.S + 16 * LDS;
+    v.P = (bf16 *)(sm + L::h) + w * L::WARP_H, v.G = v.P + 16 * LDP;
+    v.lse = (float *)(sm + L::st), v.delta = v.lse + WBR;
+    return v;
+}
+
 /* P and dS = P (dP - delta) of this lane pair's row r (32 columns each) of the 16 x 64 tiles;
  * keys and queries by the kv flag (1: rows are keys, columns queries). */
 static __device__ void probs_and_dscores(bf16 *P, bf16 *G, const float *S, const float *dP,
@@ -257,11 +277,10 @@ static __global__ void attn_bwd_kv_wmma_kernel(bf16 *dk, bf16 *dv, const bf16 *d
     using namespace nvcuda;
     typedef wmma_bwd_smem<DK> L;
     MGK_DYN_SHARED(unsigned char, sm);
-    bf16 *Ks = (bf16 *)sm, *Vs = Ks + 64 * L::LDQ, *Qs = Vs + 64 * L::LDQ, *dOs = Qs + 64 * L::LDQ;
+    bwd_view sv = bwd_carve<DK>(sm);
+    bf16 *Ks = sv.t[0], *Vs = sv.t[1], *Qs = sv.t[2], *dOs = sv.t[3], *P = sv.P, *G = sv.G;
+    float *S = sv.S, *dP = sv.dP, *lse_s = sv.lse, *delta_s = sv.delta;
     int w = threadIdx.x >> 5, r = (threadIdx.x & 31) >> 1;
-    float *S = (float *)(sm + L::f) + w * L::WARP_F, *dP = S + 16 * LDS;
-    bf16 *P = (bf16 *)(sm + L::h) + w * L::WARP_H, *G = P + 16 * LDP;
-    float *lse_s = (float *)(sm + L::st), *delta_s = lse_s + WBR;
     int64_t rep = a.Hq / a.Hkv, b = blockIdx.y / a.Hkv, g = blockIdx.y % a.Hkv, s0 = blockIdx.x * WBC;
     int64_t kvo = (b * a.T * a.Hkv + g) * DK;
     load_tile_bf16(Ks, L::LDQ, kk + kvo, a.Hkv * DK, s0, a.T, DK);
@@ -302,10 +321,10 @@ static __global__ void attn_bwd_q_wmma_kernel(bf16 *dq, const bf16 *dout, const 
     using namespace nvcuda;
     typedef wmma_bwd_smem<DK> L;
     MGK_DYN_SHARED(unsigned char, sm);
-    bf16 *Qs = (bf16 *)sm, *dOs = Qs + 64 * L::LDQ, *Ks = dOs + 64 * L::LDQ, *Vs = Ks + 64 * L::LDQ;
+    bwd_view sv = bwd_carve<DK>(sm);
+    bf16 *Qs = sv.t[0], *dOs = sv.t[1], *Ks = sv.t[2], *Vs = sv.t[3], *G = sv.G;
+    float *S = sv.S, *dP = sv.dP;
     int w = threadIdx.x >> 5, r = (threadIdx.x & 31) >> 1;
-    float *S = (float *)(sm + L::f) + w * L::WARP_F, *dP = S + 16 * LDS;
-    bf16 *G = (bf16 *)(sm + L::h) + w * L::WARP_H;
     int64_t rep = a.Hq / a.Hkv, b = blockIdx.y / a.Hq, h = blockIdx.y % a.Hq, t0 = blockIdx.x * WBR;
     int64_t t = t0 + w * 16 + r, qo = (b * a.T * a.Hq + h) * DK;
     int64_t kvo = (b * a.T * a.Hkv + h / rep) * DK;
