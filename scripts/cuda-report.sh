@@ -13,13 +13,24 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
 printf '%-72s %5s %7s %6s %6s %6s\n' kernel regs smem stack spillS spillL
+# compile every file at once (ptxas -v on stderr), then read the logs in order
+i=0
 for f in "$@"; do
-  if ! "$nvcc" -std=c++17 -O3 -DMG_HAVE_CUDA=1 -Ikernels -Ilibcommon/include \
-      -gencode "arch=compute_$sm,code=sm_$sm" -Xptxas -v -c "$f" -o "$tmp/k.o" 2>"$tmp/log"; then
+  ( "$nvcc" -std=c++17 -O3 -DMG_HAVE_CUDA=1 -Ikernels -Ilibcommon/include \
+      -gencode "arch=compute_$sm,code=sm_$sm" -Xptxas -v -c "$f" -o "$tmp/$i.o" 2>"$tmp/$i.log"
+    echo $? >"$tmp/$i.rc" ) &
+  i=$((i + 1))
+done
+wait
+i=0
+for f in "$@"; do
+  cp "$tmp/$i.log" "$tmp/log"
+  if [ "$(cat "$tmp/$i.rc")" != 0 ]; then
     cat "$tmp/log"
     echo "cuda-report: $f does not compile"
     exit 1
   fi
+  i=$((i + 1))
   # ptxas: "Function properties for F" / "N bytes stack frame, N bytes spill stores, N bytes
   # spill loads" / "Used N registers, ... N bytes smem"
   awk '

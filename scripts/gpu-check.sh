@@ -3,7 +3,8 @@
 # the driver, GPU and nvcc, builds only the CUDA kernels and their GPU test for this GPU's
 # architecture (no libcommon dependencies: no jansson, BLAS or OpenMP needed), then runs
 # build-gpu/test-gpu: every CUDA kernel against its CPU reference, then the kernel timings.
-# Never stops at the first failure; ends with a summary and exits 1 if anything failed.
+# Never stops at the first failure (each test runs on its own, under a timeout); ends with a
+# summary and exits 1 if anything failed. Takes about 5 minutes with 16 cores.
 # Environment: CUDA_ARCH (default: the GPU's compute capability, else 90), JOBS (make -j).
 set -u
 cd "$(dirname "$0")/.."
@@ -36,7 +37,7 @@ if [ -x "$out/test-gpu" ]; then
   echo "== test-gpu: every CUDA kernel against its CPU reference, one test at a time"
   : >"$out/test-gpu.log"
   for name in $(grep -ho '^MG_TEST([a-z0-9_]*)' tests/cuda/*.c | sed 's/MG_TEST(\(.*\))/\1/' | sort); do
-    MG_GPU_BENCH=0 MG_VERBOSE=1 "$out/test-gpu" "$name" >"$out/one.log" 2>&1
+    MG_GPU_BENCH=0 MG_VERBOSE=1 timeout 120 "$out/test-gpu" "$name" >"$out/one.log" 2>&1
     rc=$?
     cat "$out/one.log" >>"$out/test-gpu.log"
     grep -v '^device:\|^== correctness\|passed, .* failed$' "$out/one.log"
@@ -45,7 +46,7 @@ if [ -x "$out/test-gpu" ]; then
   done
   echo "tests: $npass passed, $nfail failed"
   echo "== timings"
-  MG_GPU_BENCH=1 "$out/test-gpu" no-test-has-this-name 2>&1 | grep -v 'passed, .* failed$' |
+  MG_GPU_BENCH=1 timeout 240 "$out/test-gpu" no-test-has-this-name 2>&1 | grep -v 'passed, .* failed$' |
     tee "$out/bench.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(timings)
 fi
