@@ -179,7 +179,8 @@ void mgk_qkv_merge(const mg_kctx *k, float *qkv, const float *q, const float *kk
                    int64_t N, int64_t Hq, int64_t Hkv, int64_t D);
 
 /* Floats of the `saved` buffer the forward fills for the backward (backend-specific: the
- * CPU backends keep the probabilities, B*Hq*T*T). */
+ * CPU backends keep the probabilities, B*Hq*T*T; CUDA keeps each row's log-sum-exp and a copy
+ * of the output, B*Hq*T*(1+D)). */
 int64_t mgk_attn_saved_numel(const mg_kctx *k, const mgk_attn_dims *d);
 /* Scratch floats the backward needs in k->scratch (mgk_ctx_reserve before calling). */
 int64_t mgk_attn_scratch_numel(const mg_kctx *k, const mgk_attn_dims *d);
