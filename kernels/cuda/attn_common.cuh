@@ -20,7 +20,7 @@ static __device__ inline int visible(const attn_args &a, int64_t b, int64_t s, i
 
 static attn_args make_args(const mgk_attn_dims *d, const int32_t *seg)
 {
-    MG_ASSERT(d->D >= 1 && d->D <= 256);
+    MG_ASSERT(d->D >= 1 && d->D <= 256 && d->Hkv > 0 && d->Hq % d->Hkv == 0);
     attn_args a = {d->B, d->T, d->Hq, d->Hkv, d->D, d->scale, seg};
     return a;
 }

@@ -119,6 +119,7 @@ template <typename T>
 static void xent_fwd(const mg_kctx *k, float *loss, float *lse, const T *logits,
                      const int32_t *targets, int64_t N, int64_t Vp, int64_t vocab)
 {
+    MG_ASSERT(vocab >= 1 && vocab <= Vp);
     if (N <= 0) return;
     MGK_LAUNCH(xent_rows_kernel<T>, row_grid(N), THREADS, 0, mgk_stream(k), loss, lse,
                (float *)NULL, logits, targets, N, Vp, (int64_t)0, valid_cols(Vp, 0, vocab), 1);

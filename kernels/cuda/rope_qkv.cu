@@ -51,8 +51,8 @@ static void rope_launch(const mg_kctx *k, T *y, const T *x, const int32_t *pos, 
                         int64_t T_, int64_t H, int64_t D, int64_t rot_dim, float base, int dir)
 {
     int64_t nhalf = rot_dim / 2, rows = B * T_ * H, cols = nhalf + D - rot_dim;
+    MG_ASSERT(rot_dim % 2 == 0 && rot_dim <= D && nhalf <= ROPE_MAX_HALF);
     if (rows <= 0 || cols <= 0) return;
-    MG_ASSERT(nhalf <= ROPE_MAX_HALF);
     rope_freqs fr;
     for (int64_t i = 0; i < nhalf; i++) fr.f[i] = mgk_rope_inv_freq(i, rot_dim, base);
     MGK_LAUNCH(rope_kernel<T>, mgk_grid_rows(rows, cols, THREADS), THREADS, 0, mgk_stream(k), y,
@@ -105,6 +105,7 @@ static void qkv_split(const mg_kctx *k, T *q, T *kk, T *v, const T *qkv, int64_t
                       int64_t Hkv, int64_t D)
 {
     int64_t cols = (Hq + 2 * Hkv) * D;
+    MG_ASSERT(Hkv > 0 && Hq % Hkv == 0);
     if (N <= 0 || cols <= 0) return;
     MGK_LAUNCH(qkv_split_kernel<T>, mgk_grid_rows(N, cols, THREADS), THREADS, 0, mgk_stream(k), q,
                kk, v, qkv, N, Hq, Hkv, D);
@@ -116,6 +117,7 @@ static void qkv_merge(const mg_kctx *k, T *qkv, const T *q, const T *kk, const T
                       int64_t Hq, int64_t Hkv, int64_t D)
 {
     int64_t cols = (Hq + 2 * Hkv) * D;
+    MG_ASSERT(Hkv > 0 && Hq % Hkv == 0);
     if (N <= 0 || cols <= 0) return;
     MGK_LAUNCH(qkv_merge_kernel<T>, mgk_grid_rows(N, cols, THREADS), THREADS, 0, mgk_stream(k),
                qkv, q, kk, v, N, Hq, Hkv, D);
