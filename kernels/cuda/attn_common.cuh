@@ -25,14 +25,6 @@ static attn_args make_args(const mgk_attn_dims *d, const int32_t *seg)
     return a;
 }
 
-/* Allows a kernel more than the default 48 KiB of dynamic shared memory. */
-template <typename F>
-static void set_smem_limit(F *kernel, size_t bytes)
-{
-    MGK_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-}
-
 /* delta (B, Hq, T) = rowsum(dout * out): one warp per (b, t, h) row. */
 template <typename T>
 static __global__ void attn_delta_kernel(float *delta, const T *dout, const float *ocopy,

@@ -67,6 +67,14 @@ static inline dim3 mgk_grid_rows(int64_t rows, int64_t cols, int threads)
     return dim3((unsigned)(gx < 1 ? 1 : gx), rows < 1 ? 1u : (rows > MGK_ROWS_CAP ? MGK_ROWS_CAP : (unsigned)rows));
 }
 
+/* Allows a kernel more than the default 48 KiB of dynamic shared memory. */
+template <typename F>
+static void set_smem_limit(F *kernel, size_t bytes)
+{
+    MGK_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}
+
 /* ---- elements ------------------------------------------------------------------------------ */
 
 static __device__ inline float mgk_ld(const float *p)

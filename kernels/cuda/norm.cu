@@ -4,7 +4,11 @@
  * over rows): fp32 block sums in a fixed order (cuda_common.cuh) for the mean, the centred
  * sum of squares and, backward, sum(g) and sum(g * xhat) with g = dout * w; the row is read
  * from global memory on each pass (L1/L2 hits after the first). The weight and bias
- * gradients are column sums (colsum.cuh) of dout * xhat and dout. RMSNorm is the same code
+ * gradients (column sums of dout * xhat and dout) come from the same pass as the input
+ * gradient: a fixed 512 blocks (fewer for small N) each sum their rows per column in shared
+ * memory, then colsum.cuh's finish adds the block sums in block order (deterministic, and
+ * dout and x are read once); without dinp, or for C > 12288, they are colsum.cuh's separate
+ * column sums. RMSNorm is the same code
  * with the mean fixed at 0 and no bias. The residual variants (kernels_cuda.h) first write the
  * row's sum resid = a + b, then normalise it, in the same block.
  */
@@ -14,6 +18,8 @@
 #include "cuda_common.cuh"
 
 #define THREADS 256
+#define FUSED_BLOCKS 512                  /* blocks of the one-pass backward (a fixed count) */
+#define FUSED_MAX_SMEM ((size_t)96 << 10) /* its per-column sums: C <= 12288 */
 
 /* One row per block: with resid, the row is first resid = ra + rb (rounded to T; each thread
  * then reads back only what it wrote), else inp. */
@@ -50,13 +56,19 @@ static __global__ void norm_fwd_kernel(T *out, float *mean, float *rstd, const T
     }
 }
 
-/* dinp += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * w (mean(g) = 0 for RMS). */
+/* dinp += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * w (mean(g) = 0 for RMS).
+ * With part: the block also sums dout * xhat and dout of its rows per column in shared memory
+ * (2 C floats; column c always belongs to the same thread) and writes them to part[block] and
+ * part[gridDim + block] (C floats each) for colsum_finish_kernel. */
 template <typename T>
-static __global__ void norm_dinp_kernel(T *dinp, const T *dout, const T *inp, const T *w,
-                                        const float *mean, const float *rstd, int64_t N,
-                                        int64_t C, int center)
+static __global__ void norm_dinp_kernel(T *dinp, float *part, const T *dout, const T *inp,
+                                        const T *w, const float *mean, const float *rstd,
+                                        int64_t N, int64_t C, int center)
 {
     MGK_SHARED(float, red, 32);
+    MGK_DYN_SHARED(float, acc);
+    if (part)
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) acc[c] = 0.0f, acc[C + c] = 0.0f;
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
         const T *x = inp + r * C, *dy = dout + r * C;
         float mu = center ? mean[r] : 0.0f, rs = rstd[r], sg = 0.0f, sgx = 0.0f;
@@ -68,11 +80,17 @@ static __global__ void norm_dinp_kernel(T *dinp, const T *dout, const T *inp, co
         float mg = center ? mgk_block_sum(sg, red) / (float)C : 0.0f;
         float mgx = mgk_block_sum(sgx, red) / (float)C;
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-            float g = mgk_ld(dy + c) * mgk_ld(w + c), xhat = (mgk_ld(x + c) - mu) * rs;
+            float d = mgk_ld(dy + c), g = d * mgk_ld(w + c), xhat = (mgk_ld(x + c) - mu) * rs;
             T *dx = dinp + r * C + c;
             mgk_st(dx, mgk_ld(dx) + rs * (g - mg - xhat * mgx));
+            if (part) acc[c] += d * xhat, acc[C + c] += d;
         }
     }
+    if (part)
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+            part[(int64_t)blockIdx.x * C + c] = acc[c];
+            part[((int64_t)gridDim.x + blockIdx.x) * C + c] = acc[C + c];
+        }
 }
 
 /* a += dout * xhat (weight gradient), b += dout (bias gradient). */
@@ -132,9 +150,24 @@ static void norm_bwd(const mg_kctx *k, T *dinp, float *dw, float *db, const T *d
                      int64_t C)
 {
     if (N <= 0) return;
+    size_t acc_bytes = (size_t)(2 * C) * sizeof(float);
+    int64_t nblk = N < FUSED_BLOCKS ? N : FUSED_BLOCKS, fit = (int64_t)(k->cuda->ws_bytes / acc_bytes);
+    nblk = nblk < fit ? nblk : fit;
+    if (dinp && (dw || db) && acc_bytes <= FUSED_MAX_SMEM && nblk >= 1) {
+        /* one pass: dinp and per-block weight-gradient sums, then the fixed-order block sum */
+        float *part = (float *)mgk_cuda_ws(k, (size_t)nblk * acc_bytes);
+        set_smem_limit(norm_dinp_kernel<T>, acc_bytes);
+        MGK_LAUNCH(norm_dinp_kernel<T>, (unsigned)nblk, THREADS, acc_bytes, mgk_stream(k), dinp,
+                   part, dout, inp, w, mean, rstd, N, C, mean != NULL);
+        MGK_LAUNCH_CHECK();
+        MGK_LAUNCH(colsum_finish_kernel, mgk_grid(C, THREADS, MGK_GRID_CAP), THREADS, 0,
+                   mgk_stream(k), dw, db, (const float *)part, nblk, C);
+        MGK_LAUNCH_CHECK();
+        return;
+    }
     if (dinp) {
-        MGK_LAUNCH(norm_dinp_kernel<T>, row_grid(N), THREADS, 0, mgk_stream(k), dinp, dout, inp,
-                   w, mean, rstd, N, C, mean != NULL);
+        MGK_LAUNCH(norm_dinp_kernel<T>, row_grid(N), THREADS, 0, mgk_stream(k), dinp, (float *)NULL,
+                   dout, inp, w, mean, rstd, N, C, mean != NULL);
         MGK_LAUNCH_CHECK();
     }
     norm_wgrad<T> f = {dout, inp, mean, rstd, C};
