@@ -23,13 +23,19 @@ cc --version | head -1
 arch=${CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
   head -1 | tr -d ' .')}
 arch=${arch:-90}
-echo "== build (CUDA_ARCH=$arch)"
-if ! make -j"${JOBS:-$(nproc)}" BUILD="$out" CUDA_ARCH="$arch" HAVE_CUDA=1 HAVE_JANSSON=0 \
-    HAVE_BLAS=0 HAVE_OPENMP=0 HAVE_ARCHIVE=0 HAVE_ONIG=0 HAVE_UTF8PROC=0 gpu-test \
-    2>&1 | tee "$out/build.log"; then
-  failed+=(build)
+build() {
+  make -j"${JOBS:-$(nproc)}" BUILD="$out" CUDA_ARCH="$arch" HAVE_CUDA=1 HAVE_JANSSON=0 \
+    HAVE_BLAS=0 HAVE_OPENMP=0 HAVE_ARCHIVE=0 HAVE_ONIG=0 HAVE_UTF8PROC=0 "$@" gpu-test
+}
+echo "== build (CUDA_ARCH=$arch, warnings as errors)"
+build 2>&1 | tee "$out/build.log"
+if [ "${PIPESTATUS[0]}" -ne 0 ]; then
+  failed+=(build-werror)
+  echo "== build again without -Werror (the failure above is kept in the summary)"
+  build NVCC_WERROR= 2>&1 | tee "$out/build-nowerror.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(build)
 fi
-[ -x "$out/test-gpu" ] || failed+=(build)
+[ -x "$out/test-gpu" ] || failed+=(no-test-program)
 
 if [ -x "$out/test-gpu" ]; then
   # one run per test: a kernel that aborts (a failed launch is fatal by design) costs only its
