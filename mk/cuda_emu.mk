@@ -8,8 +8,15 @@
 # emulated kernels), linked with the CPU kernels, the emulator and the unit-test harness.
 # Without NVIDIA's headers the runner is not built and scripts/run-tests.sh fails its suite.
 
-CUDA_INC ?= $(firstword $(wildcard $(CUDA_HOME)/include /usr/local/cuda/include) /usr/local/cuda/include)
+# NVIDIA's headers: CUDA_HOME's, nvcc's toolkit's, /usr/local/cuda's, or Debian's
+# nvidia-cuda-dev in /usr/include (the first that has cuda_bf16.h).
+CUDA_EMU_NVCC_HOME := $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null))
+CUDA_INC ?= $(patsubst %/cuda_bf16.h,%,$(firstword $(wildcard $(addsuffix /cuda_bf16.h,\
+              $(if $(CUDA_HOME),$(CUDA_HOME)/include) $(if $(CUDA_EMU_NVCC_HOME),$(CUDA_EMU_NVCC_HOME)/include) \
+              /usr/local/cuda/include /usr/include)) /usr/local/cuda/include/cuda_bf16.h))
 HAVE_CUDA_HEADERS ?= $(if $(and $(wildcard $(CUDA_INC)/cuda_runtime.h),$(wildcard $(CUDA_INC)/cuda_bf16.h),$(wildcard $(CUDA_INC)/cublasLt.h)),1,0)
+# -isystem /usr/include would break libstdc++'s #include_next
+CUDA_INC_FLAGS := $(if $(filter /usr/include /usr/include/,$(CUDA_INC)),,-isystem $(CUDA_INC))
 # How kernels.c (and kernels/cuda/*.c) are compiled for the emulated MGK_CUDA backend.
 CUDA_EMU_KERNEL_DEFS ?= -DMG_HAVE_CUDA=1 -DMGK_CUDA_EMU
 CUDA_EMU_BIN := $(BUILD)/test-cuda-emu
@@ -19,12 +26,13 @@ CXX_WARNINGS := -Wall -Wextra -Wshadow -Wpointer-arith -Wcast-qual -Wvla -Wforma
                 -Wwrite-strings -Wundef -Wno-format-nonliteral -Wmissing-declarations
 CXXFLAGS_EMU := -std=c++17 -D_GNU_SOURCE -O2 -g -pthread $(CXX_WARNINGS) \
                 $(filter-out -DMG_HAVE_CUDA=%,$(DEP_CFLAGS)) $(CUDA_EMU_KERNEL_DEFS) \
-                -Ikernels -I. -Ilibcommon/include -isystem $(CUDA_INC)
+                -Ikernels -I. -Ilibcommon/include $(CUDA_INC_FLAGS)
 # .cu files: `#pragma unroll` is nvcc's, unknown to the host compiler; comments naming
-# "kernels/cuda/*.cu" (cuda_portable.h) are not nested comments.
-CUFLAGS_EMU  := -x c++ -DMGK_CUDA_EMU -Wno-unknown-pragmas -Wno-comment
+# "kernels/cuda/*.cu" (cuda_portable.h) are not nested comments; large stack frames probe
+# every page, so a fiber's stack overflow hits its guard page instead of the next stack.
+CUFLAGS_EMU  := -x c++ -DMGK_CUDA_EMU -Wno-unknown-pragmas -Wno-comment -fstack-clash-protection
 CFLAGS_EMU   := $(filter-out -DMG_HAVE_CUDA=%,$(CFLAGS_BASE)) $(CUDA_EMU_KERNEL_DEFS) \
-                -Ikernels -I. -Itrain -isystem $(CUDA_INC)
+                -Ikernels -I. -Itrain $(CUDA_INC_FLAGS)
 
 EMU_CORE_SRCS := $(sort $(wildcard kernels/cuda_emu/*.cc))
 EMU_CU_SRCS   := $(sort $(wildcard kernels/cuda/*.cu))

@@ -14,7 +14,7 @@
  *   - MGK_SHARED / MGK_DYN_SHARED come from heap blocks sized exactly as declared (so
  *     AddressSanitizer sees overflows), filled with NaN bytes (0xff) before every block.
  *   - Types (dim3, uint3, float4, __nv_bfloat16, ...) and the runtime API declarations are
- *     NVIDIA's own headers; their definitions are in cudart_emu.cc and cublaslt_emu.cc.
+ *     NVIDIA's own headers; their definitions are in cudart_emu.cc and cublaslt_*.cc.
  *   - Blocks of all launches run on the calling thread under one process-wide lock.
  *
  * Defines: __global__/__device__/__host__ (empty), threadIdx, blockIdx, blockDim, gridDim,

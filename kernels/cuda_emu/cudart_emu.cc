@@ -5,7 +5,9 @@
  *   - Device memory is host memory from posix_memalign (256-byte aligned, exact size, so
  *     AddressSanitizer sees overflows), filled with 0xff bytes (NaN) as a GPU leaves it
  *     uninitialised. Every block is registered: copies and memsets outside a block, frees of
- *     unknown pointers and kernel pointer arguments outside all blocks are errors.
+ *     unknown pointers and kernel pointer arguments outside all blocks are errors. Outside
+ *     ASan builds, freed blocks of 1 MiB or more (up to 256 MiB in all) are kept for the next
+ *     cudaMalloc of the same size: refilling them costs no page faults.
  *   - Streams and events are synchronous: work is done when the call returns; an event
  *     records the host clock. Errors are returned and kept for cudaGetLastError /
  *     cudaPeekAtLastError (per host thread).
@@ -16,6 +18,7 @@
  */
 #include "cuda_emu/emu_internal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,13 @@ static std::set<const void *> g_streams, g_events;
 static std::map<const void *, int> g_func_smem; /* kernel -> MaxDynamicSharedMemorySize */
 static thread_local cudaError_t g_last = cudaSuccess;
 
+static std::multimap<size_t, void *> g_spare; /* freed large blocks by size */
+static size_t g_spare_bytes;
+#ifdef MGK_EMU_ASAN
+static const size_t SPARE_MIN = SIZE_MAX, SPARE_MAX = 0; /* ASan must see every free */
+#else
+static const size_t SPARE_MIN = (size_t)1 << 20, SPARE_MAX = (size_t)256 << 20;
+#endif
 static const size_t DEFAULT_DYN_SMEM = 48 * 1024;
 static const int OPTIN_SMEM = 232448;
 
@@ -115,13 +125,28 @@ using namespace mgk_emu;
 
 /* ---- memory ----------------------------------------------------------------------------- */
 
+/* A kept block of exactly `size` bytes, or NULL. Call with g_mem_lock held. */
+static void *spare_take(size_t size)
+{
+    auto it = g_spare.find(size);
+    if (it == g_spare.end()) return nullptr;
+    void *m = it->second;
+    g_spare.erase(it);
+    g_spare_bytes -= size;
+    return m;
+}
+
 cudaError_t cudaMalloc(void **p, size_t size)
 {
     if (!p) return misuse(cudaErrorInvalidValue, "cudaMalloc", "NULL result pointer");
     *p = nullptr;
     if (size == 0) return cudaSuccess;
-    void *m = nullptr;
-    if (posix_memalign(&m, 256, size) != 0 || !m) return ret(cudaErrorMemoryAllocation);
+    void *m;
+    {
+        std::lock_guard<std::mutex> hold(g_mem_lock);
+        m = spare_take(size);
+    }
+    if (!m && (posix_memalign(&m, 256, size) != 0 || !m)) return ret(cudaErrorMemoryAllocation);
     memset(m, 0xff, size);
     std::lock_guard<std::mutex> hold(g_mem_lock);
     g_blocks[(uintptr_t)m] = size;
@@ -139,7 +164,13 @@ cudaError_t cudaFree(void *p)
             fprintf(stderr, "mgk-emu: cudaFree(%p): not a cudaMalloc block\n", p);
             return ret(cudaErrorInvalidValue);
         }
+        size_t size = it->second;
         g_blocks.erase(it);
+        if (size >= SPARE_MIN && g_spare_bytes + size <= SPARE_MAX) {
+            g_spare.emplace(size, p);
+            g_spare_bytes += size;
+            return cudaSuccess;
+        }
     }
     free(p);
     return cudaSuccess;

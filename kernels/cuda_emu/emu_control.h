@@ -9,6 +9,7 @@
  *   - Strict mode (default; MGK_EMU_STRICT=0 relaxes it) aborts with the file:line of the
  *     offending call on: a barrier reached by only some threads (another barrier call site,
  *     or a thread that already exited), a thread that exits while others wait at a barrier,
+ *     a warp operation whose mask names a lane that exited (relaxed: it no longer counts),
  *     kernel pointer arguments outside cudaMalloc memory, a shuffle reading a lane outside
  *     its mask. Always fatal, in both modes: warp operations whose mask does not match the
  *     lanes that call it, deadlocks, shared memory beyond the declared size.

@@ -69,12 +69,18 @@ inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
 inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline long min(long a, long b) { return a < b ? a : b; }
+inline long max(long a, long b) { return a > b ? a : b; }
+inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : b; }
+inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : b; }
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 inline long long max(long long a, long long b) { return a > b ? a : b; }
 inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
 inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
 inline float min(float a, float b) { return ::fminf(a, b); }
 inline float max(float a, float b) { return ::fmaxf(a, b); }
+inline double min(double a, double b) { return ::fmin(a, b); }
+inline double max(double a, double b) { return ::fmax(a, b); }
 
 inline int __float_as_int(float x) { return ::mgk_emu::from_bits<int>(::mgk_emu::to_bits(x)); }
 inline unsigned __float_as_uint(float x) { return ::mgk_emu::from_bits<unsigned>(::mgk_emu::to_bits(x)); }

@@ -5,7 +5,9 @@
  * makecontext/setcontext and afterwards only through _setjmp/_longjmp (no signal-mask
  * syscall per switch). Fibers are pooled and never freed: a worker that finished its threads
  * parks in the pool and is reused by the next block or launch. Every switch is announced to
- * AddressSanitizer (__sanitizer_start/finish_switch_fiber).
+ * AddressSanitizer (__sanitizer_start/finish_switch_fiber). Outside ASan builds, a fault in a
+ * guard page (a kernel's stack overflow) is reported as such before the process dies, unless
+ * the program handles SIGSEGV itself.
  */
 #undef _FORTIFY_SOURCE /* __longjmp_chk refuses jumps to another stack */
 #include "cuda_emu/emu_internal.h"
@@ -15,7 +17,10 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <ucontext.h>
+#include <string.h>
 #include <unistd.h>
+
+#include <vector>
 
 #ifdef MGK_EMU_ASAN
 #include <sanitizer/common_interface_defs.h>
@@ -30,6 +35,13 @@ static fiber *g_switch_from;       /* the fiber a switch left (its stack bounds 
 static jmp_buf g_creator;          /* where a new fiber returns after its first entry */
 
 fiber *fiber_main(void) { return &g_main; }
+
+void fiber_launch_begin(void)
+{
+    g_main.stack_lo = nullptr; /* ASan learns this thread's stack at the first switch */
+    g_main.stack_size = 0;
+    g_current = &g_main;
+}
 
 /* Before leaving `from` for `to`: tells ASan which stack comes next. */
 static void leaving(fiber *from, fiber *to)
@@ -83,6 +95,47 @@ static void trampoline(void)
     sched_worker(self);
 }
 
+static std::vector<char *> g_stacks; /* stack_lo of every fiber: guard page just below */
+
+/* SIGSEGV on an alternate stack: names a fiber stack overflow, then lets the fault kill. */
+static void on_segv(int sig, siginfo_t *si, void *uctx)
+{
+    (void)sig, (void)uctx;
+    const char *a = (const char *)si->si_addr;
+    long page = sysconf(_SC_PAGESIZE);
+    for (char *lo : g_stacks)
+        if (a >= lo - page && a < lo) {
+            char msg[320];
+            int n = snprintf(msg, sizeof msg, "mgk-emu: error: fiber stack overflow in kernel %s "
+                             "(thread (%u,%u,%u)): %zu KiB per thread, raise MGK_EMU_STACK_KB\n",
+                             g_launch.d ? g_launch.d->name : "?", g_ids.thread_idx.x,
+                             g_ids.thread_idx.y, g_ids.thread_idx.z, cfg().stack_bytes / 1024);
+            if (n > 0 && write(2, msg, (size_t)n) < 0) break;
+            break;
+        }
+    /* SA_RESETHAND: returning re-runs the faulting access under the default action */
+}
+
+static void overflow_reporter_install(void)
+{
+#ifndef MGK_EMU_ASAN
+    static bool done;
+    struct sigaction old;
+    if (done || sigaction(SIGSEGV, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return;
+    done = true;
+    static char alt[64 * 1024];
+    stack_t ss = {};
+    ss.ss_sp = alt;
+    ss.ss_size = sizeof alt;
+    if (sigaltstack(&ss, nullptr) != 0) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigaction(SIGSEGV, &sa, nullptr);
+#endif
+}
+
 static char *stack_alloc(size_t size)
 {
     long page = sysconf(_SC_PAGESIZE);
@@ -104,10 +157,15 @@ static fiber *fiber_create(void)
     f->stack_size = cfg().stack_bytes;
     f->stack_lo = stack_alloc(f->stack_size);
     f->thread = -1;
+    overflow_reporter_install();
+    g_stacks.push_back(f->stack_lo);
     ucontext_t uc, back;
     if (getcontext(&uc) != 0) abort();
+    /* Stack tops 260 KiB apart would all fall into the same L1 cache sets: each fiber's top
+     * is moved down by a different multiple of 64 bytes (up to 32 KiB) */
+    size_t color = (g_stacks.size() % 512) * 64;
     uc.uc_stack.ss_sp = f->stack_lo;
-    uc.uc_stack.ss_size = f->stack_size;
+    uc.uc_stack.ss_size = f->stack_size - color;
     uc.uc_link = nullptr;
     makecontext(&uc, trampoline, 0);
     fiber *cur = g_current;

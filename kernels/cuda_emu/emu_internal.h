@@ -6,7 +6,8 @@
  *   emu_smem.cc    shared memory of a launch: exact-size heap blocks, NaN poison, canaries
  *   emu_launch.cc  a launch: configuration checks, the grid in the selected order
  *   emu_config.cc  modes (order, strict), the seeded generator, fatal reports, the digest
- *   cudart_emu.cc  CUDA runtime calls; cublaslt_emu.cc cuBLASLt on the CPU GEMM
+ *   cudart_emu.cc  CUDA runtime calls; cublaslt_desc.cc, cublaslt_matmul.cc (cublaslt_emu.h)
+ *                  cuBLASLt on the CPU GEMM
  */
 #ifndef MGK_EMU_INTERNAL_H
 #define MGK_EMU_INTERNAL_H
@@ -40,6 +41,8 @@ struct fiber {
 
 /* The launching thread's own context (switch back to it when a block is done). */
 fiber *fiber_main(void);
+/* At the start of a launch: the launching thread may differ from the last one's. */
+void fiber_launch_begin(void);
 /* A free worker fiber; a new one starts in sched_worker(self) when first switched to, a
  * reused one returns from the fiber_switch that parked it. */
 fiber *fiber_acquire(void);

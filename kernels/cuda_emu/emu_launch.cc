@@ -6,7 +6,8 @@
  *     stream) runs nothing and sets the error cudaGetLastError returns, as on a GPU; the
  *     emulator also prints it.
  *   - Blocks run one at a time on the calling thread, in the selected order (forward,
- *     reverse, or a seeded random bijection of the block index), under a process-wide lock.
+ *     reverse, or a seeded random bijection of the block index), under a process-wide lock
+ *     (host threads launching at the same time take turns).
  *   - A launch from inside a kernel (dynamic parallelism) is fatal.
  */
 #include "cuda_emu/emu_internal.h"
@@ -21,6 +22,7 @@ ids g_ids;
 launch_state g_launch;
 static std::mutex g_lock;
 static uint64_t g_serial;
+static thread_local bool t_launching; /* this host thread is inside launch() */
 
 static const size_t DEFAULT_SMEM = 48 * 1024;
 static const size_t OPTIN_SMEM = 227 * 1024; /* cc 9.0 sharedMemPerBlockOptin */
@@ -98,12 +100,14 @@ static void run_grid(void)
 
 void launch(const launch_desc *d)
 {
-    if (g_launch.in_block)
+    if (t_launching)
         fatal(d->at, "kernel %s launched from inside a kernel (dynamic parallelism is not "
                      "emulated)", d->name);
     size_t limit = 0;
     if (!config_ok(d, &limit)) return;
     std::lock_guard<std::mutex> hold(g_lock);
+    t_launching = true;
+    fiber_launch_begin();
     g_launch = launch_state{d, ++g_serial, d->block.x * d->block.y * d->block.z, limit, false};
     g_launches++;
     g_ids.grid_dim = d->grid;
@@ -112,6 +116,7 @@ void launch(const launch_desc *d)
     run_grid();
     smem_launch_end();
     g_launch.d = nullptr;
+    t_launching = false;
 }
 
 void check_kernel_pointer(const launch_desc *d, int index, const void *p)

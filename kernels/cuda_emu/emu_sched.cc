@@ -9,8 +9,8 @@
  *   - Released threads (a completed barrier or warp operation) resume before unstarted
  *     threads start, in the selected order (a random order is redrawn at every barrier).
  *   - A barrier completes when every thread that has not exited has arrived; a warp
- *     operation when every lane of its mask has arrived at the same operation with the same
- *     mask. Results of shuffles follow PTX's shfl.sync (segments of `width` lanes, a source
+ *     operation when every lane of its mask that has not exited has arrived at the same
+ *     operation with the same mask (strict mode reports exits that matter before). Results of shuffles follow PTX's shfl.sync (segments of `width` lanes, a source
  *     outside the segment gives the lane its own value).
  *   - Misuse is reported through fatal/strict_violation (emu_config.cc) with the call site.
  */
@@ -177,12 +177,20 @@ static wgroup *group_waiting_for(int t)
     return nullptr;
 }
 
+static bool group_complete(const warp_rec &w, const wgroup *g)
+{
+    return g->arrived == (g->mask & ~w.exited);
+}
+
+static void complete_group(warp_rec &w, wgroup *g, int base);
+
 static void thread_exit(int t)
 {
     trec &r = B.th[t];
-    if (wgroup *g = group_waiting_for(t))
-        fatal(g->at, "thread exited while lanes 0x%08x of its warp wait for it at this warp "
-                     "operation (mask 0x%08x)", g->arrived, g->mask);
+    wgroup *g = group_waiting_for(t);
+    if (g)
+        strict_violation(g->at, "thread exited while lanes 0x%08x of its warp wait for it at "
+                         "this warp operation (mask 0x%08x)", g->arrived, g->mask);
     if (B.bar_arrived > 0)
         strict_violation(B.bar_site, "thread (%u,%u,%u) exited while %d threads wait at this "
                          "__syncthreads()", r.tid.x, r.tid.y, r.tid.z, B.bar_arrived);
@@ -190,6 +198,8 @@ static void thread_exit(int t)
     warp_of(t).exited |= 1u << (t % 32);
     B.live--;
     B.exited++;
+    /* relaxed mode: as on a GPU, the exited lane no longer counts for the operation */
+    if (g && group_complete(warp_of(t), g)) complete_group(warp_of(t), g, t - t % 32);
 }
 
 static void barrier_release(void)
@@ -274,8 +284,8 @@ static void check_warp_call(site at, int t, warp_kind kind, unsigned mask, int w
     if (width < 1 || width > 32 || (width & (width - 1)))
         fatal(at, "shuffle width %d is not a power of two <= 32", width);
     if (mask & w.exited)
-        fatal(at, "warp operation with mask 0x%08x: lanes 0x%08x have exited", mask,
-              mask & w.exited);
+        strict_violation(at, "warp operation with mask 0x%08x: lanes 0x%08x have exited", mask,
+                         mask & w.exited);
     if (mask & w.at_barrier)
         fatal(at, "warp operation with mask 0x%08x: lanes 0x%08x wait at __syncthreads() at "
                   "%s:%d", mask, mask & w.at_barrier, B.bar_site.file, B.bar_site.line);
@@ -327,19 +337,19 @@ static void compute_results(const wgroup *g, int base)
     if (g->kind == WARP_BALLOT) {
         uint64_t bits = 0;
         for (unsigned l = 0; l < 32; l++)
-            if ((g->mask >> l & 1) && B.th[base + l].wval) bits |= 1ull << l;
+            if ((g->arrived >> l & 1) && B.th[base + l].wval) bits |= 1ull << l;
         for (unsigned l = 0; l < 32; l++)
-            if (g->mask >> l & 1) B.th[base + l].wout = bits;
+            if (g->arrived >> l & 1) B.th[base + l].wout = bits;
         return;
     }
     if (g->kind == WARP_SYNC || g->kind == WARP_MMA) return;
     for (unsigned l = 0; l < 32; l++) {
-        if (!(g->mask >> l & 1)) continue;
+        if (!(g->arrived >> l & 1)) continue;
         trec &r = B.th[base + l];
         unsigned j = shfl_source(g->kind, l, r.wb, r.wwidth);
-        if (!(g->mask >> j & 1)) {
-            strict_violation(g->at, "lane %u reads lane %u, which is not in the mask 0x%08x",
-                             l, j, g->mask);
+        if (!(g->arrived >> j & 1)) {
+            strict_violation(g->at, "lane %u reads lane %u, which is not in the mask 0x%08x%s",
+                             l, j, g->mask, g->mask >> j & 1 ? " (it exited)" : "");
             r.wout = ~0ull; /* undefined on the GPU: NaN bits here */
             continue;
         }
@@ -352,7 +362,7 @@ static void release_group(warp_rec &w, wgroup *g, int base)
 {
     int lanes[32], n = 0;
     for (int l = 0; l < 32; l++)
-        if (g->mask >> l & 1) lanes[n++] = l;
+        if (g->arrived >> l & 1) lanes[n++] = l;
     mgk_emu_order o = cfg().order;
     for (int i = 0; i < n; i++) {
         int k = o == MGK_EMU_FWD ? i : n - 1 - i;
@@ -366,6 +376,12 @@ static void release_group(warp_rec &w, wgroup *g, int base)
         ready_push(base + lanes[k]);
     }
     *g = w.g[--w.ngroups];
+}
+
+static void complete_group(warp_rec &w, wgroup *g, int base)
+{
+    compute_results(g, base);
+    release_group(w, g, base);
 }
 
 uint64_t warp_exchange(site at, warp_kind kind, unsigned mask, uint64_t value, unsigned b,
@@ -383,11 +399,7 @@ uint64_t warp_exchange(site at, warp_kind kind, unsigned mask, uint64_t value, u
     r.wval = value;
     r.state = T_WARP;
     g->arrived |= 1u << (t % 32);
-    if (g->arrived == mask) {
-        int base = t - t % 32;
-        compute_results(g, base);
-        release_group(warp_of(t), g, base);
-    }
+    if (group_complete(warp_of(t), g)) complete_group(warp_of(t), g, t - t % 32);
     wait_released(t);
     return B.th[t].wout;
 }

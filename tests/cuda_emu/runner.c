@@ -40,7 +40,12 @@ static void orders_init(void)
 
 int mg_test_variant_count(void)
 {
-    if (!orders.n) orders_init();
+    if (!orders.n) {
+        orders_init();
+        printf("test-cuda-emu: every test under the thread orders");
+        for (int i = 0; i < orders.n; i++) printf(" %s", orders.names[i]);
+        printf(" (MGK_EMU_ORDERS), strict mode %s\n", mgk_emu_strict() ? "on" : "off");
+    }
     return orders.n;
 }
 

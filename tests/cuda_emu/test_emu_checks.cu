@@ -1,5 +1,5 @@
 /* test_emu_checks.cu — the checks a GPU does not give: each faulty kernel must be caught.
- * Fatal reports are expected from a child process (emu_expect_abort), so the checks are
+ * Fatal reports are expected from a child process (emu_expect_death), so the checks are
  * shown to fail when they should. */
 #include <math.h>
 
@@ -87,7 +87,7 @@ static void divergent_barrier_child(void) { MGK_LAUNCH(divergent_barrier_kernel,
 
 MG_TEST(emu_check_divergent_barrier)
 {
-    emu_expect_abort(t, divergent_barrier_child, "divergent __syncthreads(): other threads wait at");
+    emu_expect_death(t, divergent_barrier_child, "divergent __syncthreads(): other threads wait at");
 }
 
 /* Threads >= 16 return before the barrier (forbidden by the contract). */
@@ -103,7 +103,7 @@ static void early_return_child(void) { MGK_LAUNCH(early_return_kernel, 1, 32, 0,
 
 MG_TEST(emu_check_early_return_before_barrier)
 {
-    emu_expect_abort(t, early_return_child, "exited");
+    emu_expect_death(t, early_return_child, "exited");
     /* Relaxed mode: reported as a warning, the barrier counts the live threads, and no
      * thread runs twice (each returned thread ran once, the others twice through the body). */
     emu_stderr_muted quiet;
@@ -133,7 +133,7 @@ static void exit_while_waiting_child(void)
 
 MG_TEST(emu_check_exit_while_others_wait)
 {
-    emu_expect_abort(t, exit_while_waiting_child, "exited while 1 threads wait at this __syncthreads()");
+    emu_expect_death(t, exit_while_waiting_child, "exited while 1 threads wait at this __syncthreads()");
 }
 
 /* ---- warp operations -------------------------------------------------------------------- */
@@ -157,6 +157,40 @@ static __global__ void lane_missing_kernel(int *x)
 
 static void lane_missing_child(void) { MGK_LAUNCH(lane_missing_kernel, 1, 32, 0, 0, child_buffer(32)); }
 
+/* Relaxed mode: as on a GPU, lanes that exited no longer count for a full-mask operation. */
+static __global__ void exited_lane_kernel(int *x, unsigned *ballots)
+{
+    if (threadIdx.x == 31) return;
+    int v = __shfl_xor_sync(0xffffffffu, (int)threadIdx.x * 10, 1);
+    __syncwarp();
+    unsigned b = __ballot_sync(0xffffffffu, threadIdx.x % 2 == 0);
+    x[threadIdx.x] = v;
+    ballots[threadIdx.x] = b;
+}
+
+MG_TEST(emu_relaxed_exited_lanes)
+{
+    int *d = emu_device<int>(t, 32);
+    unsigned *db = emu_device<unsigned>(t, 32);
+    std::vector<int> h(32);
+    std::vector<unsigned> hb(32);
+    for (mgk_emu_order o : {MGK_EMU_FWD, MGK_EMU_REV}) {
+        emu_order_scope scope(o, 0);
+        {
+            emu_stderr_muted quiet;
+            mgk_emu_set_strict(0);
+            MGK_LAUNCH(exited_lane_kernel, 1, 32, 0, 0, d, db);
+            mgk_emu_set_strict(1);
+        }
+        cudaMemcpy(h.data(), d, 32 * sizeof(int), cudaMemcpyDeviceToHost);
+        cudaMemcpy(hb.data(), db, 32 * sizeof(unsigned), cudaMemcpyDeviceToHost);
+        for (int i = 0; i < 30; i++) MG_CHECK_EQ_INT(t, h[i], (i ^ 1) * 10);
+        for (int i = 0; i < 31; i++) MG_CHECK_EQ_INT(t, hb[i], 0x55555555u & 0x7fffffffu);
+    }
+    cudaFree(d);
+    cudaFree(db);
+}
+
 /* Lanes 0-15 shuffle down among themselves: lane 15 reads lane 16, outside the mask. */
 static __global__ void outside_mask_kernel(int *x)
 {
@@ -176,10 +210,10 @@ static void partial_warp_child(void) { MGK_LAUNCH(partial_warp_kernel, 1, 40, 0,
 
 MG_TEST(emu_check_warp_masks)
 {
-    emu_expect_abort(t, mask_mismatch_child, "warp operation mask mismatch");
-    emu_expect_abort(t, lane_missing_child, "exited");
-    emu_expect_abort(t, outside_mask_child, "lane 15 reads lane 16, which is not in the mask");
-    emu_expect_abort(t, partial_warp_child, "names lanes that do not exist");
+    emu_expect_death(t, mask_mismatch_child, "warp operation mask mismatch");
+    emu_expect_death(t, lane_missing_child, "exited");
+    emu_expect_death(t, outside_mask_child, "lane 15 reads lane 16, which is not in the mask");
+    emu_expect_death(t, partial_warp_child, "names lanes that do not exist");
 }
 
 /* ---- shared memory ---------------------------------------------------------------------- */
@@ -235,9 +269,9 @@ static const char OVERFLOW_REPORT[] = "shared memory written 0 byte(s) beyond th
 
 MG_TEST(emu_check_shared_memory_bounds)
 {
-    emu_expect_abort(t, dyn_overflow_child, OVERFLOW_REPORT);
-    emu_expect_abort(t, static_overflow_child, OVERFLOW_REPORT);
-    emu_expect_abort(t, big_static_child, "static shared memory of 52000 bytes exceeds the 49152-byte limit");
+    emu_expect_death(t, dyn_overflow_child, OVERFLOW_REPORT);
+    emu_expect_death(t, static_overflow_child, OVERFLOW_REPORT);
+    emu_expect_death(t, big_static_child, "static shared memory of 52000 bytes exceeds the 49152-byte limit");
 }
 
 /* Dynamic shared memory over 48 KiB needs cudaFuncSetAttribute, as on a GPU. */
@@ -282,5 +316,32 @@ static void host_pointer_child(void)
 
 MG_TEST(emu_check_host_pointer_argument)
 {
-    emu_expect_abort(t, host_pointer_child, "argument 1 of kernel touch_kernel");
+    emu_expect_death(t, host_pointer_child, "argument 1 of kernel touch_kernel");
+}
+
+/* ---- fiber stacks ----------------------------------------------------------------------- */
+
+static __device__ int deep(int n)
+{
+    volatile char pad[1024];
+    pad[0] = (char)n;
+    return n > 0 ? deep(n - 1) + pad[0] : 0;
+}
+
+/* 2000 frames of over 1 KiB: beyond a 256 KiB fiber stack, into its guard page. */
+static __global__ void deep_kernel(int *x)
+{
+    __syncthreads(); /* runs on a fiber of its own */
+    x[threadIdx.x] = deep(2000 + (int)threadIdx.x);
+}
+
+static void stack_overflow_child(void) { MGK_LAUNCH(deep_kernel, 1, 32, 0, 0, child_buffer(32)); }
+
+MG_TEST(emu_check_fiber_stack_overflow)
+{
+#ifdef EMU_TEST_ASAN
+    emu_expect_death(t, stack_overflow_child, "AddressSanitizer");
+#else
+    emu_expect_death(t, stack_overflow_child, "fiber stack overflow in kernel deep_kernel");
+#endif
 }

@@ -1,4 +1,5 @@
 /* test_emu_core.cu — launches, ids, barriers, shared memory and atomics on the emulator. */
+#include <algorithm>
 #include <vector>
 
 #include "emu_test_util.h"
@@ -170,4 +171,97 @@ MG_TEST(emu_atomics)
     cudaFree(u);
     cudaFree(ull);
     cudaFree(f);
+}
+
+/* Launches from several host threads take turns; each sees its own kernel's ids. */
+static __global__ void block_sum_ids_kernel(int *out, int tag)
+{
+    MGK_SHARED(int, s, 64);
+    s[threadIdx.x] = (int)threadIdx.x + tag;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int sum = 0;
+        for (int i = 0; i < 64; i++) sum += s[i];
+        out[blockIdx.x] = sum;
+    }
+}
+
+MG_TEST(emu_launch_from_host_threads)
+{
+    const int nthreads = 4, nb = 8;
+    int *d[nthreads];
+    for (int i = 0; i < nthreads; i++) d[i] = emu_device<int>(t, nb);
+#pragma omp parallel for num_threads(nthreads)
+    for (int i = 0; i < nthreads; i++)
+        for (int rep = 0; rep < 5; rep++) MGK_LAUNCH(block_sum_ids_kernel, nb, 64, 0, 0, d[i], 1000 * i);
+    for (int i = 0; i < nthreads; i++) {
+        int h[nb];
+        cudaMemcpy(h, d[i], sizeof h, cudaMemcpyDeviceToHost);
+        for (int b = 0; b < nb; b++) MG_CHECK_EQ_INT(t, h[b], 2016 + 64 * 1000 * i);
+        cudaFree(d[i]);
+    }
+}
+
+/* Logs the order blocks start in (thread 0 of each block) and the order the threads of
+ * block 0 run after a barrier. */
+static __global__ void order_log_kernel(int *block_log, int *thread_log, int *counters)
+{
+    if (threadIdx.x == 0) block_log[atomicAdd(&counters[0], 1)] = (int)blockIdx.x;
+    __syncthreads();
+    if (blockIdx.x == 0) thread_log[atomicAdd(&counters[1], 1)] = (int)threadIdx.x;
+}
+
+static void order_log(mg_test_ctx *t, mgk_emu_order o, std::vector<int> *blocks, std::vector<int> *threads)
+{
+    emu_order_scope scope(o, 11);
+    const int nb = 16, bs = 64;
+    int *bl = emu_device<int>(t, nb), *tl = emu_device<int>(t, bs), *c = emu_device<int>(t, 2);
+    cudaMemset(c, 0, 2 * sizeof(int));
+    MGK_LAUNCH(order_log_kernel, nb, bs, 0, 0, bl, tl, c);
+    blocks->resize(nb);
+    threads->resize(bs);
+    cudaMemcpy(blocks->data(), bl, nb * sizeof(int), cudaMemcpyDeviceToHost);
+    cudaMemcpy(threads->data(), tl, bs * sizeof(int), cudaMemcpyDeviceToHost);
+    cudaFree(bl);
+    cudaFree(tl);
+    cudaFree(c);
+}
+
+MG_TEST(emu_orders_are_applied)
+{
+    std::vector<int> fb, ft, rb, rt, xb, xt;
+    order_log(t, MGK_EMU_FWD, &fb, &ft);
+    order_log(t, MGK_EMU_REV, &rb, &rt);
+    order_log(t, MGK_EMU_RANDOM, &xb, &xt);
+    std::vector<int> sb = xb, st = xt;
+    std::sort(sb.begin(), sb.end());
+    std::sort(st.begin(), st.end());
+    for (int i = 0; i < 16; i++) {
+        MG_CHECK_EQ_INT(t, fb[i], i);
+        MG_CHECK_EQ_INT(t, rb[i], 15 - i);
+        MG_CHECK_EQ_INT(t, sb[i], i); /* a permutation */
+    }
+    for (int i = 0; i < 64; i++) {
+        MG_CHECK_EQ_INT(t, ft[i], i);
+        MG_CHECK_EQ_INT(t, rt[i], 63 - i);
+        MG_CHECK_EQ_INT(t, st[i], i);
+    }
+    MG_CHECK(t, xb != fb && xb != rb);
+    MG_CHECK(t, xt != ft && xt != rt);
+}
+
+/* min/max on the integer and floating types device code uses (int64_t is long here). */
+static __global__ void minmax_kernel(long long *out, int64_t a, int64_t b)
+{
+    out[0] = min(a, b) + max((int)threadIdx.x, 3) + (long long)max(2.5, 1.0) +
+             (long long)min(0.5f, 7.0f) + (long long)max((size_t)4, (size_t)9) + min(5u, 6u);
+}
+
+MG_TEST(emu_min_max)
+{
+    long long *d = emu_device<long long>(t, 1), h = 0;
+    MGK_LAUNCH(minmax_kernel, 1, 1, 0, 0, d, (int64_t)-7, (int64_t)11);
+    cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
+    MG_CHECK_EQ_INT(t, h, -7 + 3 + 2 + 0 + 9 + 5);
+    cudaFree(d);
 }

@@ -140,87 +140,117 @@ MG_TEST(emu_cublaslt_gemm)
     LT_OK(t, cublasLtDestroy(h));
 }
 
-static float gelu_ref(float x)
+/* GELU, tanh form, and its derivative, in double. */
+static double gelu_ref(double x)
 {
-    return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
-/* D = epi(A B) for 16x12x8 (col-major, fp32) with every epilogue of the contract. */
+static double gelu_grad_ref(double x)
+{
+    double c = sqrt(2.0 / M_PI), u = c * (x + 0.044715 * x * x * x), th = tanh(u);
+    return 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * c * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+/* The operands of the epilogue test: D = epi(A B) for 16x12x8, column-major fp32; X is the
+ * GELU input DGELU reads from the aux matrix. */
+enum { EM = 16, EN = 12, EK = 8 };
+struct epi_fixture {
+    mat A, B, D, X, bias, aux;
+    std::vector<float> ab; /* A B, column-major */
+    cublasLtMatrixLayout_t la, lb, ld;
+};
+
+static void epi_setup(mg_test_ctx *t, epi_fixture *f)
+{
+    f->A = make_mat(t, EM, EK, EM, 0, CUDA_R_32F, 1, 0, 4);
+    f->B = make_mat(t, EK, EN, EK, 0, CUDA_R_32F, 1, 0, 5);
+    f->D = make_mat(t, EM, EN, EM, 0, CUDA_R_32F, 1, 0, 6);
+    f->X = make_mat(t, EM, EN, EM, 0, CUDA_R_32F, 1, 0, 7);
+    f->bias = make_mat(t, EM, 1, EM, 0, CUDA_R_32F, 1, 0, 8);
+    f->aux = make_mat(t, EM, EN, EM, 0, CUDA_R_32F, 1, 0, 9);
+    f->ab.assign(EM * EN, 0.0f);
+    for (int i = 0; i < EM; i++)
+        for (int j = 0; j < EN; j++)
+            for (int l = 0; l < EK; l++) f->ab[i + j * EM] += f->A.host[i + l * EM] * f->B.host[l + j * EK];
+    f->la = layout(t, f->A);
+    f->lb = layout(t, f->B);
+    f->ld = layout(t, f->D);
+}
+
+/* cuBLASLt's definition of D(i, j) under epilogue e; *pre gets the GELU input. */
+static float epi_expected(const epi_fixture &f, uint32_t e, int i, int j, float *pre)
+{
+    int idx = i + j * EM;
+    float x = f.ab[idx];
+    if (e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+        x += f.bias.host[i];
+    *pre = x;
+    if (e & CUBLASLT_EPILOGUE_GELU) x = (float)gelu_ref(x);
+    if (e & 64) x *= (float)gelu_grad_ref(f.X.host[idx]); /* DGELU: times gelu'(aux) */
+    return x;
+}
+
+/* The bias gradients: DGELU_BGRAD sums D's rows, BGRADA op(A)'s rows, BGRADB op(B)'s columns. */
+static void epi_check_bias_grad(mg_test_ctx *t, const epi_fixture &f, uint32_t e,
+                                const std::vector<float> &got, const float *drows)
+{
+    int len = e == CUBLASLT_EPILOGUE_BGRADB ? EN : EM;
+    for (int i = 0; i < len; i++) {
+        float want = e == CUBLASLT_EPILOGUE_DGELU_BGRAD ? drows[i] : 0.0f;
+        for (int l = 0; l < EK && e == CUBLASLT_EPILOGUE_BGRADA; l++) want += f.A.host[i + l * EM];
+        for (int l = 0; l < EK && e == CUBLASLT_EPILOGUE_BGRADB; l++) want += f.B.host[l + i * EK];
+        if (fabsf(got[i] - want) > 1e-5f * (1 + fabsf(want)))
+            mg_test_fail(t, __FILE__, __LINE__, "epilogue %u bias[%d] = %g, want %g", e, i, got[i], want);
+    }
+}
+
+static void epi_run(mg_test_ctx *t, cublasLtHandle_t h, epi_fixture &f, uint32_t e)
+{
+    cublasLtMatmulDesc_t d;
+    int64_t aux_ld = EM;
+    const float one = 1, zero = 0;
+    LT_OK(t, cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT_OK(t, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, 4));
+    LT_OK(t, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &f.bias.dev, sizeof(void *)));
+    LT_OK(t, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &f.aux.dev, sizeof(void *)));
+    LT_OK(t, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, 8));
+    cudaMemcpy(f.aux.dev, f.X.host.data(), EM * EN * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(f.bias.dev, f.bias.host.data(), EM * 4, cudaMemcpyHostToDevice);
+    LT_OK(t, cublasLtMatmul(h, d, &one, f.A.dev, f.la, f.B.dev, f.lb, &zero, f.D.dev, f.ld, f.D.dev, f.ld,
+                            nullptr, nullptr, 0, 0));
+    std::vector<float> got = download(f.D), aux = download(f.aux), bias = download(f.bias);
+    bool stores_aux = e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    float drows[EM] = {0};
+    for (int j = 0; j < EN; j++)
+        for (int i = 0; i < EM; i++) {
+            float pre, want = epi_expected(f, e, i, j, &pre), have = got[i + j * EM];
+            drows[i] += want;
+            if (fabsf(have - want) > 1e-5f * (1 + fabsf(want)))
+                mg_test_fail(t, __FILE__, __LINE__, "epilogue %u D(%d,%d) = %g, want %g", e, i, j, have, want);
+            if (stores_aux && fabsf(aux[i + j * EM] - pre) > 1e-4f * (1 + fabsf(pre)))
+                mg_test_fail(t, __FILE__, __LINE__, "epilogue %u aux(%d,%d) = %g, want %g", e, i, j,
+                             aux[i + j * EM], pre);
+        }
+    if (e == CUBLASLT_EPILOGUE_DGELU_BGRAD || e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB)
+        epi_check_bias_grad(t, f, e, bias, drows);
+    cublasLtMatmulDescDestroy(d);
+}
+
 MG_TEST(emu_cublaslt_epilogues)
 {
-    const int m = 16, n = 12, k = 8;
     cublasLtHandle_t h;
     LT_OK(t, cublasLtCreate(&h));
-    mat A = make_mat(t, m, k, m, 0, CUDA_R_32F, 1, 0, 4), B = make_mat(t, k, n, k, 0, CUDA_R_32F, 1, 0, 5);
-    mat D = make_mat(t, m, n, m, 0, CUDA_R_32F, 1, 0, 6), X = make_mat(t, m, n, m, 0, CUDA_R_32F, 1, 0, 7);
-    mat bias = make_mat(t, m, 1, m, 0, CUDA_R_32F, 1, 0, 8), aux = make_mat(t, m, n, m, 0, CUDA_R_32F, 1, 0, 9);
-    std::vector<float> ab(m * n); /* A B, column-major */
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            float s = 0;
-            for (int l = 0; l < k; l++) s += A.host[i + l * m] * B.host[l + j * k];
-            ab[i + j * m] = s;
-        }
-    cublasLtMatrixLayout_t la = layout(t, A), lb = layout(t, B), ld = layout(t, D);
-    const float one = 1, zero = 0;
-    int64_t aux_ld = m;
-    const uint32_t epis[] = {CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU_BIAS,
-                             CUBLASLT_EPILOGUE_GELU_AUX, CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
-                             CUBLASLT_EPILOGUE_DGELU, CUBLASLT_EPILOGUE_DGELU_BGRAD,
-                             CUBLASLT_EPILOGUE_BGRADA, CUBLASLT_EPILOGUE_BGRADB};
-    for (uint32_t e : epis) {
-        cublasLtMatmulDesc_t d;
-        LT_OK(t, cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-        LT_OK(t, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, 4));
-        LT_OK(t, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias.dev, sizeof(void *)));
-        LT_OK(t, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux.dev, sizeof(void *)));
-        LT_OK(t, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, 8));
-        /* aux holds the GELU input for DGELU: the X matrix */
-        cudaMemcpy(aux.dev, X.host.data(), m * n * 4, cudaMemcpyHostToDevice);
-        cudaMemcpy(bias.dev, bias.host.data(), m * 4, cudaMemcpyHostToDevice);
-        LT_OK(t, cublasLtMatmul(h, d, &one, A.dev, la, B.dev, lb, &zero, D.dev, ld, D.dev, ld, nullptr,
-                                nullptr, 0, 0));
-        std::vector<float> got = download(D), gaux = download(aux), gbias = download(bias);
-        float bgrad[m] = {0};
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++) {
-                int idx = i + j * m;
-                float x = ab[idx];
-                bool has_bias = e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
-                                e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-                if (has_bias) x += bias.host[i];
-                float pre = x;
-                if (e & CUBLASLT_EPILOGUE_GELU) x = gelu_ref(x);
-                if (e & 64) {
-                    float xx = X.host[idx], eps = 1e-3f;
-                    x *= (gelu_ref(xx + eps) - gelu_ref(xx - eps)) / (2 * eps);
-                }
-                bgrad[i] += x;
-                if (fabsf(got[idx] - x) > 2e-3f * (1 + fabsf(x)))
-                    mg_test_fail(t, __FILE__, __LINE__, "epilogue %u D(%d,%d) = %g, want %g", e, i, j, got[idx], x);
-                if ((e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) &&
-                    fabsf(gaux[idx] - pre) > 1e-4f * (1 + fabsf(pre)))
-                    mg_test_fail(t, __FILE__, __LINE__, "epilogue %u aux(%d,%d) = %g, want %g", e, i, j, gaux[idx], pre);
-            }
-        for (int i = 0; i < m && e == CUBLASLT_EPILOGUE_DGELU_BGRAD; i++)
-            if (fabsf(gbias[i] - bgrad[i]) > 1e-2f * (1 + fabsf(bgrad[i])))
-                mg_test_fail(t, __FILE__, __LINE__, "DGELU_BGRAD bias[%d] = %g, want %g", i, gbias[i], bgrad[i]);
-        for (int i = 0; i < m && e == CUBLASLT_EPILOGUE_BGRADA; i++) {
-            float s = 0;
-            for (int l = 0; l < k; l++) s += A.host[i + l * m];
-            if (fabsf(gbias[i] - s) > 1e-4f) mg_test_fail(t, __FILE__, __LINE__, "BGRADA bias[%d] = %g, want %g", i, gbias[i], s);
-        }
-        for (int j = 0; j < n && e == CUBLASLT_EPILOGUE_BGRADB; j++) {
-            float s = 0;
-            for (int l = 0; l < k; l++) s += B.host[l + j * k];
-            if (fabsf(gbias[j] - s) > 1e-4f) mg_test_fail(t, __FILE__, __LINE__, "BGRADB bias[%d] = %g, want %g", j, gbias[j], s);
-        }
-        cublasLtMatmulDescDestroy(d);
-    }
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(ld);
-    for (mat *x : {&A, &B, &D, &X, &bias, &aux}) cudaFree(x->dev);
+    epi_fixture f;
+    epi_setup(t, &f);
+    for (uint32_t e : {CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU_BIAS,
+                       CUBLASLT_EPILOGUE_GELU_AUX, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUBLASLT_EPILOGUE_DGELU,
+                       CUBLASLT_EPILOGUE_DGELU_BGRAD, CUBLASLT_EPILOGUE_BGRADA, CUBLASLT_EPILOGUE_BGRADB})
+        epi_run(t, h, f, e);
+    cublasLtMatrixLayoutDestroy(f.la);
+    cublasLtMatrixLayoutDestroy(f.lb);
+    cublasLtMatrixLayoutDestroy(f.ld);
+    for (mat *x : {&f.A, &f.B, &f.D, &f.X, &f.bias, &f.aux}) cudaFree(x->dev);
     LT_OK(t, cublasLtDestroy(h));
 }
 

@@ -127,25 +127,36 @@ MG_TEST(emu_warp_reduce_scan_vote)
     cudaFree(dv);
 }
 
-/* Divergent halves, each with its own mask: legal, and each half sums its own lanes. */
-static __global__ void half_warp_kernel(int *out)
+/* Divergent halves, each with its own mask: legal, and each half sums and votes over its own
+ * lanes only. */
+static __global__ void half_warp_kernel(int *out, unsigned *votes)
 {
     int lane = threadIdx.x % 32;
     int v = lane;
+    unsigned ballot;
     if (lane < 16) {
         for (int o = 8; o > 0; o /= 2) v += __shfl_down_sync(0x0000ffffu, v, (unsigned)o, 16);
+        ballot = __ballot_sync(0x0000ffffu, lane % 3 == 0);
     } else {
         for (int o = 8; o > 0; o /= 2) v += __shfl_xor_sync(0xffff0000u, v, o, 16);
+        ballot = __ballot_sync(0xffff0000u, lane % 5 == 0);
     }
     out[threadIdx.x] = v;
+    votes[threadIdx.x] = ballot;
 }
 
 MG_TEST(emu_warp_divergent_masks)
 {
     int *d = emu_device<int>(t, 64);
-    MGK_LAUNCH(half_warp_kernel, 1, 64, 0, 0, d);
+    unsigned *dv = emu_device<unsigned>(t, 64);
+    MGK_LAUNCH(half_warp_kernel, 1, 64, 0, 0, d, dv);
     std::vector<int> h(64);
+    std::vector<unsigned> votes(64);
     cudaMemcpy(h.data(), d, 64 * sizeof(int), cudaMemcpyDeviceToHost);
+    cudaMemcpy(votes.data(), dv, 64 * sizeof(unsigned), cudaMemcpyDeviceToHost);
+    for (int i = 0; i < 64; i++)
+        MG_CHECK_EQ_INT(t, votes[i], i % 32 < 16 ? 0x9249u : (1u << 20 | 1u << 25 | 1u << 30));
+    cudaFree(dv);
     for (int w = 0; w < 2; w++) {
         MG_CHECK_EQ_INT(t, h[w * 32], 120);      /* lane 0: 0 + 1 + ... + 15 */
         MG_CHECK_EQ_INT(t, h[w * 32 + 16], 376); /* every upper lane: 16 + ... + 31 */

@@ -101,5 +101,45 @@ static void wmma_divergent_child(void)
 
 MG_TEST(emu_wmma_divergent_is_reported)
 {
-    emu_expect_abort(t, wmma_divergent_child, "exited");
+    emu_expect_death(t, wmma_divergent_child, "exited");
+}
+
+/* The other layouts: A col_major, B row_major, C loaded and stored column-major, one tile:
+ * C(i, j) = sum_k A(i, k) B(k, j) + C0(i, j) with A(i, k) at a[k * 16 + i], B(k, j) at
+ * b[k * 16 + j], C(i, j) at c[j * 16 + i]. */
+static __global__ void wmma_layouts_kernel(float *c, const __nv_bfloat16 *a, const __nv_bfloat16 *b)
+{
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 16);
+    wmma::load_matrix_sync(acc, c, 16, wmma::mem_col_major);
+    wmma::mma_sync(acc, fa, fb, acc);
+    wmma::store_matrix_sync(c, acc, 16, wmma::mem_col_major);
+}
+
+MG_TEST(emu_wmma_layouts)
+{
+    std::vector<__nv_bfloat16> a(256), b(256);
+    std::vector<float> c(256), got(256);
+    for (int i = 0; i < 256; i++) {
+        a[i] = __float2bfloat16_rn((float)(i % 11) / 4.0f - 1.0f);
+        b[i] = __float2bfloat16_rn((float)(i % 9) / 8.0f - 0.5f);
+        c[i] = (float)(i % 3);
+    }
+    __nv_bfloat16 *da = emu_device(t, 256, a.data()), *db = emu_device(t, 256, b.data());
+    float *dc = emu_device(t, 256, c.data());
+    MGK_LAUNCH(wmma_layouts_kernel, 1, 32, 0, 0, dc, da, db);
+    cudaMemcpy(got.data(), dc, 256 * sizeof(float), cudaMemcpyDeviceToHost);
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) {
+            float s = c[j * 16 + i];
+            for (int k = 0; k < 16; k++) s += __bfloat162float(a[k * 16 + i]) * __bfloat162float(b[k * 16 + j]);
+            if (fabsf(got[j * 16 + i] - s) > 1e-4f * (1 + fabsf(s)))
+                mg_test_fail(t, __FILE__, __LINE__, "C(%d,%d) = %g, want %g", i, j, got[j * 16 + i], s);
+        }
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
 }

@@ -1,83 +1,17 @@
-/* cublaslt_emu.cc — the cuBLASLt calls of cuda_portable.h's contract on the CPU GEMM
- * (mgk_gemm of the fast CPU backend), with NVIDIA's own declarations (cublasLt.h).
- *
- * Contract:
- *   - D = epilogue(alpha * op(A) op(B) + beta * C) per batch, as cuBLASLt defines it:
- *     column-major unless a layout says CUBLASLT_ORDER_ROW, op = N or T, A and B both
- *     CUDA_R_32F or both CUDA_R_16BF, C and D of one type (CUDA_R_32F, or CUDA_R_16BF with
- *     bf16 inputs), compute CUBLAS_COMPUTE_32F with CUDA_R_32F scales on the host. Products
- *     accumulate in fp32; bf16 results are rounded to nearest even. beta == 0 never reads C;
- *     C may be D.
- *   - Epilogues: DEFAULT, BIAS (bias[m] added to every column), GELU and GELU_BIAS (tanh
- *     form), GELU_AUX and GELU_AUX_BIAS (the GELU input stored in the aux matrix, D's type
- *     and order, ld >= D's leading extent and divisible by 8), DGELU (D *= gelu'(aux)),
- *     DGELU_BGRAD (and bias[m] = sum over columns of that D), BGRADA (bias[m] = row sums of
- *     op(A)), BGRADB (bias[n] = column sums of op(B)). Bias vectors have D's type unless
- *     BIAS_DATA_TYPE says otherwise; epilogues with aux or a bias gradient take one batch.
- *   - Anything else (other types, attributes, epilogues, orders, pointer modes) is refused
- *     with a message on stderr and CUBLAS_STATUS_NOT_SUPPORTED; operands outside cudaMalloc
- *     memory are strict-mode violations.
+/* cublaslt_matmul.cc — cublasLtMatmulAlgoGetHeuristic and cublasLtMatmul of the shim
+ * (cublaslt_emu.h): checks the problem against what the shim serves, gathers op(A) and op(B)
+ * as fp32, multiplies on the CPU GEMM and applies the epilogue element by element.
  */
-#include "cuda_emu/emu_internal.h"
+#include "cuda_emu/cublaslt_emu.h"
 
-#include <cublasLt.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <vector>
 
-extern "C" {
-#include "kernels.h"
-}
-
-static const uint32_t DESC_MAGIC = 0x6d67446du, LAYOUT_MAGIC = 0x6d674c6fu,
-                      PREF_MAGIC = 0x6d675072u, HANDLE_MAGIC = 0x6d674c74u;
-
-struct cublasLtContext {
-    uint32_t magic;
-    mg_kctx cpu;
-};
-
 namespace mgk_emu {
 
-struct lt_desc {
-    uint32_t magic;
-    int32_t transa, transb;
-    uint32_t epilogue;
-    void *bias; /* read (bias) or written (bias gradients) */
-    int32_t bias_type; /* -1: D's type */
-    void *aux;
-    int64_t aux_ld;
-};
-
-struct lt_layout {
-    uint32_t magic;
-    cudaDataType type;
-    uint64_t rows, cols;
-    int64_t ld;
-    int32_t order, batch;
-    int64_t stride;
-};
-
-struct lt_pref {
-    uint32_t magic;
-    uint64_t max_workspace;
-};
-
-static cublasStatus_t refuse(const char *call, const char *what, long long value)
-{
-    fprintf(stderr, "mgk-emu: %s: not emulated: %s %lld (kernels/cuda_emu/cublaslt_emu.cc "
-                    "serves cuda_portable.h's list)\n", call, what, value);
-    return CUBLAS_STATUS_NOT_SUPPORTED;
-}
-
-static cublasStatus_t invalid(const char *call, const char *what)
-{
-    fprintf(stderr, "mgk-emu: %s: %s\n", call, what);
-    return CUBLAS_STATUS_INVALID_VALUE;
-}
-
-static bool emu_type(int t) { return t == CUDA_R_32F || t == CUDA_R_16BF; }
 static size_t type_size(int t) { return t == CUDA_R_32F ? 4 : 2; }
 
 static float load(int t, const void *base, size_t i)
@@ -291,163 +225,9 @@ static void check_operands(const problem *p, const void *A, const void *B, const
     }
 }
 
-/* Frees a descriptor of ours (checked by its magic). */
-template <typename T, typename H> static cublasStatus_t destroy(H handle, uint32_t magic)
-{
-    T *x = reinterpret_cast<T *>(handle);
-    if (!x || x->magic != magic) return CUBLAS_STATUS_INVALID_VALUE;
-    x->magic = 0;
-    delete x;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
 } /* namespace mgk_emu */
 
 using namespace mgk_emu;
-
-/* ---- handles and descriptors ------------------------------------------------------------ */
-
-cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
-{
-    if (!h) return invalid("cublasLtCreate", "NULL handle pointer");
-    cublasLtContext *c = new cublasLtContext();
-    c->magic = HANDLE_MAGIC;
-    if (mgk_ctx_init(&c->cpu, MGK_CPU_FAST, 0) != MG_OK) {
-        delete c;
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    }
-    *h = c;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasLtDestroy(cublasLtHandle_t h)
-{
-    if (!h || h->magic != HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
-    mgk_ctx_free(&h->cpu);
-    h->magic = 0;
-    delete h;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute,
-                                        cudaDataType_t scale)
-{
-    if (!desc) return invalid("cublasLtMatmulDescCreate", "NULL descriptor pointer");
-    if (compute != CUBLAS_COMPUTE_32F)
-        return refuse("cublasLtMatmulDescCreate", "compute type", compute);
-    if (scale != CUDA_R_32F) return refuse("cublasLtMatmulDescCreate", "scale type", scale);
-    lt_desc *d = new lt_desc{DESC_MAGIC, CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT,
-                             nullptr, -1, nullptr, 0};
-    *desc = reinterpret_cast<cublasLtMatmulDesc_t>(d);
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc)
-{
-    return destroy<lt_desc>(desc, DESC_MAGIC);
-}
-
-/* Copies an attribute value of exactly `want` bytes. */
-static bool attr_copy(void *dst, size_t want, const void *buf, size_t size)
-{
-    if (!buf || size != want) return false;
-    memcpy(dst, buf, want);
-    return true;
-}
-
-static cublasStatus_t desc_attr(lt_desc *d, cublasLtMatmulDescAttributes_t attr, const void *buf,
-                                size_t size)
-{
-    const char *call = "cublasLtMatmulDescSetAttribute";
-    bool ok;
-    switch (attr) {
-    case CUBLASLT_MATMUL_DESC_TRANSA: ok = attr_copy(&d->transa, 4, buf, size); break;
-    case CUBLASLT_MATMUL_DESC_TRANSB: ok = attr_copy(&d->transb, 4, buf, size); break;
-    case CUBLASLT_MATMUL_DESC_EPILOGUE: ok = attr_copy(&d->epilogue, 4, buf, size); break;
-    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: ok = attr_copy(&d->bias, sizeof(void *), buf, size); break;
-    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: ok = attr_copy(&d->bias_type, 4, buf, size); break;
-    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: ok = attr_copy(&d->aux, sizeof(void *), buf, size); break;
-    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: ok = attr_copy(&d->aux_ld, 8, buf, size); break;
-    default: return refuse(call, "matmul descriptor attribute", attr);
-    }
-    if (!ok) return invalid(call, "attribute value of the wrong size");
-    if (d->transa > CUBLAS_OP_T || d->transb > CUBLAS_OP_T || d->transa < 0 || d->transb < 0)
-        return refuse(call, "transpose operation (N and T only)", d->transa > 1 ? d->transa : d->transb);
-    if (d->bias_type != -1 && !emu_type(d->bias_type)) return refuse(call, "bias data type", d->bias_type);
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
-                                              cublasLtMatmulDescAttributes_t attr, const void *buf,
-                                              size_t size)
-{
-    lt_desc *d = reinterpret_cast<lt_desc *>(desc);
-    if (!d || d->magic != DESC_MAGIC)
-        return invalid("cublasLtMatmulDescSetAttribute", "descriptor not created");
-    return desc_attr(d, attr, buf, size);
-}
-
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type,
-                                          uint64_t rows, uint64_t cols, int64_t ld)
-{
-    const char *call = "cublasLtMatrixLayoutCreate";
-    if (!layout) return invalid(call, "NULL layout pointer");
-    if (!emu_type(type)) return refuse(call, "data type", type);
-    lt_layout *l = new lt_layout{LAYOUT_MAGIC, type, rows, cols, ld, CUBLASLT_ORDER_COL, 1, 0};
-    *layout = reinterpret_cast<cublasLtMatrixLayout_t>(l);
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout)
-{
-    return destroy<lt_layout>(layout, LAYOUT_MAGIC);
-}
-
-cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
-                                                cublasLtMatrixLayoutAttribute_t attr,
-                                                const void *buf, size_t size)
-{
-    const char *call = "cublasLtMatrixLayoutSetAttribute";
-    lt_layout *l = reinterpret_cast<lt_layout *>(layout);
-    if (!l || l->magic != LAYOUT_MAGIC) return invalid(call, "layout not created");
-    bool ok;
-    switch (attr) {
-    case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT: ok = attr_copy(&l->batch, 4, buf, size); break;
-    case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET: ok = attr_copy(&l->stride, 8, buf, size); break;
-    case CUBLASLT_MATRIX_LAYOUT_ORDER: ok = attr_copy(&l->order, 4, buf, size); break;
-    default: return refuse(call, "matrix layout attribute", attr);
-    }
-    if (!ok) return invalid(call, "attribute value of the wrong size");
-    if (l->order != CUBLASLT_ORDER_COL && l->order != CUBLASLT_ORDER_ROW)
-        return refuse(call, "matrix order (ROW and COL only)", l->order);
-    if (l->batch < 1 || l->stride < 0) return invalid(call, "batch count < 1 or negative stride");
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref)
-{
-    if (!pref) return invalid("cublasLtMatmulPreferenceCreate", "NULL preference pointer");
-    *pref = reinterpret_cast<cublasLtMatmulPreference_t>(new lt_pref{PREF_MAGIC, 0});
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref)
-{
-    return destroy<lt_pref>(pref, PREF_MAGIC);
-}
-
-cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
-                                                    cublasLtMatmulPreferenceAttributes_t attr,
-                                                    const void *buf, size_t size)
-{
-    const char *call = "cublasLtMatmulPreferenceSetAttribute";
-    lt_pref *p = reinterpret_cast<lt_pref *>(pref);
-    if (!p || p->magic != PREF_MAGIC) return invalid(call, "preference not created");
-    if (attr != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES)
-        return refuse(call, "preference attribute", attr);
-    return attr_copy(&p->max_workspace, 8, buf, size) ? CUBLAS_STATUS_SUCCESS
-                                                      : invalid(call, "attribute value of the wrong size");
-}
 
 /* ---- heuristics and the product --------------------------------------------------------- */
 
