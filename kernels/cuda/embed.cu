@@ -7,9 +7,10 @@
  *   1. count the in-shard ids per table row (integer atomics: exact);
  *   2. one block turns the counts into row starts (exclusive scan) and zeroes the counts;
  *   3. scatter each id's position into its row's list (integer atomics: order unspecified);
- *   4. one block per table row sorts its positions (rank = number of smaller positions, in
- *      shared memory; a row with more than SORT_MAX occurrences instead collects them by a
- *      scan of all ids in order) and adds dout's rows into dtable in increasing position.
+ *   4. 2048 blocks stride over the table rows (most are empty); a row's block sorts its
+ *      positions (rank = number of smaller positions, in shared memory; a row with more than
+ *      SORT_MAX occurrences instead collects them by a scan of all ids in order) and adds
+ *      dout's rows into dtable in increasing position.
  * Workspace: 2 * nrows + 1 + N ints.
  */
 #include "cuda_portable.h"
@@ -18,6 +19,7 @@
 
 #define THREADS 256
 #define SORT_MAX 1024
+#define ROW_BLOCKS 2048 /* blocks striding over the table rows (most are empty) */
 
 template <typename T, typename TT>
 static __global__ void embedding_fwd_kernel(T *out, const int32_t *ids, const TT *table,
@@ -160,7 +162,7 @@ static void embedding_bwd(const mg_kctx *k, float *dtable, const T *dout, const 
     MGK_LAUNCH(scatter_kernel, mgk_grid(N, THREADS, MGK_GRID_CAP), THREADS, 0, st, list, count,
                (const int *)start, ids, N, row0, nrows);
     MGK_LAUNCH_CHECK();
-    MGK_LAUNCH(accumulate_rows_kernel<T>, mgk_grid(nrows, 1, 1u << 30), THREADS, 0, st, dtable,
+    MGK_LAUNCH(accumulate_rows_kernel<T>, mgk_grid(nrows, 1, ROW_BLOCKS), THREADS, 0, st, dtable,
                dout, ids, (const int *)list, (const int *)start, N, C, row0, nrows);
     MGK_LAUNCH_CHECK();
 }
