@@ -55,9 +55,9 @@ $(CUDA_KLIB): $(CUDA_OBJS) $(CUDA_KOBJS)
 	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
-# The unit harness (tests/unit/harness.c) runs the MG_TEST cases of tests/cuda; tests/gpu's main
-# calls it (renamed) before the timings.
-$(BUILD)/nvcc/tests/test_list.h: $(filter tests/cuda/%,$(GPU_TEST_SRCS))
+# The unit harness (tests/unit/harness.c) runs the MG_TEST cases of tests/cuda (also run by the
+# emulator) and tests/gpu (GPU-only sizes); tests/gpu's main calls it (renamed) before the timings.
+$(BUILD)/nvcc/tests/test_list.h: $(GPU_TEST_SRCS)
 	@mkdir -p $(dir $@)
 	@grep -h '^MG_TEST(' $^ /dev/null | sed 's/^MG_TEST(\([a-z0-9_]*\)).*/MG_TEST_ENTRY(\1)/' | sort > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp

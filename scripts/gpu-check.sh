@@ -42,7 +42,7 @@ if [ -x "$out/test-gpu" ]; then
   # own test
   echo "== test-gpu: every CUDA kernel against its CPU reference, one test at a time"
   : >"$out/test-gpu.log"
-  for name in $(grep -ho '^MG_TEST([a-z0-9_]*)' tests/cuda/*.c | sed 's/MG_TEST(\(.*\))/\1/' | sort); do
+  for name in $(grep -ho '^MG_TEST([a-z0-9_]*)' tests/cuda/*.c tests/gpu/*.c | sed 's/MG_TEST(\(.*\))/\1/' | sort); do
     MG_GPU_BENCH=0 MG_VERBOSE=1 timeout 120 "$out/test-gpu" "$name" >"$out/one.log" 2>&1
     rc=$?
     cat "$out/one.log" >>"$out/test-gpu.log"

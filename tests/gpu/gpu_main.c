@@ -1,6 +1,7 @@
 /* gpu_main.c — the GPU test program (build/test-gpu): every CUDA kernel against its CPU
- * reference (the MG_TEST cases of tests/cuda, through the unit harness, which prints
- * "N passed, N failed"), then the kernel timings of gpu_bench.c.
+ * reference (the MG_TEST cases of tests/cuda, and of tests/gpu at sizes too large for the
+ * emulator, through the unit harness, which prints "N passed, N failed"), then the kernel
+ * timings of gpu_bench.c.
  * Usage: test-gpu [substring ...]   (selects tests; MG_GPU_BENCH=0 skips the timings)
  * Without a device it prints "skipped: no GPU" and exits 0. Exit status 1 if a test failed.
  */
