@@ -69,7 +69,8 @@ static __global__ void attn_fwd_kernel(T *out, float *saved, const T *q, const T
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     int64_t rep = a.Hq / a.Hkv, b = blockIdx.y / a.Hq, h = blockIdx.y % a.Hq, t0 = blockIdx.x * BR;
     const T *qb = q + (b * a.T * a.Hq + h) * a.D;
-    const T *kb = kk + (b * a.T * a.Hkv + h / rep) * a.D, *vb = v + (b * a.T * a.Hkv + h / rep) * a.D;
+    const T *kb = kk + (b * a.T * a.Hkv + h / rep) * a.D,
+            *vb = v + (b * a.T * a.Hkv + h / rep) * a.D;
     float *P = Ps + w * RW * BC;
     load_tile(Qs, DW, qb, a.Hq * a.D, t0, a.T, a.D, DW);
     float m[RW], l[RW], acc[RW][DC];
@@ -200,7 +201,8 @@ static __global__ void attn_bwd_q_kernel(T *dq, const T *dout, const float *lse,
     float *dSs = Vs + BC * DP;
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     int64_t rep = a.Hq / a.Hkv, b = blockIdx.y / a.Hq, h = blockIdx.y % a.Hq, t0 = blockIdx.x * BR;
-    const T *kb = kk + (b * a.T * a.Hkv + h / rep) * a.D, *vb = v + (b * a.T * a.Hkv + h / rep) * a.D;
+    const T *kb = kk + (b * a.T * a.Hkv + h / rep) * a.D,
+            *vb = v + (b * a.T * a.Hkv + h / rep) * a.D;
     load_tile(Qs, DW, q + (b * a.T * a.Hq + h) * a.D, a.Hq * a.D, t0, a.T, a.D, DW);
     load_tile(dOs, DW, dout + (b * a.T * a.Hq + h) * a.D, a.Hq * a.D, t0, a.T, a.D, DW);
     float *dS = dSs + w * RW * 32, rl[RW], rd[RW], adq[RW][DC];

@@ -35,7 +35,8 @@ static __global__ void attn_delta_kernel(float *delta, const T *dout, const floa
     int64_t nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
     for (int64_t r = wid; r < rows; r += nw) {
         float s = 0.0f;
-        for (int64_t d = lane; d < a.D; d += 32) s += mgk_ld(dout + r * a.D + d) * ocopy[r * a.D + d];
+        for (int64_t d = lane; d < a.D; d += 32)
+            s += mgk_ld(dout + r * a.D + d) * ocopy[r * a.D + d];
         s = mgk_warp_sum(s);
         int64_t h = r % a.Hq, bt = r / a.Hq, b = bt / a.T, t = bt % a.T;
         if (lane == 0) delta[(b * a.Hq + h) * a.T + t] = s;

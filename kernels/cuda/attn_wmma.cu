@@ -132,7 +132,8 @@ static __global__ void attn_fwd_wmma_kernel(bf16 *out, float *saved, const bf16 
     bf16 *P = (bf16 *)(sm + L::p) + w * 16 * LDP;
     int64_t rep = a.Hq / a.Hkv, b = blockIdx.y / a.Hq, h = blockIdx.y % a.Hq, t0 = blockIdx.x * WBR;
     int64_t t = t0 + w * 16 + r;
-    const bf16 *kb = kk + (b * a.T * a.Hkv + h / rep) * DK, *vb = v + (b * a.T * a.Hkv + h / rep) * DK;
+    const bf16 *kb = kk + (b * a.T * a.Hkv + h / rep) * DK,
+               *vb = v + (b * a.T * a.Hkv + h / rep) * DK;
     load_tile_bf16(Qs, L::LDQ, q + (b * a.T * a.Hq + h) * DK, a.Hq * DK, t0, a.T, DK);
     for (int d = hf * (DK / 2); d < (hf + 1) * (DK / 2); d++) O[r * L::LDO + d] = 0.0f;
     float m = -INFINITY, l = 0.0f;
@@ -281,12 +282,14 @@ static __global__ void attn_bwd_kv_wmma_kernel(bf16 *dk, bf16 *dv, const bf16 *d
     bf16 *Ks = sv.t[0], *Vs = sv.t[1], *Qs = sv.t[2], *dOs = sv.t[3], *P = sv.P, *G = sv.G;
     float *S = sv.S, *dP = sv.dP, *lse_s = sv.lse, *delta_s = sv.delta;
     int w = threadIdx.x >> 5, r = (threadIdx.x & 31) >> 1;
-    int64_t rep = a.Hq / a.Hkv, b = blockIdx.y / a.Hkv, g = blockIdx.y % a.Hkv, s0 = blockIdx.x * WBC;
+    int64_t rep = a.Hq / a.Hkv, b = blockIdx.y / a.Hkv, g = blockIdx.y % a.Hkv,
+            s0 = blockIdx.x * WBC;
     int64_t kvo = (b * a.T * a.Hkv + g) * DK;
     load_tile_bf16(Ks, L::LDQ, kk + kvo, a.Hkv * DK, s0, a.T, DK);
     load_tile_bf16(Vs, L::LDQ, v + kvo, a.Hkv * DK, s0, a.T, DK);
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> adk[DK / 16], adv[DK / 16];
-    for (int c = 0; c < DK / 16; c++) wmma::fill_fragment(adk[c], 0.0f), wmma::fill_fragment(adv[c], 0.0f);
+    for (int c = 0; c < DK / 16; c++)
+        wmma::fill_fragment(adk[c], 0.0f), wmma::fill_fragment(adv[c], 0.0f);
     for (int64_t h = g * rep; h < (g + 1) * rep; h++) {
         int64_t qo = (b * a.T * a.Hq + h) * DK;
         for (int64_t t0 = s0; t0 < a.T; t0 += WBR) {

@@ -64,7 +64,8 @@ static inline unsigned mgk_grid(int64_t n, int threads, unsigned cap)
 static inline dim3 mgk_grid_rows(int64_t rows, int64_t cols, int threads)
 {
     int64_t gx = (cols + threads - 1) / threads;
-    return dim3((unsigned)(gx < 1 ? 1 : gx), rows < 1 ? 1u : (rows > MGK_ROWS_CAP ? MGK_ROWS_CAP : (unsigned)rows));
+    return dim3((unsigned)(gx < 1 ? 1 : gx),
+                rows < 1 ? 1u : (rows > MGK_ROWS_CAP ? MGK_ROWS_CAP : (unsigned)rows));
 }
 
 /* Allows a kernel more than the default 48 KiB of dynamic shared memory. */

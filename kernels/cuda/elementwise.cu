@@ -83,7 +83,7 @@ static void bias_grad_launch(const mg_kctx *k, float *dbias, const T *dout, int6
     colsum_run(k, f, dbias, (float *)NULL, N, C);
 }
 
-/* ---- deterministic double reductions -------------------------------------------------------- */
+/* ---- deterministic double reductions ---------------------------------------------------- */
 
 static __global__ void chunk_sum_kernel(double *part, const float *x, const float *mask,
                                         int64_t n, int square)
@@ -129,7 +129,7 @@ static double chunked_sum(const mg_kctx *k, const float *x, const float *mask, i
     return total;
 }
 
-/* ---- entry points ----------------------------------------------------------------------------- */
+/* ---- entry points ------------------------------------------------------------------------ */
 
 extern "C" void mgk_cuda_zero(const mg_kctx *k, float *x, int64_t n)
 {

@@ -151,7 +151,8 @@ static void norm_bwd(const mg_kctx *k, T *dinp, float *dw, float *db, const T *d
 {
     if (N <= 0) return;
     size_t acc_bytes = (size_t)(2 * C) * sizeof(float);
-    int64_t nblk = N < FUSED_BLOCKS ? N : FUSED_BLOCKS, fit = (int64_t)(k->cuda->ws_bytes / acc_bytes);
+    int64_t nblk = N < FUSED_BLOCKS ? N : FUSED_BLOCKS,
+            fit = (int64_t)(k->cuda->ws_bytes / acc_bytes);
     nblk = nblk < fit ? nblk : fit;
     if (dinp && (dw || db) && acc_bytes <= FUSED_MAX_SMEM && nblk >= 1) {
         /* one pass: dinp and per-block weight-gradient sums, then the fixed-order block sum */

@@ -104,7 +104,8 @@ static void residual_case(ct *c, int64_t N, int64_t C, int rms, int bf)
                                                   C, 1e-5f);
         Dr = ct_down_bf16(c, Br, N * C), Dy = ct_down_bf16(c, By, N * C);
     } else {
-        float *Gr = (float *)ct_dalloc(c, (size_t)(N * C) * 4), *Gy = (float *)ct_dalloc(c, (size_t)(N * C) * 4);
+        float *Gr = (float *)ct_dalloc(c, (size_t)(N * C) * 4),
+              *Gy = (float *)ct_dalloc(c, (size_t)(N * C) * 4);
         float *Ga = CT_UPF(c, a, N * C), *Gb = CT_UPF(c, b, N * C), *Gw = CT_UPF(c, w, C);
         if (rms) mgk_cuda_residual_rmsnorm_fwd(&c->dev, Gr, Gy, Drs, Ga, Gb, Gw, N, C, 1e-6f);
         else mgk_cuda_residual_layernorm_fwd(&c->dev, Gr, Gy, Dmu, Drs, Ga, Gb, Gw,
@@ -208,7 +209,8 @@ MG_TEST(cuda_bf16_xent_adamw)
         mgk_cuda_xent_fwd_bf16(&c.dev, Dloss, Dlse, Dx, Dtg, N, Vp, V);
         mgk_xent_fwd(&c.ref, loss, lse, x, tg, N, Vp, V);
         KT_CLOSE(t, "xent loss bf16", ct_down(&c, Dloss, N), loss, N, 1e-5, 1e-5);
-        float *mx = ct_rand(&c, N, 6, 1.0f), *sm = ct_rand(&c, N, 7, 1.0f), *tv = ct_rand(&c, N, 8, 1.0f);
+        float *mx = ct_rand(&c, N, 6, 1.0f), *sm = ct_rand(&c, N, 7, 1.0f),
+              *tv = ct_rand(&c, N, 8, 1.0f);
         float *Dmx = CT_UPF(&c, mx, N), *Dsm = CT_UPF(&c, sm, N), *Dtv = CT_UPF(&c, tv, N);
         mgk_cuda_xent_partial_bf16(&c.dev, Dmx, Dsm, Dtv, Dx, Dtg, N, Vp, 0, V);
         mgk_xent_partial(&c.ref, mx, sm, tv, x, tg, N, Vp, 0, V);
@@ -239,7 +241,8 @@ MG_TEST(cuda_bf16_gemm_linear)
     int64_t M = 33, N = 72, K = 129, N_ = 37, IN = 45, OUT = 32;
     for (int tr = 0; c.ok && tr < 4; tr++) {
         int ta = tr & 1, tb = tr >> 1;
-        int64_t lda = ta ? M : K, ldb = tb ? K : N, na = (ta ? K : M) * lda, nb = (tb ? N : K) * ldb;
+        int64_t lda = ta ? M : K, ldb = tb ? K : N, na = (ta ? K : M) * lda,
+                nb = (tb ? N : K) * ldb;
         mgk_bf16 *Da, *Db, *Dc;
         float *A = bf_in(&c, na, 1, 1.0f, &Da), *B = bf_in(&c, nb, 2, 1.0f, &Db);
         float *C1 = bf_in(&c, M * N, 3, 1.0f, &Dc), *C2 = ct_dup(&c, C1, M * N);
@@ -270,7 +273,8 @@ MG_TEST(cuda_bf16_gemm_linear)
         float *DdW = CT_UPF(&c, dW, OUT * IN), *Ddb = CT_UPF(&c, db, OUT);
         mgk_cuda_linear_bwd_bf16(&c.dev, Ddx, DdW, Ddb, Ddy, Dx, DW, N_, IN, OUT);
         mgk_linear_bwd(&c.ref, dx, dW, db, dy, x, W, N_, IN, OUT);
-        KT_CLOSE(t, "linear bf16 dinp", ct_down_bf16(&c, Ddx, N_ * IN), dx, N_ * IN, BF_ATOL, BF_RTOL);
+        KT_CLOSE(t, "linear bf16 dinp", ct_down_bf16(&c, Ddx, N_ * IN), dx, N_ * IN, BF_ATOL,
+                 BF_RTOL);
         KT_CLOSE(t, "linear bf16 dW (fp32)", ct_down(&c, DdW, OUT * IN), dW, OUT * IN, 1e-5, 1e-4);
         KT_CLOSE(t, "linear bf16 dbias (fp32)", ct_down(&c, Ddb, OUT), db, OUT, 1e-5, 1e-4);
     }
@@ -310,9 +314,11 @@ MG_TEST(cuda_bf16_attention)
         float *Dsw = (float *)ct_dalloc(&c, (size_t)ns * 4);
         mgk_bf16 *Dow = (mgk_bf16 *)ct_dalloc(&c, (size_t)nq * 2);
         mgk_cuda_attn_fwd_bf16_wmma(&c.dev, &d, Dow, Dsw, Dq, Dk, Dv, NULL);
-        float *ow = ct_down_bf16(&c, Dow, nq), *sw = ct_down(&c, Dsw, ns), *sp = ct_down(&c, Dsv, ns);
+        float *ow = ct_down_bf16(&c, Dow, nq), *sw = ct_down(&c, Dsw, ns),
+              *sp = ct_down(&c, Dsv, ns);
         KT_CLOSE(t, "attn wmma out vs ref", ow, o, nq, BF_ATOL, BF_RTOL);
-        KT_CLOSE(t, "attn wmma out vs portable", ow, ct_down_bf16(&c, Do, nq), nq, BF_ATOL, BF_RTOL);
+        KT_CLOSE(t, "attn wmma out vs portable", ow, ct_down_bf16(&c, Do, nq), nq, BF_ATOL,
+                 BF_RTOL);
         KT_CLOSE(t, "attn wmma lse vs portable", sw, sp, nl, 1e-4, 1e-5);
         KT_CLOSE(t, "attn wmma out copy vs portable", sw + nl, sp + nl, ns - nl, BF_ATOL, BF_RTOL);
         /* the tensor-core backward from the tensor-core forward's state, from the same initial

@@ -77,7 +77,8 @@ MG_TEST(cuda_bias)
  * most ids (more occurrences than the backward sorts in shared memory). */
 static void embedding_case(ct *c, int64_t N, int64_t C, int64_t row0, int64_t nrows, int hot)
 {
-    int32_t *ids = (int32_t *)ct_host(c, kt_ids(N, 9, (int32_t)row0 - 5, (int32_t)(row0 + nrows + 5)));
+    int32_t *ids =
+        (int32_t *)ct_host(c, kt_ids(N, 9, (int32_t)row0 - 5, (int32_t)(row0 + nrows + 5)));
     if (hot)
         for (int64_t i = 0; i < N; i++)
             if (i % 5) ids[i] = (int32_t)row0 + 3;
@@ -109,7 +110,8 @@ static void gemm_case(ct *c, int64_t M, int64_t N, int64_t K, int ta, int tb, fl
 {
     int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 1, ldc = N + 2;
     int64_t na = (ta ? K : M) * lda, nb = (tb ? N : K) * ldb;
-    float *A = ct_rand(c, na, 1, 1.0f), *B = ct_rand(c, nb, 2, 1.0f), *C = ct_rand(c, M * ldc, 3, 1.0f);
+    float *A = ct_rand(c, na, 1, 1.0f), *B = ct_rand(c, nb, 2, 1.0f),
+          *C = ct_rand(c, M * ldc, 3, 1.0f);
     if (beta == 0.0f) /* C's old contents must be ignored, its padding columns kept */
         for (int64_t i = 0; i < M * ldc; i++) C[i] = i % ldc < N ? NAN : C[i];
     float *dC = CT_UPF(c, C, M * ldc);
@@ -149,7 +151,8 @@ MG_TEST(cuda_linear)
         KT_CLOSE(t, "linear fwd", ct_down(&c, Dy, N * OUT), y, N * OUT, 1e-5, 1e-4);
     }
     if (c.ok) {
-        float *Ddx = CT_UPF(&c, dx, N * IN), *DdW = CT_UPF(&c, dW, OUT * IN), *Ddb = CT_UPF(&c, db, OUT);
+        float *Ddx = CT_UPF(&c, dx, N * IN), *DdW = CT_UPF(&c, dW, OUT * IN),
+              *Ddb = CT_UPF(&c, db, OUT);
         mgk_linear_bwd(&c.ref, dx, dW, db, dy, x, W, N, IN, OUT);
         mgk_linear_bwd(&c.dev, Ddx, DdW, Ddb, CT_UPF(&c, dy, N * OUT), Dx, DW, N, IN, OUT);
         KT_CLOSE(t, "linear dinp", ct_down(&c, Ddx, N * IN), dx, N * IN, 1e-5, 1e-4);

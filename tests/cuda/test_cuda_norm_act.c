@@ -11,8 +11,10 @@
 static void layernorm_case(ct *c, int64_t N, int64_t C, int with_bias)
 {
     float *x = ct_rand(c, N * C, 1, 2.0f), *w = ct_rand(c, C, 2, 1.0f), *b = ct_rand(c, C, 3, 1.0f);
-    float *y = ct_rand(c, N * C, 4, 1.0f), *mu = ct_rand(c, N, 5, 1.0f), *rs = ct_rand(c, N, 6, 1.0f);
-    float *Dx = CT_UPF(c, x, N * C), *Dw = CT_UPF(c, w, C), *Db = with_bias ? CT_UPF(c, b, C) : NULL;
+    float *y = ct_rand(c, N * C, 4, 1.0f), *mu = ct_rand(c, N, 5, 1.0f),
+          *rs = ct_rand(c, N, 6, 1.0f);
+    float *Dx = CT_UPF(c, x, N * C), *Dw = CT_UPF(c, w, C),
+          *Db = with_bias ? CT_UPF(c, b, C) : NULL;
     float *Dy = CT_UPF(c, y, N * C), *Dmu = CT_UPF(c, mu, N), *Drs = CT_UPF(c, rs, N);
     mgk_layernorm_fwd(&c->ref, y, mu, rs, x, w, with_bias ? b : NULL, N, C, 1e-5f);
     mgk_layernorm_fwd(&c->dev, Dy, Dmu, Drs, Dx, Dw, Db, N, C, 1e-5f);
@@ -138,6 +140,7 @@ MG_TEST(cuda_rope_qkv)
     if (c.ok) rope_case(&c, 2, 7, 2, 64, 64, 1);
     if (c.ok) rope_case(&c, 1, 3, 5, 130, 100, 1);
     static const int64_t shapes[][4] = {{1, 1, 1, 1}, {7, 6, 2, 5}, {3, 3, 3, 8}, {5, 8, 1, 33}};
-    for (int s = 0; c.ok && s < 4; s++) qkv_case(&c, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
+    for (int s = 0; c.ok && s < 4; s++)
+        qkv_case(&c, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
     ct_end(&c);
 }

@@ -72,7 +72,11 @@ static void b_rms_bwd(void *p)
     bargs *x = p;
     mgk_rmsnorm_bwd(x->k, x->f, x->c, x->b, x->a, x->c, x->e, x->N, x->C);
 }
-static void b_gelu_fwd(void *p) { bargs *x = p; mgk_gelu_fwd(x->k, x->b, x->a, x->n, MGK_GELU_TANH); }
+static void b_gelu_fwd(void *p)
+{
+    bargs *x = p;
+    mgk_gelu_fwd(x->k, x->b, x->a, x->n, MGK_GELU_TANH);
+}
 static void b_gelu_bwd(void *p)
 {
     bargs *x = p;
@@ -257,7 +261,8 @@ static int32_t *upload_ids(int64_t n, int64_t vocab)
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         h[i] = (int32_t)(s % (uint64_t)vocab);
     }
-    if (d && mgk_cuda_upload(d, h, (size_t)n * sizeof(int32_t)) != MG_OK) mgk_cuda_free(d), d = NULL;
+    if (d && mgk_cuda_upload(d, h, (size_t)n * sizeof(int32_t)) != MG_OK)
+        mgk_cuda_free(d), d = NULL;
     free(h);
     return d;
 }
@@ -352,7 +357,8 @@ static int bench_compute_bound(mg_kctx *k, const peaks *pk)
     bench g[] = {{"gemm fp32 4096^3", b_gemm, 0, 2.0 * n * n * n, FP32_PEAK}};
     fail |= group(k, g, 1, &x, (int64_t[6]){n * n, n * n, n * n, 0, 0, 0}, pk);
     x = (bargs){.N = N, .C = C};
-    bench l[] = {{"linear_fwd fp32 8192x768->3072", b_linear_fwd, 0, 2.0 * N * C * 4 * C, FP32_PEAK}};
+    bench l[] = {
+        {"linear_fwd fp32 8192x768->3072", b_linear_fwd, 0, 2.0 * N * C * 4 * C, FP32_PEAK}};
     fail |= group(k, l, 1, &x, (int64_t[6]){N * C, 4 * C * C, N * 4 * C, 4 * C, 0, 0}, pk);
     x = (bargs){.n = n};
     bench gb[] = {{"gemm bf16 4096^3", b_gemm_bf16, 0, 2.0 * n * n * n, BF16_PEAK}};

@@ -15,9 +15,11 @@ MG_TEST(gpu_attention_large_fp32)
     mgk_attn_dims d = large;
     int64_t nq = d.B * d.T * d.Hq * d.D, nk = d.B * d.T * d.Hkv * d.D;
     if (c.ok) {
-        float *q = ct_rand(&c, nq, 1, 1.0f), *k = ct_rand(&c, nk, 2, 1.0f), *v = ct_rand(&c, nk, 3, 1.0f);
+        float *q = ct_rand(&c, nq, 1, 1.0f), *k = ct_rand(&c, nk, 2, 1.0f),
+              *v = ct_rand(&c, nk, 3, 1.0f);
         float *o = ct_rand(&c, nq, 4, 1.0f), *dy = ct_rand(&c, nq, 5, 1.0f);
-        float *dq = ct_rand(&c, nq, 6, 1.0f), *dk = ct_rand(&c, nk, 7, 1.0f), *dv = ct_rand(&c, nk, 8, 1.0f);
+        float *dq = ct_rand(&c, nq, 6, 1.0f), *dk = ct_rand(&c, nk, 7, 1.0f),
+              *dv = ct_rand(&c, nk, 8, 1.0f);
         float *sv = (float *)ct_host(&c, malloc((size_t)mgk_attn_saved_numel(&c.ref, &d) * 4));
         float *Dq = CT_UPF(&c, q, nq), *Dk = CT_UPF(&c, k, nk), *Dv = CT_UPF(&c, v, nk);
         float *Do = CT_UPF(&c, o, nq), *Ddq = CT_UPF(&c, dq, nq), *Ddk = CT_UPF(&c, dk, nk);
