@@ -7,6 +7,8 @@
 #   make bench      benchmarks against the peers (scripts/bench-*.sh)
 #   make demo       the README's main job: preprocess a real corpus with a real tokenizer
 #   make vocab      unpack the test vocabularies (tests/data/vocab.tar.zst) into build/vocab
+#   make gpu-test / test-gpu / cuda-report   the CUDA kernels' GPU test and ptxas report
+#                   (mk/cuda.mk; `make` builds the CUDA kernels wherever nvcc is present)
 # Dependencies are detected with probe compiles; force one with HAVE_X=0/1.
 
 .DEFAULT_GOAL := all
@@ -148,7 +150,7 @@ test-cli: all vocab
 	tests/cli/run.sh
 
 test-interop: all $(TEST_TOOLS) vocab
-	MG_SKIP_FUZZ=1 MG_SKIP_UNIT=1 MG_SKIP_CLI=1 MG_SKIP_CUDA_EMU=1 scripts/run-tests.sh
+	MG_SKIP_FUZZ=1 MG_SKIP_UNIT=1 MG_SKIP_CLI=1 MG_SKIP_CUDA_EMU=1 MG_SKIP_GPU=1 scripts/run-tests.sh
 
 asan: vocab
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin \
@@ -180,6 +182,8 @@ demo: all
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz build-min $(BIN)
+
+include mk/cuda.mk
 
 -include $(LIB_OBJS:.o=.d) $(PRE_OBJS:.o=.d) $(CKPT_OBJS:.o=.d) $(TRAIN_OBJS:.o=.d) \
          $(KERN_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(TOOL_SRCS:%.c=$(BUILD)/%.d)

@@ -1,8 +1,10 @@
 /* kernels.c — the context and the dispatch of every kernels.h op to its backend.
  *
- * Contract: mgk_ctx_init validates the backend (CUDA: "not built with CUDA"), resolves the
- * thread count; mgk_ctx_reserve owns the scratch. Each op forwards its arguments unchanged to
- * mgk_ref_NAME or mgk_fast_NAME (kernels/cpu/cpu_internal.h).
+ * Contract: mgk_ctx_init validates the backend (CUDA without MG_HAVE_CUDA: "not built with
+ * CUDA"), resolves the thread count; mgk_ctx_reserve owns the scratch (device memory for
+ * CUDA). Each op forwards its arguments unchanged to mgk_ref_NAME, mgk_fast_NAME
+ * (kernels/cpu/cpu_internal.h) or mgk_cuda_NAME (kernels/cuda/cuda_internal.h). Checks that
+ * read tensor contents run on the host backends only (CUDA tensors are device memory).
  */
 #include "kernels.h"
 
@@ -10,12 +12,23 @@
 
 #include "cpu/cpu_internal.h"
 
+#ifndef MG_HAVE_CUDA
+#define MG_HAVE_CUDA 0
+#endif
+#if MG_HAVE_CUDA
+#include "cuda/cuda_internal.h"
+#define DISPATCH(k, name, args)                                                 \
+    ((k)->backend == MGK_CUDA       ? mgk_cuda_##name args                      \
+     : (k)->backend == MGK_CPU_FAST ? mgk_fast_##name args                      \
+                                    : mgk_ref_##name args)
+#else
+#define DISPATCH(k, name, args) \
+    ((k)->backend == MGK_CPU_FAST ? mgk_fast_##name args : mgk_ref_##name args)
+#endif
+
 #if MG_HAVE_OPENMP
 #include <omp.h>
 #endif
-
-#define DISPATCH(k, name, args) \
-    ((k)->backend == MGK_CPU_FAST ? mgk_fast_##name args : mgk_ref_##name args)
 
 mg_status mgk_ctx_init(mg_kctx *k, mgk_backend backend, int nthreads)
 {
@@ -23,8 +36,15 @@ mg_status mgk_ctx_init(mg_kctx *k, mgk_backend backend, int nthreads)
     k->scratch = NULL;
     k->scratch_numel = 0;
     k->nthreads = nthreads;
-    if (backend == MGK_CUDA)
+    k->cuda = NULL;
+    if (backend == MGK_CUDA) {
+        k->nthreads = 1;
+#if MG_HAVE_CUDA
+        return mgk_cuda_ctx_init(k);
+#else
         return mg_error_set(MG_ERR_UNSUPPORTED, "kernels: not built with CUDA");
+#endif
+    }
     MG_RETURN_IF(backend != MGK_CPU_REF && backend != MGK_CPU_FAST, MG_ERR_ARG,
                  "kernels: unknown backend %d", (int)backend);
     if (nthreads <= 0) {
@@ -41,6 +61,9 @@ mg_status mgk_ctx_init(mg_kctx *k, mgk_backend backend, int nthreads)
 mg_status mgk_ctx_reserve(mg_kctx *k, int64_t numel)
 {
     if (numel <= k->scratch_numel) return MG_OK;
+#if MG_HAVE_CUDA
+    if (k->backend == MGK_CUDA) return mgk_cuda_ctx_reserve(k, numel);
+#endif
     float *p = realloc(k->scratch, (size_t)numel * sizeof(float));
     MG_RETURN_IF(!p, MG_ERR_NOMEM, "kernels: cannot allocate %lld floats of scratch",
                  (long long)numel);
@@ -52,6 +75,12 @@ mg_status mgk_ctx_reserve(mg_kctx *k, int64_t numel)
 void mgk_ctx_free(mg_kctx *k)
 {
     if (!k) return;
+#if MG_HAVE_CUDA
+    if (k->backend == MGK_CUDA) {
+        mgk_cuda_ctx_free(k);
+        return;
+    }
+#endif
     free(k->scratch);
     k->scratch = NULL;
     k->scratch_numel = 0;
@@ -74,12 +103,18 @@ const char *mgk_gemm_impl(void)
 
 int64_t mgk_attn_saved_numel(const mg_kctx *k, const mgk_attn_dims *d)
 {
+#if MG_HAVE_CUDA
+    if (k->backend == MGK_CUDA) return mgk_cuda_attn_saved_numel(d);
+#endif
     (void)k;
     return d->B * d->Hq * d->T * d->T;
 }
 
 int64_t mgk_attn_scratch_numel(const mg_kctx *k, const mgk_attn_dims *d)
 {
+#if MG_HAVE_CUDA
+    if (k->backend == MGK_CUDA) return mgk_cuda_attn_scratch_numel(d);
+#endif
     if (k->backend == MGK_CPU_FAST) return (int64_t)k->nthreads * d->T * d->T;
     return d->T;
 }
@@ -247,9 +282,11 @@ void mgk_attn_bwd(const mg_kctx *k, const mgk_attn_dims *d, float *dq, float *dk
     DISPATCH(k, attn_bwd, (k, d, dq, dk, dv, dout, saved, q, kk, v, seg));
 }
 
-/* Targets outside the real vocabulary are bugs of the caller (they would index padding). */
-static void check_targets(const int32_t *targets, int64_t N, int64_t vocab)
+/* Targets outside the real vocabulary are bugs of the caller (they would index padding).
+ * Host backends only: CUDA targets live in device memory. */
+static void check_targets(const mg_kctx *k, const int32_t *targets, int64_t N, int64_t vocab)
 {
+    if (k->backend == MGK_CUDA) return;
     for (int64_t i = 0; i < N; i++) MG_ASSERT(targets[i] >= 0 && targets[i] < vocab);
 }
 
@@ -257,7 +294,7 @@ void mgk_xent_partial(const mg_kctx *k, float *rowmax, float *rowsum, float *tgt
                       const float *logits, const int32_t *targets, int64_t N, int64_t Vl,
                       int64_t col0, int64_t vocab)
 {
-    check_targets(targets, N, vocab);
+    check_targets(k, targets, N, vocab);
     DISPATCH(k, xent_partial, (k, rowmax, rowsum, tgt, logits, targets, N, Vl, col0, vocab));
 }
 
@@ -277,7 +314,7 @@ void mgk_xent_fwd(const mg_kctx *k, float *loss, float *lse, const float *logits
                   const int32_t *targets, int64_t N, int64_t Vp, int64_t vocab)
 {
     MG_ASSERT(vocab >= 1 && vocab <= Vp);
-    check_targets(targets, N, vocab);
+    check_targets(k, targets, N, vocab);
     DISPATCH(k, xent_fwd, (k, loss, lse, logits, targets, N, Vp, vocab));
 }
 

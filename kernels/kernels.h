@@ -4,8 +4,9 @@
  *   - Every op takes an explicit context `const mg_kctx *k` first, then outputs, then inputs,
  *     then sizes. The backend in the context picks the implementation: MGK_CPU_REF (plain
  *     loops that define each op's meaning and stay forever), MGK_CPU_FAST (OpenMP + BLAS, same
- *     signature, tested against the reference with explicit tolerances), MGK_CUDA later (the
- *     same functions on device pointers). Model code calls only these functions.
+ *     signature, tested against the reference with explicit tolerances), MGK_CUDA (the same
+ *     functions on device pointers, kernels/cuda/; the reductions returning double copy their
+ *     result back). Model code calls only these functions.
  *   - Kernels know nothing of files, flags or processes. They never print, exit or allocate;
  *     the only fallible calls are mgk_ctx_init/mgk_ctx_reserve (mg_status). Shape errors are
  *     bugs (MG_ASSERT).
@@ -33,16 +34,21 @@
 typedef enum {
     MGK_CPU_REF = 0,  /* reference loops, single thread */
     MGK_CPU_FAST = 1, /* OpenMP + BLAS (falls back to plain OpenMP loops without BLAS) */
-    MGK_CUDA = 2,     /* not built yet: mgk_ctx_init answers MG_ERR_UNSUPPORTED */
+    MGK_CUDA = 2,     /* device pointers; without CUDA (a build without nvcc or the emulator)
+                         mgk_ctx_init answers MG_ERR_UNSUPPORTED */
 } mgk_backend;
+
+struct mgk_cuda_state; /* opaque: stream, cuBLASLt handle, workspaces (kernels/cuda/) */
 
 /* The kernel context. Plain struct owned by the caller; fill it with mgk_ctx_init and
  * release it with mgk_ctx_free. */
 typedef struct mg_kctx {
     mgk_backend backend;
     int nthreads;          /* OpenMP threads used by the fast backend's own loops (>= 1) */
-    float *scratch;        /* owned workspace (mgk_ctx_reserve); NULL until reserved */
+    float *scratch;        /* owned workspace (mgk_ctx_reserve); NULL until reserved; device
+                              memory for MGK_CUDA */
     int64_t scratch_numel; /* its size in floats */
+    struct mgk_cuda_state *cuda; /* MGK_CUDA only, else NULL */
 } mg_kctx;
 
 /* nthreads <= 0 means omp_get_max_threads() (1 without OpenMP). BLAS threads follow
@@ -173,7 +179,8 @@ void mgk_qkv_merge(const mg_kctx *k, float *qkv, const float *q, const float *kk
                    int64_t N, int64_t Hq, int64_t Hkv, int64_t D);
 
 /* Floats of the `saved` buffer the forward fills for the backward (backend-specific: the
- * CPU backends keep the probabilities, B*Hq*T*T). */
+ * CPU backends keep the probabilities, B*Hq*T*T; CUDA keeps each row's log-sum-exp and a copy
+ * of the output, B*Hq*T*(1+D)). */
 int64_t mgk_attn_saved_numel(const mg_kctx *k, const mgk_attn_dims *d);
 /* Scratch floats the backward needs in k->scratch (mgk_ctx_reserve before calling). */
 int64_t mgk_attn_scratch_numel(const mg_kctx *k, const mgk_attn_dims *d);

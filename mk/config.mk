@@ -21,7 +21,10 @@ BLAS_LDLIBS   := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas
 HAVE_BLAS     ?= $(call probe,$(H)include <cblas.h>,$(BLAS_CFLAGS) $(BLAS_LDLIBS))
 HAVE_CUDA     ?= $(shell command -v nvcc >/dev/null 2>&1 && echo 1 || echo 0)
 
-ifneq ($(HAVE_JANSSON),1)
+# The CUDA-only goals (mk/cuda.mk) link none of libcommon's libraries.
+CUDA_ONLY_GOALS := cuda gpu-test test-gpu cuda-report
+NEED_JANSSON := $(if $(MAKECMDGOALS),$(if $(filter-out $(CUDA_ONLY_GOALS),$(MAKECMDGOALS)),1,0),1)
+ifeq ($(HAVE_JANSSON)-$(NEED_JANSSON),0-1)
 $(error jansson (JSON library) not found: run scripts/setup.sh --system or apt-get install libjansson-dev)
 endif
 

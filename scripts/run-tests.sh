@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite and exits non-zero if any failed:
 #   1. C unit tests      (build/test-unit)
+#   1b. GPU tests       (build/test-gpu: the CUDA kernels on a real GPU; "skipped: no GPU"
+#                        without one; not built without nvcc)
 #   2. the same in a minimal build (make test-minimal: build-min/, every optional dependency
 #      off; skipped with the unit tests too)
 #   3. CUDA kernels on the host execution path (build/test-cuda-emu, docs/CUDA_EMU.md; fails
@@ -11,10 +13,10 @@
 #      skip not named in tests/interop/expected-skips.txt fails it)
 # A suite that cannot run fails; nothing is skipped unless the caller asks.
 # Environment: MG_BIN (tools dir, default bin), MG_UNIT (unit test binary), MG_CUDA_EMU (the
-# emulated CUDA suite's binary), MG_VOCAB_DIR (test vocabularies, default build/vocab,
-# unpacked from tests/data/vocab.tar.zst), MG_SKIP_UNIT=1 / MG_SKIP_MINIMAL=1 /
-# MG_SKIP_CUDA_EMU=1 / MG_SKIP_CLI=1 / MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1 leave a suite out
-# (and say so).
+# emulated CUDA suite's binary), MG_GPU_TEST (the GPU test program), MG_VOCAB_DIR (test
+# vocabularies, default build/vocab, unpacked from tests/data/vocab.tar.zst),
+# MG_SKIP_UNIT=1 / MG_SKIP_GPU=1 / MG_SKIP_MINIMAL=1 / MG_SKIP_CUDA_EMU=1 / MG_SKIP_CLI=1 /
+# MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1 leave a suite out (and say so).
 set -u
 cd "$(dirname "$0")/.."
 export MG_BIN=${MG_BIN:-bin}
@@ -25,13 +27,23 @@ if [ -z "${MG_VOCAB_DIR:-}" ]; then
   export MG_VOCAB_DIR=$PWD/build/vocab
 fi
 failed=() left_out=()
-for s in UNIT MINIMAL CUDA_EMU CLI FUZZ INTEROP; do
+for s in UNIT GPU MINIMAL CUDA_EMU CLI FUZZ INTEROP; do
   v=MG_SKIP_$s; [ "${!v:-0}" = 1 ] && left_out+=("$(echo "$s" | tr A-Z_ a-z-)")
 done
 
 if [ "${MG_SKIP_UNIT:-0}" != 1 ]; then
   echo "== C unit tests"
   "$unit" || failed+=(unit)
+fi
+
+if [ "${MG_SKIP_GPU:-0}" != 1 ]; then
+  echo "== GPU tests (tests/gpu)"
+  gpu=${MG_GPU_TEST:-build/test-gpu}
+  if [ -x "$gpu" ]; then
+    MG_GPU_BENCH=${MG_GPU_BENCH:-0} "$gpu" || failed+=(gpu)
+  else
+    echo "skipped: no GPU test program ($gpu is built where nvcc is present)"
+  fi
 fi
 
 if [ "${MG_SKIP_UNIT:-0}" != 1 ] && [ "${MG_SKIP_MINIMAL:-0}" != 1 ]; then

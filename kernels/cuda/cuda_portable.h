@@ -1,6 +1,6 @@
-/* cuda_portable.h — the one header every kernels/cuda/*.cu includes first: it makes the same
- * kernel source compile under nvcc (a real GPU) and under the host compiler against the
- * emulator of kernels/cuda_emu/ (tests without a GPU).
+/* cuda_portable.h — the one header every kernel file (kernels/cuda/NAME.cu) includes first: it
+ * makes the same kernel source compile under nvcc (a real GPU) and under the host compiler
+ * against the emulator of kernels/cuda_emu/ (tests without a GPU).
  *
  * Contract (the subset of CUDA our kernels keep to; docs/KERNELS.md explains why):
  *   - A kernel is launched only through MGK_LAUNCH (kernel arguments by value, no references).

@@ -1,0 +1,156 @@
+/* act.cu — GeLU (exact erf and tanh approximation) and SwiGLU, forward and backward
+ * (kernels.h semantics), fp32 and bf16, in fp32 arithmetic (erff, tanhf, expf).
+ *
+ * Kernels: GeLU is a grid-stride loop (block 256, at most 8192 blocks); SwiGLU is a rows x F
+ * launch (block 256 over the F columns, blockIdx.y over rows). One pass over the data each.
+ */
+#include "cuda_portable.h"
+
+#include "cuda_common.cuh"
+
+#define THREADS 256
+#define SQRT_2_OVER_PI 0.7978845608028654f
+#define GELU_C 0.044715f
+#define INV_SQRT_2 0.7071067811865476f
+#define INV_SQRT_2PI 0.3989422804014327f
+
+static __device__ inline float gelu_value(float x, int tanh_kind)
+{
+    if (tanh_kind) return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + GELU_C * x * x * x)));
+    return 0.5f * x * (1.0f + erff(x * INV_SQRT_2));
+}
+
+static __device__ inline float gelu_grad(float x, int tanh_kind)
+{
+    if (tanh_kind) {
+        float t = tanhf(SQRT_2_OVER_PI * (x + GELU_C * x * x * x));
+        float du = SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_C * x * x);
+        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+    }
+    return 0.5f * (1.0f + erff(x * INV_SQRT_2)) + x * expf(-0.5f * x * x) * INV_SQRT_2PI;
+}
+
+template <typename T>
+static __global__ void gelu_fwd_kernel(T *out, const T *inp, int64_t n, int tanh_kind)
+{
+    MGK_FOR_EACH(i, n) mgk_st(out + i, gelu_value(mgk_ld(inp + i), tanh_kind));
+}
+
+template <typename T>
+static __global__ void gelu_bwd_kernel(T *dinp, const T *dout, const T *inp, int64_t n,
+                                       int tanh_kind)
+{
+    MGK_FOR_EACH(i, n)
+    mgk_st(dinp + i, mgk_ld(dinp + i) + gelu_grad(mgk_ld(inp + i), tanh_kind) * mgk_ld(dout + i));
+}
+
+template <typename T>
+static __global__ void swiglu_fwd_kernel(T *out, const T *inp, int64_t N, int64_t F)
+{
+    int64_t j = MGK_COL();
+    if (j < F) {
+        MGK_FOR_ROWS(r, N) {
+            float g = mgk_ld(inp + r * 2 * F + j), up = mgk_ld(inp + r * 2 * F + F + j);
+            mgk_st(out + r * F + j, g / (1.0f + expf(-g)) * up);
+        }
+    }
+}
+
+/* d gate = dout * up * s * (1 + g (1 - s)), d up = dout * g * s, with s = sigmoid(g). */
+template <typename T>
+static __global__ void swiglu_bwd_kernel(T *dinp, const T *dout, const T *inp, int64_t N,
+                                         int64_t F)
+{
+    int64_t j = MGK_COL();
+    if (j < F) {
+        MGK_FOR_ROWS(r, N) {
+            int64_t o = r * 2 * F + j;
+            float g = mgk_ld(inp + o), up = mgk_ld(inp + o + F), dy = mgk_ld(dout + r * F + j);
+            float s = 1.0f / (1.0f + expf(-g));
+            mgk_st(dinp + o, mgk_ld(dinp + o) + dy * up * s * (1.0f + g * (1.0f - s)));
+            mgk_st(dinp + o + F, mgk_ld(dinp + o + F) + dy * g * s);
+        }
+    }
+}
+
+/* Forward (dout == NULL): out = gelu(inp); backward: out += gelu'(inp) * dout. */
+template <typename T>
+static void gelu_launch(const mg_kctx *k, T *out, const T *dout, const T *inp, int64_t n,
+                        mgk_gelu_kind kind)
+{
+    if (n <= 0) return;
+    unsigned grid = mgk_grid(n, THREADS, MGK_GRID_CAP);
+    int tk = kind == MGK_GELU_TANH;
+    if (dout)
+        MGK_LAUNCH(gelu_bwd_kernel<T>, grid, THREADS, 0, mgk_stream(k), out, dout, inp, n, tk);
+    else
+        MGK_LAUNCH(gelu_fwd_kernel<T>, grid, THREADS, 0, mgk_stream(k), out, inp, n, tk);
+    MGK_LAUNCH_CHECK();
+}
+
+template <typename T>
+static void swiglu_fwd(const mg_kctx *k, T *out, const T *inp, int64_t N, int64_t F)
+{
+    if (N <= 0 || F <= 0) return;
+    MGK_LAUNCH(swiglu_fwd_kernel<T>, mgk_grid_rows(N, F, THREADS), THREADS, 0, mgk_stream(k),
+               out, inp, N, F);
+    MGK_LAUNCH_CHECK();
+}
+
+template <typename T>
+static void swiglu_bwd(const mg_kctx *k, T *dinp, const T *dout, const T *inp, int64_t N,
+                       int64_t F)
+{
+    if (N <= 0 || F <= 0) return;
+    MGK_LAUNCH(swiglu_bwd_kernel<T>, mgk_grid_rows(N, F, THREADS), THREADS, 0, mgk_stream(k),
+               dinp, dout, inp, N, F);
+    MGK_LAUNCH_CHECK();
+}
+
+extern "C" void mgk_cuda_gelu_fwd(const mg_kctx *k, float *out, const float *inp, int64_t n,
+                                  mgk_gelu_kind kind)
+{
+    gelu_launch(k, out, (const float *)NULL, inp, n, kind);
+}
+
+extern "C" void mgk_cuda_gelu_bwd(const mg_kctx *k, float *dinp, const float *dout,
+                                  const float *inp, int64_t n, mgk_gelu_kind kind)
+{
+    gelu_launch(k, dinp, dout, inp, n, kind);
+}
+
+extern "C" void mgk_cuda_swiglu_fwd(const mg_kctx *k, float *out, const float *inp, int64_t N,
+                                    int64_t F)
+{
+    swiglu_fwd(k, out, inp, N, F);
+}
+
+extern "C" void mgk_cuda_swiglu_bwd(const mg_kctx *k, float *dinp, const float *dout,
+                                    const float *inp, int64_t N, int64_t F)
+{
+    swiglu_bwd(k, dinp, dout, inp, N, F);
+}
+
+extern "C" void mgk_cuda_gelu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp,
+                                       int64_t n, mgk_gelu_kind kind)
+{
+    gelu_launch(k, mgk_bf(out), (const bf16 *)NULL, mgk_bf(inp), n, kind);
+}
+
+extern "C" void mgk_cuda_gelu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                                       const mgk_bf16 *inp, int64_t n, mgk_gelu_kind kind)
+{
+    gelu_launch(k, mgk_bf(dinp), mgk_bf(dout), mgk_bf(inp), n, kind);
+}
+
+extern "C" void mgk_cuda_swiglu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp,
+                                         int64_t N, int64_t F)
+{
+    swiglu_fwd(k, mgk_bf(out), mgk_bf(inp), N, F);
+}
+
+extern "C" void mgk_cuda_swiglu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                                         const mgk_bf16 *inp, int64_t N, int64_t F)
+{
+    swiglu_bwd(k, mgk_bf(dinp), mgk_bf(dout), mgk_bf(inp), N, F);
+}

@@ -1,0 +1,180 @@
+/* cuda_common.cuh — device and launcher helpers shared by kernels/cuda/NAME.cu (included after
+ * cuda_portable.h): the backend state behind mg_kctx.cuda, launch checking, fp32/bf16 element
+ * access, correctly rounded float operations, and fixed-order (deterministic) warp and block
+ * reductions.
+ *
+ * Contract: the reductions combine values in an order fixed by thread indices only, and every
+ * thread of the block (or warp) gets the same bits. Block reductions take a shared scratch of
+ * at least 32 floats (the caller's MGK_SHARED: no __shared__ in helpers), need blockDim.x a
+ * multiple of 32 (<= 1024), are called by every thread of the block, and may be called again
+ * with the same scratch right away.
+ */
+#ifndef MGK_CUDA_COMMON_CUH
+#define MGK_CUDA_COMMON_CUH
+
+#include <stdint.h>
+
+#include <cublasLt.h> /* NVIDIA's declarations; the emulator serves the calls (cuda_portable.h) */
+
+#include "cuda_internal.h"
+#include "kernels_cuda.h"
+
+typedef __nv_bfloat16 bf16;
+
+/* What an MGK_CUDA context owns (kernels/cuda/runtime.cu). */
+struct mgk_cuda_state {
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    void *lt_ws; /* cuBLASLt workspace */
+    size_t lt_ws_bytes;
+    void *ws; /* the kernels' own workspace (reduction partials, index lists) */
+    size_t ws_bytes;
+};
+
+static inline cudaStream_t mgk_stream(const mg_kctx *k)
+{
+    return k->cuda->stream;
+}
+
+/* Aborts with file:line on a CUDA error (a bug or a dead device: kernels return nothing). */
+void mgk_cuda_check_at(cudaError_t e, const char *expr, const char *file, int line);
+#define MGK_CUDA_CHECK(expr) mgk_cuda_check_at((expr), #expr, __FILE__, __LINE__)
+/* After each MGK_LAUNCH. */
+#define MGK_LAUNCH_CHECK() MGK_CUDA_CHECK(cudaGetLastError())
+/* The context's workspace, at least bytes long (asserted). */
+void *mgk_cuda_ws(const mg_kctx *k, size_t bytes);
+
+/* Blocks for a grid-stride loop over n items with threads per block (at least 1). */
+static inline unsigned mgk_grid(int64_t n, int threads, unsigned cap)
+{
+    int64_t g = (n + threads - 1) / threads;
+    return g < 1 ? 1u : (g > (int64_t)cap ? cap : (unsigned)g);
+}
+#define MGK_GRID_CAP 8192u /* blocks of a grid-stride elementwise launch */
+#define MGK_ROWS_CAP 65535u /* gridDim.y limit */
+
+/* i over [0, n): grid-stride loop of a 1-D launch, 64-bit indices. */
+#define MGK_FOR_EACH(i, n)                                                              \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);           \
+         i += (int64_t)gridDim.x * blockDim.x)
+/* Rows of a 2-D launch: blockIdx.y strides over rows, x covers the columns. */
+#define MGK_FOR_ROWS(r, N) for (int64_t r = blockIdx.y; r < (N); r += gridDim.y)
+#define MGK_COL() ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)
+/* The grid of a rows x cols launch with `threads` per block. */
+static inline dim3 mgk_grid_rows(int64_t rows, int64_t cols, int threads)
+{
+    int64_t gx = (cols + threads - 1) / threads;
+    return dim3((unsigned)(gx < 1 ? 1 : gx),
+                rows < 1 ? 1u : (rows > MGK_ROWS_CAP ? MGK_ROWS_CAP : (unsigned)rows));
+}
+
+/* Allows a kernel more than the default 48 KiB of dynamic shared memory. */
+template <typename F>
+static void set_smem_limit(F *kernel, size_t bytes)
+{
+    MGK_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}
+
+/* ---- elements ------------------------------------------------------------------------------ */
+
+static __device__ inline float mgk_ld(const float *p)
+{
+    return *p;
+}
+static __device__ inline float mgk_ld(const bf16 *p)
+{
+    return __bfloat162float(*p);
+}
+static __device__ inline void mgk_st(float *p, float v)
+{
+    *p = v;
+}
+static __device__ inline void mgk_st(bf16 *p, float v)
+{
+    *p = __float2bfloat16(v);
+}
+
+/* The C API's bf16 pointers (kernels_cuda.h) as NVIDIA's type. */
+static inline bf16 *mgk_bf(mgk_bf16 *p)
+{
+    return reinterpret_cast<bf16 *>(p);
+}
+static inline const bf16 *mgk_bf(const mgk_bf16 *p)
+{
+    return reinterpret_cast<const bf16 *>(p);
+}
+/* v rounded to T's precision. */
+template <typename T>
+static __device__ inline float mgk_round(float v)
+{
+    T t;
+    mgk_st(&t, v);
+    return mgk_ld(&t);
+}
+
+/* Correctly rounded operations that nvcc may not contract into fused multiply-adds (the
+ * host compiler of the emulator does not contract without -ffp-contract=fast and FMA). */
+#if defined(MGK_CUDA_EMU)
+static __device__ inline float mgk_fmul(float a, float b) { return a * b; }
+static __device__ inline float mgk_fadd(float a, float b) { return a + b; }
+static __device__ inline float mgk_fsub(float a, float b) { return a - b; }
+static __device__ inline float mgk_fdiv(float a, float b) { return a / b; }
+#else
+static __device__ inline float mgk_fmul(float a, float b) { return __fmul_rn(a, b); }
+static __device__ inline float mgk_fadd(float a, float b) { return __fadd_rn(a, b); }
+static __device__ inline float mgk_fsub(float a, float b) { return __fsub_rn(a, b); }
+static __device__ inline float mgk_fdiv(float a, float b) { return __fdiv_rn(a, b); }
+#endif
+
+/* ---- reductions ---------------------------------------------------------------------------- */
+
+#define MGK_FULL_MASK 0xffffffffu
+
+/* Butterfly sums: lane i adds lane i^o's value, so both get the same bits at every step. */
+static __device__ inline float mgk_warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(MGK_FULL_MASK, v, o);
+    return v;
+}
+static __device__ inline float mgk_warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(MGK_FULL_MASK, v, o));
+    return v;
+}
+
+/* Sum over the block: warp sums, then every warp sums the warp sums the same way. */
+static __device__ inline float mgk_block_sum(float v, float *red)
+{
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = mgk_warp_sum(v);
+    __syncthreads(); /* the previous call's readers are done with red */
+    if (lane == 0) red[w] = v;
+    __syncthreads();
+    return mgk_warp_sum(lane < nw ? red[lane] : 0.0f);
+}
+static __device__ inline float mgk_block_max(float v, float *red)
+{
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = mgk_warp_max(v);
+    __syncthreads();
+    if (lane == 0) red[w] = v;
+    __syncthreads();
+    return mgk_warp_max(lane < nw ? red[lane] : -INFINITY);
+}
+
+/* Sum of doubles over the block by a shared-memory tree (red: blockDim.x doubles, blockDim.x a
+ * power of two); the result is in red[0] after the call, for every thread. */
+static __device__ inline double mgk_block_sum_f64(double v, double *red)
+{
+    __syncthreads();
+    red[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
+        __syncthreads();
+    }
+    return red[0];
+}
+
+#endif

@@ -1,0 +1,165 @@
+/* kernels_cuda.h — what the CUDA backend offers beyond kernels.h (C API, MG_HAVE_CUDA builds:
+ * nvcc or the host emulator): device memory, synchronisation and timing on a context's
+ * stream, the device's identity, and the bf16 variants of the ops the GPU training path runs.
+ *
+ * Contract:
+ *   - Every tensor pointer is device memory (mgk_cuda_alloc). Calls are asynchronous on the
+ *     context's stream except mgk_cuda_upload/download (synchronous, device-wide) and
+ *     mgk_cuda_sync; a failed kernel launch or an asynchronous device error is a bug or a dead
+ *     device and aborts with file:line (kernels never return errors).
+ *   - bf16 variants (suffix _bf16) keep the kernels.h argument order and meaning with this
+ *     type rule: activations and parameters are bf16 (mgk_bf16: the 16 bits of an
+ *     __nv_bfloat16), parameter gradients and saved statistics (mean, rstd, lse, attention
+ *     saves) are fp32; arithmetic is fp32 and each bf16 result is rounded once (nearest-even).
+ *     Backward functions add into their gradients as in kernels.h.
+ */
+#ifndef MG_KERNELS_CUDA_H
+#define MG_KERNELS_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint16_t mgk_bf16;
+
+/* ---- device memory and timing ------------------------------------------------------------ */
+
+/* Device memory of bytes (> 0); NULL with the message set on failure. */
+void *mgk_cuda_alloc(size_t bytes);
+void mgk_cuda_free(void *p); /* accepts NULL */
+/* Synchronous copies host -> device and device -> host. */
+mg_status mgk_cuda_upload(void *dst, const void *src, size_t bytes);
+mg_status mgk_cuda_download(void *dst, const void *src, size_t bytes);
+/* Waits for everything queued on k's stream; reports an asynchronous failure. */
+mg_status mgk_cuda_sync(const mg_kctx *k);
+/* Runs fn(arg) reps times on k's stream between two events; *ms = mean milliseconds per run. */
+mg_status mgk_cuda_time(const mg_kctx *k, void (*fn)(void *arg), void *arg, int reps, double *ms);
+/* Number of devices (0 when there is none or no driver). */
+int mgk_cuda_device_count(void);
+/* The current device's name, compute capability and multiprocessor count. */
+mg_status mgk_cuda_device_info(char *name, size_t name_len, int *cc_major, int *cc_minor,
+                               int *num_sms);
+
+/* ---- fused residual add + norm (fp32 and bf16) --------------------------------------------- */
+
+/* resid = a + b (rounded to the variant's type), then out = layernorm(resid) exactly as
+ * mgk_add followed by mgk_layernorm_fwd / mgk_rmsnorm_fwd, in one pass over the row. The
+ * backward needs no fused op: the norms' backward already adds into the residual's gradient. */
+void mgk_cuda_residual_layernorm_fwd(const mg_kctx *k, float *resid, float *out, float *mean,
+                                     float *rstd, const float *a, const float *b, const float *w,
+                                     const float *bias, int64_t N, int64_t C, float eps);
+void mgk_cuda_residual_rmsnorm_fwd(const mg_kctx *k, float *resid, float *out, float *rstd,
+                                   const float *a, const float *b, const float *w, int64_t N,
+                                   int64_t C, float eps);
+void mgk_cuda_residual_layernorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *resid, mgk_bf16 *out,
+                                          float *mean, float *rstd, const mgk_bf16 *a,
+                                          const mgk_bf16 *b, const mgk_bf16 *w,
+                                          const mgk_bf16 *bias, int64_t N, int64_t C, float eps);
+void mgk_cuda_residual_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *resid, mgk_bf16 *out,
+                                        float *rstd, const mgk_bf16 *a, const mgk_bf16 *b,
+                                        const mgk_bf16 *w, int64_t N, int64_t C, float eps);
+
+/* ---- bf16 variants (kernels.h meaning; type rule above) -------------------------------------- */
+
+void mgk_cuda_add_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *a, const mgk_bf16 *b,
+                       int64_t n);
+void mgk_cuda_bias_add_bf16(const mg_kctx *k, mgk_bf16 *x, const mgk_bf16 *bias, int64_t N,
+                            int64_t C);
+void mgk_cuda_bias_grad_bf16(const mg_kctx *k, float *dbias, const mgk_bf16 *dout, int64_t N,
+                             int64_t C);
+void mgk_cuda_embedding_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const int32_t *ids,
+                                 const mgk_bf16 *table, int64_t N, int64_t C, int64_t row0,
+                                 int64_t nrows, int accumulate);
+void mgk_cuda_embedding_bwd_bf16(const mg_kctx *k, float *dtable, const mgk_bf16 *dout,
+                                 const int32_t *ids, int64_t N, int64_t C, int64_t row0,
+                                 int64_t nrows);
+void mgk_cuda_layernorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *mean, float *rstd,
+                                 const mgk_bf16 *inp, const mgk_bf16 *w, const mgk_bf16 *b,
+                                 int64_t N, int64_t C, float eps);
+void mgk_cuda_layernorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw, float *db,
+                                 const mgk_bf16 *dout, const mgk_bf16 *inp, const mgk_bf16 *w,
+                                 const float *mean, const float *rstd, int64_t N, int64_t C);
+void mgk_cuda_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *rstd, const mgk_bf16 *inp,
+                               const mgk_bf16 *w, int64_t N, int64_t C, float eps);
+void mgk_cuda_rmsnorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw, const mgk_bf16 *dout,
+                               const mgk_bf16 *inp, const mgk_bf16 *w, const float *rstd,
+                               int64_t N, int64_t C);
+void mgk_cuda_gelu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, int64_t n,
+                            mgk_gelu_kind kind);
+void mgk_cuda_gelu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                            const mgk_bf16 *inp, int64_t n, mgk_gelu_kind kind);
+void mgk_cuda_swiglu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, int64_t N,
+                              int64_t F);
+void mgk_cuda_swiglu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                              const mgk_bf16 *inp, int64_t N, int64_t F);
+void mgk_cuda_rope_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp,
+                            const int32_t *pos, int64_t B, int64_t T, int64_t H, int64_t D,
+                            int64_t rot_dim, float base);
+void mgk_cuda_rope_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                            const int32_t *pos, int64_t B, int64_t T, int64_t H, int64_t D,
+                            int64_t rot_dim, float base);
+void mgk_cuda_qkv_split_bf16(const mg_kctx *k, mgk_bf16 *q, mgk_bf16 *kk, mgk_bf16 *v,
+                             const mgk_bf16 *qkv, int64_t N, int64_t Hq, int64_t Hkv, int64_t D);
+void mgk_cuda_qkv_merge_bf16(const mg_kctx *k, mgk_bf16 *qkv, const mgk_bf16 *q,
+                             const mgk_bf16 *kk, const mgk_bf16 *v, int64_t N, int64_t Hq,
+                             int64_t Hkv, int64_t D);
+/* saved: mgk_attn_saved_numel floats (fp32, as the fp32 variant); scratch as mgk_attn_bwd. */
+void mgk_cuda_attn_fwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out, float *saved,
+                            const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,
+                            const int32_t *seg);
+/* The same forward on tensor cores (attn_wmma.cu) for D = 64 or 128 (other D: the portable
+ * kernel); its saved state serves mgk_cuda_attn_bwd_bf16. Not the default until measured. */
+void mgk_cuda_attn_fwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out,
+                                 float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
+                                 const mgk_bf16 *v, const int32_t *seg);
+void mgk_cuda_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq, mgk_bf16 *dk,
+                            mgk_bf16 *dv, const mgk_bf16 *dout, const float *saved,
+                            const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,
+                            const int32_t *seg);
+/* The backward on tensor cores (attn_wmma.cu), D = 64 or 128 (other D: the portable kernels);
+ * follows either forward. Not the default until measured. */
+void mgk_cuda_attn_bwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq,
+                                 mgk_bf16 *dk, mgk_bf16 *dv, const mgk_bf16 *dout,
+                                 const float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
+                                 const mgk_bf16 *v, const int32_t *seg);
+void mgk_cuda_xent_partial_bf16(const mg_kctx *k, float *rowmax, float *rowsum, float *tgt,
+                                const mgk_bf16 *logits, const int32_t *targets, int64_t N,
+                                int64_t Vl, int64_t col0, int64_t vocab);
+void mgk_cuda_xent_fwd_bf16(const mg_kctx *k, float *loss, float *lse, const mgk_bf16 *logits,
+                            const int32_t *targets, int64_t N, int64_t Vp, int64_t vocab);
+void mgk_cuda_xent_bwd_bf16(const mg_kctx *k, mgk_bf16 *dlogits, const mgk_bf16 *logits,
+                            const float *lse, const int32_t *targets, const float *mask,
+                            float scale, int64_t N, int64_t Vl, int64_t col0, int64_t vocab);
+/* mgk_adamw on the fp32 master weights param, then param_bf16 = bf16(param). */
+void mgk_cuda_adamw_bf16(const mg_kctx *k, float *param, mgk_bf16 *param_bf16, float *m, float *v,
+                         const float *grad, int64_t n, const mgk_adamw_hp *hp, int decay);
+
+/* Products of bf16 matrices (fp32 accumulate), the meaning of mgk_gemm: C bf16, or fp32 (_f32:
+ * the weight gradients accumulate in fp32). */
+void mgk_cuda_gemm_bf16(const mg_kctx *k, mgk_bf16 *C, int64_t ldc, const mgk_bf16 *A,
+                        int64_t lda, const mgk_bf16 *B, int64_t ldb, int64_t M, int64_t N,
+                        int64_t K, int ta, int tb, float alpha, float beta);
+void mgk_cuda_gemm_bf16_f32(const mg_kctx *k, float *C, int64_t ldc, const mgk_bf16 *A,
+                            int64_t lda, const mgk_bf16 *B, int64_t ldb, int64_t M, int64_t N,
+                            int64_t K, int ta, int tb, float alpha, float beta);
+/* out (N, OUT) = act(inp W^T + bias) with act = identity or (gelu) the tanh GeLU, in
+ * cuBLASLt's epilogue; pre (may be NULL) receives the GeLU input for the backward (OUT a
+ * multiple of 8). bias may be NULL. */
+void mgk_cuda_linear_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, mgk_bf16 *pre,
+                              const mgk_bf16 *inp, const mgk_bf16 *W, const mgk_bf16 *bias,
+                              int64_t N, int64_t IN, int64_t OUT, int gelu);
+/* dinp (bf16) += dout W, dW (fp32) += dout^T inp, dbias (fp32) += colsum(dout); any may be NULL. */
+void mgk_cuda_linear_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dW, float *dbias,
+                              const mgk_bf16 *dout, const mgk_bf16 *inp, const mgk_bf16 *W,
+                              int64_t N, int64_t IN, int64_t OUT);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

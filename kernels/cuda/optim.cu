@@ -1,0 +1,60 @@
+/* optim.cu — AdamW on fp32 master weights (kernels.h semantics), and its bf16 variant that
+ * also writes the bf16 copy of the parameters the model computes with.
+ *
+ * Kernel: grid-stride loop (block 256, at most 8192 blocks), the reference's element update
+ * (mgk_adamw_elem, kernels/cpu/cpu_internal.h) operation for operation with correctly
+ * rounded intrinsics, so nvcc cannot contract a product and a sum: fp32 results equal the
+ * CPU reference bitwise. Coefficients are computed on the host by the reference's
+ * mgk_adamw_coefs and passed by value.
+ */
+#include "cuda_portable.h"
+
+#include "cuda_common.cuh"
+
+#define THREADS 256
+
+static __device__ inline void adamw_elem(const mgk_adamw_coef c, float *p, float *m, float *v,
+                                         float g)
+{
+    if (c.grad_scale != 1.0f) g = mgk_fmul(g, c.grad_scale);
+    float pi = mgk_fmul(*p, c.decay_mul), mi = *m, d = mgk_fsub(g, mi);
+    mi = c.lerp_w < 0.5f ? fmaf(c.lerp_w, d, mi) : fmaf(mgk_fsub(c.lerp_w, 1.0f), d, g);
+    float vi = fmaf(mgk_fmul(c.one_minus_beta2, g), g, mgk_fmul(*v, c.beta2));
+    float denom = mgk_fadd(mgk_fdiv(sqrtf(vi), c.bc2_sqrt), c.eps);
+    *p = mgk_fadd(pi, mgk_fdiv(mgk_fmul(c.neg_step_size, mi), denom));
+    *m = mi;
+    *v = vi;
+}
+
+/* param_lp (may be NULL): the bf16 copy of the updated parameters. */
+static __global__ void adamw_kernel(float *param, bf16 *param_lp, float *m, float *v,
+                                    const float *grad, int64_t n, const mgk_adamw_coef c)
+{
+    MGK_FOR_EACH(i, n) {
+        adamw_elem(c, param + i, m + i, v + i, grad[i]);
+        if (param_lp) param_lp[i] = __float2bfloat16(param[i]);
+    }
+}
+
+static void adamw_launch(const mg_kctx *k, float *param, bf16 *param_lp, float *m, float *v,
+                         const float *grad, int64_t n, const mgk_adamw_hp *hp, int decay)
+{
+    if (n <= 0) return;
+    mgk_adamw_coef c = mgk_adamw_coefs(hp, decay);
+    MGK_LAUNCH(adamw_kernel, mgk_grid(n, THREADS, MGK_GRID_CAP), THREADS, 0, mgk_stream(k), param,
+               param_lp, m, v, grad, n, c);
+    MGK_LAUNCH_CHECK();
+}
+
+extern "C" void mgk_cuda_adamw(const mg_kctx *k, float *param, float *m, float *v,
+                               const float *grad, int64_t n, const mgk_adamw_hp *hp, int decay)
+{
+    adamw_launch(k, param, (bf16 *)NULL, m, v, grad, n, hp, decay);
+}
+
+extern "C" void mgk_cuda_adamw_bf16(const mg_kctx *k, float *param, mgk_bf16 *param_bf16, float *m,
+                                    float *v, const float *grad, int64_t n,
+                                    const mgk_adamw_hp *hp, int decay)
+{
+    adamw_launch(k, param, mgk_bf(param_bf16), m, v, grad, n, hp, decay);
+}
