@@ -1,6 +1,7 @@
 # mk/install.mk — mgtools as an installed Unix tool and a release (included by the Makefile
 # once TOOLS is known):
 #   - the git revision compiled into --version ($(BUILD)/gen/mg_revision.h);
+#   - make STATIC=1: the optional libraries linked statically where possible (mk/static.mk);
 #   - the man pages, generated from each tool's --help (scripts/gen-man.sh) around the
 #     hand-written sections of docs/man/TOOL.1.in, and the bash completion, generated from
 #     the tools' flag tables (TOOL --list-flags, scripts/gen-completion.sh); both built by
@@ -17,15 +18,20 @@ MG_RELEASE := $(shell sed -n 's/^\#define MG_VERSION "\(.*\)"$$/\1/p' libcommon/
 MG_REVISION := $(or $(if $(wildcard REVISION),$(shell cat REVISION)),\
                     $(shell git describe --always --dirty 2>/dev/null),unknown)
 
-# --- the revision in --version: the header changes only when the revision does ---
+# --- the revision in --version: the header changes only when the revision does, and an
+# unknown revision (git refusing another user's tree under `sudo make install`) keeps it ---
 REVISION_H := $(BUILD)/gen/mg_revision.h
 .PHONY: FORCE
 $(REVISION_H): FORCE
 	@mkdir -p $(dir $@)
-	@printf '#define MG_REVISION "%s"\n' '$(MG_REVISION)' >$@.tmp
-	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+	@if [ '$(MG_REVISION)' != unknown ] || [ ! -f $@ ]; then \
+	  printf '#define MG_REVISION "%s"\n' '$(MG_REVISION)' >$@.tmp; \
+	  cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp; fi
 $(BUILD)/libcommon/base/version.o: $(REVISION_H)
 $(BUILD)/libcommon/base/version.o: CFLAGS_BASE += -I$(BUILD)/gen
+
+# --- make STATIC=1 ---
+include mk/static.mk
 
 # --- man pages and bash completion, generated from the built tools ---
 MAN_PAGES  := $(TOOLS:$(BIN)/%=$(BUILD)/man/%.1)
