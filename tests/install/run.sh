@@ -8,7 +8,8 @@
 #      --help names is in the table, and the man pages render without warnings;
 #   4. --version names the source tree's revision and one optional part per MG_HAVE_* macro
 #      of the build;
-#   5. the bash completion, sourced in bash, completes flags, files and directories.
+#   5. the bash completion, sourced in bash, completes flags, files and directories, and no
+#      flag named like a path (-dir, -path, -file, -prefix) completes as text.
 # Needs a built tree (make). Prints "N passed, N failed"; exit 1 if any check failed.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -123,6 +124,11 @@ expect 'vocab.json ' mg-preprocess --vocab-f v
 expect '--append-eod ' mg-preprocess --input a b --app
 expect 'data dir2 ' mg-convert --load-dir ''
 expect '--load-dir ' mg-convert --load-d
+# a flag named like a path must say so in its table (files/dirs of mg_argv_spec)
+for t in "${tools[@]}"; do
+  text=$("bin/$t" --list-flags | awk '$3 == "text" && $1 ~ /-(dir|path|file|prefix)$/ { print $1 }')
+  [ -z "$text" ] && ok || bad "$t: flags named like paths complete as text (list them in the table's files or dirs):" $text
+done
 for t in "${tools[@]}"; do
   n=$(completions "$t" -- | wc -w)
   want=$("bin/$t" --list-flags | grep -c '^--')
