@@ -18,10 +18,9 @@ for tool in "$@"; do
   name=$(basename "$tool")
   flags=$("$tool" --list-flags)
   [ -n "$flags" ] || { echo "$0: $tool --list-flags printed nothing" >&2; exit 1; }
-  # a tool accepts prefixes when an abbreviation of its longest flag is taken as that flag
-  longest=$(printf '%s\n' "$flags" | awk '{ print length($1), $1 }' | sort -n | tail -1 | cut -d' ' -f2)
+  # a tool accepts prefixes when it takes --list-fl for --list-flags
   abbrev=0
-  "$tool" "${longest%?}" --list-flags >/dev/null 2>&1 && abbrev=1
+  "$tool" --list-fl >/dev/null 2>&1 && abbrev=1
   printf "# %s: NAME NARGS [VALUE] per flag; prefixes accepted: %s\n" "$name" "$abbrev"
   printf "_mgtools_flags_%s='%s'\n" "${name//-/_}" "$flags"
   printf "_mgtools_abbrev_%s=%s\n\n" "${name//-/_}" "$abbrev"

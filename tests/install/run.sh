@@ -26,6 +26,9 @@ trap 'rm -rf "$tmp"' EXIT
 for t in "${tools[@]}"; do
   [ -x "bin/$t" ] || { echo "cannot run: bin/$t was not built (make)"; exit 1; }
 done
+for p in groff man col; do
+  command -v $p >/dev/null || { echo "cannot run: $p not found (scripts/setup.sh --system)"; exit 1; }
+done
 
 # --- 1. install, the file list, uninstall ---
 expected_files() { # PREFIX-relative paths install must write (links marked ' -> target')
