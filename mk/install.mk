@@ -63,7 +63,7 @@ COMPLETION_FILE  := $(firstword $(TOOL_NAMES))
 COMPLETION_LINKS := $(wordlist 2,$(words $(TOOL_NAMES)),$(TOOL_NAMES))
 
 .PHONY: install uninstall dist distcheck test-install
-install: all
+install: $(TOOLS) $(MAN_PAGES) $(COMPLETION)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) \
 	  $(DESTDIR)$(COMPLETIONSDIR)
 	$(INSTALL) -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)
@@ -79,7 +79,7 @@ uninstall:
 	  $(TOOL_NAMES:%=$(DESTDIR)$(COMPLETIONSDIR)/%) $(DOC_FILES:%=$(DESTDIR)$(DOCDIR)/%)
 	if [ -d $(DESTDIR)$(DOCDIR) ]; then rmdir $(DESTDIR)$(DOCDIR); fi
 
-test-install: all
+test-install: $(TOOLS) $(MAN_PAGES) $(COMPLETION)
 	tests/install/run.sh
 
 # --- release tarball ---
