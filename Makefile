@@ -9,6 +9,8 @@
 #   make vocab      unpack the test vocabularies (tests/data/vocab.tar.zst) into build/vocab
 #   make gpu-test / test-gpu / cuda-report   the CUDA kernels' GPU test and ptxas report
 #                   (mk/cuda.mk; `make` builds the CUDA kernels wherever nvcc is present)
+#   make install    tools, man pages, bash completion, README (PREFIX, DESTDIR, BINDIR, MANDIR;
+#                   mk/install.mk); make uninstall, make dist, make distcheck
 # Dependencies are detected with probe compiles; force one with HAVE_X=0/1.
 
 .DEFAULT_GOAL := all
@@ -67,6 +69,8 @@ UNIT_BIN  := $(BUILD)/test-unit
 TEST_TOOLS := $(TOOL_SRCS:%.c=$(BUILD)/%)
 # The CUDA emulator and build/test-cuda-emu (make test-cuda-emu).
 include mk/cuda_emu.mk
+# --version's revision, man pages, bash completion, install/uninstall, dist/distcheck.
+include mk/install.mk
 
 all: config $(TOOLS)
 tools-test: $(TEST_TOOLS)
@@ -150,7 +154,8 @@ test-cli: all vocab
 	tests/cli/run.sh
 
 test-interop: all $(TEST_TOOLS) vocab
-	MG_SKIP_FUZZ=1 MG_SKIP_UNIT=1 MG_SKIP_CLI=1 MG_SKIP_CUDA_EMU=1 MG_SKIP_GPU=1 scripts/run-tests.sh
+	MG_SKIP_FUZZ=1 MG_SKIP_UNIT=1 MG_SKIP_CLI=1 MG_SKIP_CUDA_EMU=1 MG_SKIP_GPU=1 MG_SKIP_INSTALL=1 \
+	  scripts/run-tests.sh
 
 asan: vocab
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin \
@@ -158,7 +163,7 @@ asan: vocab
 	  $(TOOLS:$(BIN)/%=build-asan/bin/%) build-asan/test-unit \
 	  $(if $(filter 1,$(HAVE_CUDA_HEADERS)),build-asan/test-cuda-emu)
 	MG_BIN=build-asan/bin MG_UNIT=build-asan/test-unit MG_CUDA_EMU=build-asan/test-cuda-emu \
-	  MG_SKIP_INTEROP=1 MG_SKIP_FUZZ=1 MG_SKIP_MINIMAL=1 scripts/run-tests.sh
+	  MG_SKIP_INTEROP=1 MG_SKIP_FUZZ=1 MG_SKIP_MINIMAL=1 MG_SKIP_INSTALL=1 scripts/run-tests.sh
 
 # docs/DESIGN.md: without its optional dependencies the build still links, runs and passes
 # its tests (each test checks the refusal instead).

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
         return MG_EXIT_OK;
     }
     if (o.version) {
-        printf("mg-convert (mgtools) %s\n", MG_VERSION);
+        mg_cli_print_version();
         return MG_EXIT_OK;
     }
     if (o.tokenizer_dir && o.saver != CK_HF && !o.inspect_dir)

@@ -62,7 +62,8 @@ static mg_tdtype dtype_arg(const char *v)
 enum {
     C_LOAD_DIR, C_SAVE_DIR, C_INSPECT, C_TOKENIZER_DIR, C_LOADER, C_SAVER, C_TP, C_PP,
     C_PP_FIRST, C_PP_LAST, C_DTYPE, C_DIVISIBLE, C_TRUE_VOCAB, C_IMPL, C_CKPT_FORMAT, C_ITERATION,
-    C_MAX_SHARD, C_WORKERS, C_DROP_OPTIM, C_VERIFY, C_QUIET, C_HELP, C_VERSION, C_COUNT
+    C_MAX_SHARD, C_WORKERS, C_DROP_OPTIM, C_VERIFY, C_QUIET, C_HELP, C_VERSION, C_LIST_FLAGS,
+    C_COUNT
 };
 
 /* convert.py's flags: exact names; a value is the next word whatever it looks like. */
@@ -90,9 +91,14 @@ static const mg_argv_flag flags[C_COUNT] = {
     [C_QUIET] = {"--quiet", MG_ARGV_SWITCH},
     [C_HELP] = {"--help", MG_ARGV_SWITCH},
     [C_VERSION] = {"--version", MG_ARGV_SWITCH},
+    [C_LIST_FLAGS] = {"--list-flags", MG_ARGV_SWITCH},
 };
 
-static const mg_argv_spec spec = {flags, C_COUNT, 0, 1, C_HELP};
+/* Flags whose value is a directory (shell completion). */
+static const char *const dir_flags[] = {"--load-dir", "--save-dir", "--inspect",
+                                        "--tokenizer-dir", NULL};
+
+static const mg_argv_spec spec = {flags, C_COUNT, 0, 1, C_HELP, NULL, dir_flags};
 
 static void set_value(ck_opts *o, int id, const char *v)
 {
@@ -154,14 +160,20 @@ static void check(const ck_opts *o)
 void ck_parse_options(ck_opts *o, int argc, char **argv)
 {
     defaults(o);
+    int list_flags = 0;
     mg_argv a;
     mg_argv_init(&a, &spec, argc, argv);
     for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;) {
         if (ev == MG_ARGV_POSITIONAL && a.word[0] != '-')
             mg_usage_error("unexpected argument '%s'", a.word);
         if (ev != MG_ARGV_FLAG) mg_usage_error("unknown or incomplete option '%s'", a.word);
-        if (flags[a.id].nargs == MG_ARGV_SWITCH) set_switch(o, a.id);
+        if (a.id == C_LIST_FLAGS) list_flags = 1;
+        else if (flags[a.id].nargs == MG_ARGV_SWITCH) set_switch(o, a.id);
         else set_value(o, a.id, a.values[0]);
+    }
+    if (list_flags) {
+        mg_cli_list_flags(&spec);
+        exit(MG_EXIT_OK);
     }
     check(o);
 }

@@ -17,7 +17,7 @@ int main(int argc, char **argv)
         pp_print_help();
         rc = MG_EXIT_OK;
     } else if (o.version) {
-        printf("mg-preprocess (mgtools) %s\n", MG_VERSION);
+        mg_cli_print_version();
         rc = MG_EXIT_OK;
     } else {
         rc = o.inspect ? pp_run_inspect(&o) : o.merge ? pp_run_merge(&o) : pp_run_preprocess(&o);

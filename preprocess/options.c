@@ -24,7 +24,7 @@ enum opt_id {
     O_PUNKT_DIR, O_TOKENIZER_TYPE, O_VOCAB_FILE, O_MERGE_FILE, O_TOKENIZER_MODEL, O_VOCAB_SIZE,
     O_TIKTOKEN_PATTERN, O_TIKTOKEN_NUM_SPECIAL, O_SPECIAL_TOKENS, O_HF_NO_SPECIAL,
     O_NULL_EOD, O_SKIP_INVALID, O_QUIET, O_MERGE, O_MULTIMODAL, O_HELP, O_VERSION,
-    O_INSPECT, O_DECODE,
+    O_LIST_FLAGS, O_INSPECT, O_DECODE,
     /* accepted, no effect on preprocessing (training-only or fixed by preprocess_data.py) */
     O_PADDED_VOCAB, O_NO_PAD_VOCAB, O_DISABLE_PAD_VOCAB, O_VOCAB_EXTRA_IDS, O_NULL_PAD,
     O_HF_NO_USE_FAST, O_TRUST_REMOTE_CODE,
@@ -69,6 +69,7 @@ static const struct flag flags[O_COUNT] = {
     [O_MULTIMODAL] = {"--multimodal", ARG_NONE, CL_UNSUPPORTED},
     [O_HELP] = {"--help", ARG_NONE, CL_NORMAL},
     [O_VERSION] = {"--version", ARG_NONE, CL_NORMAL},
+    [O_LIST_FLAGS] = {"--list-flags", ARG_NONE, CL_NORMAL},
     [O_INSPECT] = {"--inspect", ARG_ONE, CL_NORMAL},
     [O_DECODE] = {"--decode", ARG_ONE, CL_NORMAL},
     [O_PADDED_VOCAB] = {"--padded-vocab-size", ARG_ONE, CL_IGNORED},
@@ -99,11 +100,17 @@ struct parse_state {
 static const mg_argv_nargs nargs_of[] = {
     [ARG_NONE] = MG_ARGV_SWITCH, [ARG_ONE] = MG_ARGV_ONE, [ARG_LIST] = MG_ARGV_LIST};
 
+/* Flags whose value is a file or path prefix, or a directory (shell completion). */
+static const char *const file_flags[] = {"--input", "--output-prefix", "--vocab-file",
+                                         "--merge-file", "--tokenizer-model", "--inspect",
+                                         "--tokenizer-metadata", NULL};
+static const char *const dir_flags[] = {"--punkt-dir", "--performance-dir", NULL};
+
 /* The scanner's table: argparse rules, unique prefixes accepted (allow_abbrev), -h. */
 static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
 {
     for (int i = 0; i < O_COUNT; i++) t[i] = (mg_argv_flag){flags[i].name, nargs_of[flags[i].kind]};
-    *spec = (mg_argv_spec){t, O_COUNT, 1, 0, O_HELP};
+    *spec = (mg_argv_spec){t, O_COUNT, 1, 0, O_HELP, file_flags, dir_flags};
 }
 
 /* argparse's words for the scanner's errors. */
@@ -325,6 +332,10 @@ void pp_parse_options(struct mg_preprocess_opts *o, int argc, char **argv)
     for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;) {
         if (ev != MG_ARGV_FLAG) scan_error(&a, ev);
         take(o, &ps, &a);
+    }
+    if (ps.seen[O_LIST_FLAGS]) {
+        mg_cli_list_flags(&spec);
+        exit(MG_EXIT_OK);
     }
     if (o->help || o->version) return;
     if (ps.first_unsupported >= 0) {

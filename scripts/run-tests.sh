@@ -8,15 +8,16 @@
 #   3. CUDA kernels on the host execution path (build/test-cuda-emu, docs/CUDA_EMU.md; fails
 #      when it could not be built, e.g. without NVIDIA's CUDA headers)
 #   4. CLI golden tests  (tests/cli/run.sh)
-#   5. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; fails without clang)
-#   6. interop tests     (pytest -rs in the Python test environment of scripts/setup.sh; a
+#   5. install, man pages, completion, --version (tests/install/run.sh, on bin/)
+#   6. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; fails without clang)
+#   7. interop tests     (pytest -rs in the Python test environment of scripts/setup.sh; a
 #      skip not named in tests/interop/expected-skips.txt fails it)
 # A suite that cannot run fails; nothing is skipped unless the caller asks.
 # Environment: MG_BIN (tools dir, default bin), MG_UNIT (unit test binary), MG_CUDA_EMU (the
 # emulated CUDA suite's binary), MG_GPU_TEST (the GPU test program), MG_VOCAB_DIR (test
 # vocabularies, default build/vocab, unpacked from tests/data/vocab.tar.zst),
 # MG_SKIP_UNIT=1 / MG_SKIP_GPU=1 / MG_SKIP_MINIMAL=1 / MG_SKIP_CUDA_EMU=1 / MG_SKIP_CLI=1 /
-# MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1 leave a suite out (and say so).
+# MG_SKIP_INSTALL=1 / MG_SKIP_FUZZ=1 / MG_SKIP_INTEROP=1 leave a suite out (and say so).
 set -u
 cd "$(dirname "$0")/.."
 export MG_BIN=${MG_BIN:-bin}
@@ -27,7 +28,7 @@ if [ -z "${MG_VOCAB_DIR:-}" ]; then
   export MG_VOCAB_DIR=$PWD/build/vocab
 fi
 failed=() left_out=()
-for s in UNIT GPU MINIMAL CUDA_EMU CLI FUZZ INTEROP; do
+for s in UNIT GPU MINIMAL CUDA_EMU CLI INSTALL FUZZ INTEROP; do
   v=MG_SKIP_$s; [ "${!v:-0}" = 1 ] && left_out+=("$(echo "$s" | tr A-Z_ a-z-)")
 done
 
@@ -66,6 +67,11 @@ fi
 if [ "${MG_SKIP_CLI:-0}" != 1 ]; then
   echo "== CLI tests"
   tests/cli/run.sh || failed+=(cli)
+fi
+
+if [ "${MG_SKIP_INSTALL:-0}" != 1 ]; then
+  echo "== install, man pages, bash completion, --version"
+  tests/install/run.sh || failed+=(install)
 fi
 
 if [ "${MG_SKIP_FUZZ:-0}" != 1 ]; then

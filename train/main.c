@@ -64,8 +64,13 @@ int main(int argc, char **argv)
         mg_train_opts_free(&o);
         return MG_EXIT_OK;
     }
+    if (o.list_flags) {
+        mg_train_list_flags();
+        mg_train_opts_free(&o);
+        return MG_EXIT_OK;
+    }
     if (o.version) {
-        printf("mg-train (mgtools) %s\n", MG_VERSION);
+        mg_cli_print_version();
         mg_train_opts_free(&o);
         return MG_EXIT_OK;
     }

@@ -174,6 +174,7 @@ static const struct flag flags[] = {
     {"--help", K_ON, F(help), 0, NULL, NULL},
     {"-h", K_ON, F(help), 0, NULL, NULL},
     {"--version", K_ON, F(version), 0, NULL, NULL},
+    {"--list-flags", K_ON, F(list_flags), 0, NULL, NULL},
 };
 #define N_FLAGS (sizeof flags / sizeof flags[0])
 
@@ -263,6 +264,11 @@ static mg_status set_value(mg_train_opts *o, const struct flag *f, const char *v
     }
 }
 
+/* Flags whose value is a file or path prefix, or a directory (shell completion). */
+static const char *const file_flags[] = {"--vocab-file", "--merge-file", "--tokenizer-model",
+                                         "--data-path", "--log-file", NULL};
+static const char *const dir_flags[] = {"--data-cache-path", "--save", "--load", NULL};
+
 /* The scanner's table: Megatron's parser has allow_abbrev=False (exact names only). */
 static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
 {
@@ -274,7 +280,7 @@ static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
                                                          : MG_ARGV_LIST;
         t[i] = (mg_argv_flag){flags[i].name, n};
     }
-    *spec = (mg_argv_spec){t, N_FLAGS, 0, 0, -1};
+    *spec = (mg_argv_spec){t, N_FLAGS, 0, 0, -1, file_flags, dir_flags};
 }
 
 /* Megatron's (argparse's) words for the scanner's errors. */
@@ -316,10 +322,18 @@ mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
     mg_argv_init(&a, &spec, argc, argv);
     for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;)
         MG_FORWARD(ev == MG_ARGV_FLAG ? take(o, &a) : scan_error(&a, ev));
-    if (o->help || o->version) return MG_OK;
+    if (o->help || o->version || o->list_flags) return MG_OK;
     o->tok.special_tokens = o->special_tokens;
     o->tok.n_special_tokens = o->n_special_tokens;
     return mg_train_validate(o);
+}
+
+void mg_train_list_flags(void)
+{
+    mg_argv_flag table[N_FLAGS];
+    mg_argv_spec spec;
+    argv_table(table, &spec);
+    mg_cli_list_flags(&spec);
 }
 
 mg_status mg_train_resolve_vocab(mg_train_opts *o)

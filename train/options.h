@@ -8,7 +8,8 @@
  *     wins; --data-path takes every following word up to the next flag. It never prints and
  *     never exits: a bad flag or combination is MG_ERR_ARG, a recognised flag or value this
  *     build does not implement is MG_ERR_UNSUPPORTED ("not supported yet: ..."), both with
- *     the message in mg_last_error(). --help / --version stop validation (opts->help ...).
+ *     the message in mg_last_error(). --help / --version / --list-flags stop validation
+ *     (opts->help ...).
  *   - Derived values (as validate_args / get_optimizer_param_scheduler): ffn_hidden_size 4h
  *     (SwiGLU: int(4h*2/3/64)*64), kv_channels h/heads, num_query_groups = heads without
  *     --group-query-attention, global batch size = micro batch size x DP by default and a
@@ -76,7 +77,7 @@ typedef struct {
     const char *log_file;
     int log_throughput;
     /* planning (list 7) and the tool */
-    int dry_run, help, version;
+    int dry_run, help, version, list_flags; /* list_flags: --list-flags */
     int64_t dump_samples;           /* --dump-samples N: print N training samples, exit */
     int openai_gelu, no_bias_gelu_fusion; /* --openai-gelu, --no-bias-gelu-fusion */
     mg_lr_sched sched;              /* derived, in samples */
@@ -90,6 +91,9 @@ mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv);
 /* Sets model.vocab_size (from the tokenizer when --tokenizer-type is given, else
  * --vocab-size) and model.padded_vocab_size; MG_ERR_ARG when neither is given. */
 mg_status mg_train_resolve_vocab(mg_train_opts *o);
+
+/* Prints --list-flags (mg_cli_list_flags): every flag of the table. */
+void mg_train_list_flags(void);
 
 void mg_train_opts_free(mg_train_opts *o);
 

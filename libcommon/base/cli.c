@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "mg/version.h"
+
 static const char *prog_name = "mg";
 
 void mg_cli_init(const char *prog)
@@ -91,6 +93,60 @@ int mg_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
     if (errno || *end || v < min || v > max) return -1;
     *out = (int64_t)v;
     return 0;
+}
+
+/* The features whose built flag is `built`, comma-separated, or "(none)". */
+static void print_features(const char *label, int built)
+{
+    size_t n, shown = 0;
+    const mg_feature *f = mg_features(&n);
+    printf("%s:", label);
+    for (size_t i = 0; i < n; i++)
+        if (f[i].built == built) printf("%s %s", shown++ ? "," : "", f[i].name);
+    printf("%s\n", shown ? "" : " (none)");
+}
+
+void mg_cli_print_version(void)
+{
+    printf("%s (mgtools) %s\n", prog_name, MG_VERSION);
+    printf("revision: %s\n", mg_revision());
+    print_features("built with", 1);
+    print_features("built without", 0);
+}
+
+/* 1 if name is in the NULL-terminated list (NULL: empty). */
+static int listed(const char *const *list, const char *name)
+{
+    for (; list && *list; list++)
+        if (strcmp(*list, name) == 0) return 1;
+    return 0;
+}
+
+/* Every name of a path list must be a flag of the table (a typo would lose completion). */
+static void check_listed(const mg_argv_spec *spec, const char *const *list)
+{
+    for (; list && *list; list++) {
+        size_t i = 0;
+        while (i < spec->n && strcmp(spec->flags[i].name, *list) != 0) i++;
+        MG_ASSERT(i < spec->n);
+    }
+}
+
+void mg_cli_list_flags(const mg_argv_spec *spec)
+{
+    static const char *const nargs[] = {
+        [MG_ARGV_SWITCH] = "0", [MG_ARGV_ONE] = "1", [MG_ARGV_LIST] = "+", [MG_ARGV_ANY] = "*"};
+    check_listed(spec, spec->files);
+    check_listed(spec, spec->dirs);
+    if (spec->help >= 0) printf("-h 0\n");
+    for (size_t i = 0; i < spec->n; i++) {
+        const mg_argv_flag *f = &spec->flags[i];
+        const char *value = listed(spec->dirs, f->name)    ? "dir"
+                            : listed(spec->files, f->name) ? "file"
+                                                           : "text";
+        if (f->nargs == MG_ARGV_SWITCH) printf("%s 0\n", f->name);
+        else printf("%s %s %s\n", f->name, nargs[f->nargs], value);
+    }
 }
 
 double mg_now(void)

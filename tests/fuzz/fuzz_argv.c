@@ -15,7 +15,7 @@ static const mg_argv_flag flags[] = {
 
 static void scan(int argc, char **argv, int abbrev, int any_value)
 {
-    mg_argv_spec spec = {flags, sizeof flags / sizeof flags[0], abbrev, any_value, 5};
+    mg_argv_spec spec = {flags, sizeof flags / sizeof flags[0], abbrev, any_value, 5, NULL, NULL};
     mg_argv a;
     mg_argv_init(&a, &spec, argc, argv);
     for (int steps = 0;; steps++) {

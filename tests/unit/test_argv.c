@@ -40,7 +40,7 @@ MG_TEST(argv_flag_words)
 
 MG_TEST(argv_values_by_nargs)
 {
-    mg_argv_spec spec = {flags, F_N, 0, 0, F_HELP};
+    mg_argv_spec spec = {flags, F_N, 0, 0, F_HELP, NULL, NULL};
     mg_argv a;
     const char *w1[] = {"--keys", "a", "b", "--quiet", "--paths", "--input=x=y", "-h", NULL};
     MG_CHECK_EQ_INT(t, nth(&a, &spec, w1, 0), MG_ARGV_FLAG);
@@ -61,7 +61,7 @@ MG_TEST(argv_values_by_nargs)
 
 MG_TEST(argv_errors)
 {
-    mg_argv_spec spec = {flags, F_N, 0, 0, -1};
+    mg_argv_spec spec = {flags, F_N, 0, 0, -1, NULL, NULL};
     mg_argv a;
     const char *w1[] = {"--quiet=1", NULL};
     MG_CHECK_EQ_INT(t, nth(&a, &spec, w1, 0), MG_ARGV_EXPLICIT);
@@ -82,7 +82,7 @@ MG_TEST(argv_errors)
 
 MG_TEST(argv_abbreviations_and_any_value)
 {
-    mg_argv_spec spec = {flags, F_N, 1, 0, F_HELP};
+    mg_argv_spec spec = {flags, F_N, 1, 0, F_HELP, NULL, NULL};
     mg_argv a;
     const char *w1[] = {"--inp=v", "--q", NULL};
     MG_CHECK_EQ_INT(t, nth(&a, &spec, w1, 0), MG_ARGV_FLAG);
@@ -94,7 +94,7 @@ MG_TEST(argv_abbreviations_and_any_value)
     MG_CHECK(t, a.name_len == 4 && !strcmp(a.candidates, "--input, --inspect"));
     const char *w3[] = {"--", NULL}; /* two characters: never a prefix */
     MG_CHECK_EQ_INT(t, nth(&a, &spec, w3, 0), MG_ARGV_UNKNOWN);
-    spec = (mg_argv_spec){flags, F_N, 0, 1, F_HELP};
+    spec = (mg_argv_spec){flags, F_N, 0, 1, F_HELP, NULL, NULL};
     const char *w4[] = {"--input", "--quiet", NULL};
     MG_CHECK_EQ_INT(t, nth(&a, &spec, w4, 0), MG_ARGV_FLAG);
     MG_CHECK(t, a.id == F_INPUT && !strcmp(a.values[0], "--quiet"));

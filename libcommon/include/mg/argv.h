@@ -35,6 +35,11 @@ typedef struct {
     int abbrev;                /* unique prefixes accepted (argparse allow_abbrev) */
     int any_value;             /* MG_ARGV_ONE takes the next word whatever it looks like */
     int help;                  /* id that "-h" selects, -1: none */
+    /* For shell completion only (mg_cli_list_flags), the scanner does not look at them:
+     * NULL-terminated names of the flags whose value is a file or a path prefix (files),
+     * or a directory (dirs); NULL: none. Every name must be a flag of the table. */
+    const char *const *files;
+    const char *const *dirs;
 } mg_argv_spec;
 
 typedef enum {

@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "mg/argv.h"
 #include "mg/error.h"
 
 #define MG_VERSION "0.1.0"
@@ -48,6 +49,17 @@ __attribute__((noreturn)) void mg_die_status(mg_status st);
 /* Strict number parsing for flag values: the whole string must be a base-10 integer in
  * [min, max]. Returns 0 on success, -1 otherwise. */
 int mg_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* Prints --version on stdout: "<prog> (mgtools) MG_VERSION", "revision: REV", "built with:
+ * A, B, ..." and "built without: C, ..." ("(none)" for an empty list); mg/version.h. */
+void mg_cli_print_version(void);
+
+/* Prints --list-flags on stdout: one line per flag of the table, "NAME NARGS [VALUE]" with
+ * NARGS 0 (a switch), 1, + (one or more) or * (zero or more) and, for flags with values,
+ * VALUE file or dir (the spec's files and dirs lists) or text; "-h 0" first when the table
+ * has a help flag. A name in files/dirs that is not in the table aborts (a bug).
+ * scripts/gen-completion.sh and the documentation tests read it. */
+void mg_cli_list_flags(const mg_argv_spec *spec);
 
 /* Monotonic clock in seconds. */
 double mg_now(void);
