@@ -56,13 +56,13 @@ mg_status mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k, mg_comm *comm, dou
     return MG_OK;
 }
 
-/* Data-parallel gradient average: sum over the replicas, divided by their number. */
+/* Data-parallel gradient average as megatron-core's DDP (average_in_collective False):
+ * each replica scales by 1 / DP, then the replicas are summed. */
 static mg_status reduce_grads(mg_gpt *g, const mg_kctx *k, mg_comm *comm)
 {
     mg_comm *dp = mg_comm_group(comm, MG_COMM_DATA);
-    MG_FORWARD(mg_comm_allreduce_sum_f32(dp, g->grads, g->numel));
     if (mg_comm_size(dp) > 1) mgk_scale(k, g->grads, g->numel, 1.0f / (float)mg_comm_size(dp));
-    return MG_OK;
+    return mg_comm_allreduce_sum_f32(dp, g->grads, g->numel);
 }
 
 static void adamw_all(mg_gpt *g, mg_gpt_optim *o, const mg_kctx *k, const mg_step_hp *hp,

@@ -18,8 +18,8 @@
  *     (Megatron's scheduler steps after the optimizer).
  *   - The optimizer state (m, v) has the model's buffer layout.
  *   - Collectives go through comm.h on the groups of the world communicator passed to
- *     mg_gpt_train_step_comm(): after the micro-batches the gradients are all-reduced
- *     (summed, then divided by the group size when it is > 1) over the data-parallel group,
+ *     mg_gpt_train_step_comm(): after the micro-batches the gradients are scaled by
+ *     1 / DP and summed over the data-parallel group (megatron-core's DDP order),
  *     the loss numerator and token count are summed over the data-parallel group, and the
  *     gradient sum of squares over the model-parallel group (tensor x pipeline; data-
  *     parallel replicas hold the same reduced gradients, so they are not added again;
