@@ -24,6 +24,7 @@
 #include "batch.h"
 #include "checkpoint.h"
 #include "comm.h"
+#include "dist_optim.h"
 #include "flops.h"
 #include "log.h"
 #include "mg/cli.h"
@@ -58,7 +59,8 @@ typedef struct {
     const mg_train_opts *o;
     mg_train_data *data;
     mg_gpt *g;
-    mg_gpt_optim *opt;
+    mg_gpt_optim *opt;    /* Adam state in the model layout (NULL with dopt) */
+    mg_dist_optim *dopt;  /* --use-distributed-optimizer: the sharded state */
     mg_gpt_acts *acts;
     mg_kctx k;
     mg_comm *comm;        /* the world (the caller's); its groups carry the collectives */
@@ -124,7 +126,13 @@ static mg_status load_checkpoint(run_state *s)
     if (!o->load) return MG_OK;
     mg_train_ckpt_state st;
     int optim = !o->no_load_optim && !o->finetune;
-    MG_FORWARD(mg_train_ckpt_load(o->load, s->g, optim ? s->opt : NULL, &st));
+    mg_gpt_optim *full = s->opt;
+    if (optim && s->dopt) MG_FORWARD(mg_gpt_optim_create(&full, s->g));
+    mg_status ls = mg_train_ckpt_load(o->load, s->g, optim ? full : NULL, &st);
+    if (ls == MG_OK && optim && s->dopt && st.optim_loaded)
+        mg_dist_load_moments(s->dopt, s->g, full);
+    if (full != s->opt) mg_gpt_optim_free(full);
+    MG_FORWARD(ls);
     if (o->finetune) {
         NOTE(s, "loaded %s for fine-tuning: iteration reset to 0, new optimizer", o->load);
         return MG_OK;
@@ -149,8 +157,16 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
     if (!o->save || s->saved_iter == it) return MG_OK;
     mg_train_ckpt_state st = {it, it * o->global_batch_size, (int64_t)s->valid_cursor,
                               s->flops_so_far, 1};
-    if (mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0)
-        MG_FORWARD(mg_train_ckpt_save(o->save, o, s->g, s->opt, &st));
+    mg_gpt_optim *full = s->opt;
+    mg_status ss = MG_OK;
+    if (s->dopt) { /* every DP rank takes part in gathering the moments */
+        ss = mg_gpt_optim_create(&full, s->g);
+        if (ss == MG_OK) ss = mg_dist_gather_moments(s->dopt, s->g, s->comm, full);
+    }
+    if (ss == MG_OK && mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0)
+        ss = mg_train_ckpt_save(o->save, o, s->g, full, &st);
+    if (full != s->opt) mg_gpt_optim_free(full);
+    MG_FORWARD(ss);
     MG_FORWARD(mg_comm_barrier(s->comm));
     s->saved_iter = it;
     NOTE(s, "saved checkpoint at iteration %lld to %s", (long long)it, o->save);
@@ -165,7 +181,8 @@ static mg_status setup(run_state *s)
     mg_gpt_opts go = {gelu_of(o), o->init_method_std, (uint64_t)o->seed};
     MG_FORWARD(mg_gpt_create(&s->g, &o->model, &lay, &go));
     mg_gpt_init_params(s->g);
-    MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
+    if (o->use_distributed_optimizer) MG_FORWARD(mg_dist_optim_create(&s->dopt, s->g, s->comm));
+    else MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
     MG_FORWARD(load_checkpoint(s));
     MG_FORWARD(mgk_ctx_init(&s->k, MGK_CPU_FAST, 0));
     MG_FORWARD(mg_gpt_acts_create(&s->acts, s->g, &s->k, o->micro_batch_size,
@@ -182,6 +199,7 @@ static void teardown(run_state *s)
     mg_gpt_acts_free(s->acts);
     mgk_ctx_free(&s->k);
     mg_gpt_optim_free(s->opt);
+    mg_dist_optim_free(s->dopt);
     mg_gpt_free(s->g);
     mg_train_data_free(s->data);
 }
@@ -244,8 +262,14 @@ static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, do
     mg_step_hp hp;
     mg_step_hp_at(o, it, &hp);
     MG_FORWARD(fill(s, MG_SPLIT_TRAIN, (uint64_t)((it - 1) * o->global_batch_size)));
-    MG_FORWARD(mg_gpt_train_step_comm(s->g, s->opt, s->acts, &s->k, s->comm, s->views,
-                                      s->nmicro, &hp, res));
+    if (s->dopt) {
+        MG_FORWARD(mg_gpt_accumulate(s->g, s->acts, &s->k, s->comm, s->views, s->nmicro,
+                                     &res->loss));
+        MG_FORWARD(mg_dist_step(s->dopt, s->g, &s->k, s->comm, &hp, res));
+    } else {
+        MG_FORWARD(mg_gpt_train_step_comm(s->g, s->opt, s->acts, &s->k, s->comm, s->views,
+                                          s->nmicro, &hp, res));
+    }
     *secs = now_s() - t0;
     MG_RETURN_IF(!isfinite(res->loss), MG_ERR_FORMAT,
                  "NaN/Inf loss at iteration %lld (lm loss %g, grad norm %g); stopping",
