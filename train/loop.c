@@ -127,6 +127,10 @@ static mg_status load_checkpoint(run_state *s)
     const mg_train_opts *o = s->o;
     s->saved_iter = -1;
     if (!o->load) return MG_OK;
+    MG_RETURN_IF(o->model.tp * o->model.pp > 1, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --load with tensor or pipeline parallelism (TP %lld x PP "
+                 "%lld: one mp_rank_TT_PPP folder per model shard)", (long long)o->model.tp,
+                 (long long)o->model.pp);
     mg_train_ckpt_state st;
     int optim = !o->no_load_optim && !o->finetune;
     mg_gpt_optim *full = s->opt;
@@ -158,6 +162,10 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
 {
     const mg_train_opts *o = s->o;
     if (!o->save || s->saved_iter == it) return MG_OK;
+    MG_RETURN_IF(o->model.tp * o->model.pp > 1, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --save with tensor or pipeline parallelism (TP %lld x PP "
+                 "%lld: one mp_rank_TT_PPP folder per model shard)", (long long)o->model.tp,
+                 (long long)o->model.pp);
     mg_train_ckpt_state st = {it, it * o->global_batch_size, (int64_t)s->valid_cursor,
                               s->flops_so_far, 1};
     mg_gpt_optim *full = s->opt;
