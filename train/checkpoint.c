@@ -1,6 +1,7 @@
 /* checkpoint.c — checkpoint.h: Megatron `torch`-format save and load for mg-train. */
 #include "checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 #include "mg/torchfile.h"
 #include "param_order.h"
 
-#define CKPT_FILE "mp_rank_00/model_optim_rng.pt"
+#define CKPT_NAME "model_optim_rng.pt"
 #define TRACKER "latest_checkpointed_iteration.txt"
 
 /* ---- save ---- */
@@ -221,25 +222,42 @@ static mg_status make_dir(const char *path)
     return mg_error_errno(errno, "cannot create the directory %s", path);
 }
 
-/* Removes DIR/mp_rank_00/model_optim_rng.pt, DIR/mp_rank_00 and DIR (what a save wrote). */
+/* "mp_rank_TT" with PP 1, "mp_rank_TT_PPP" otherwise (Megatron's get_checkpoint_name). */
+static void shard_name(char *buf, size_t n, const mg_train_ckpt_shard *sh)
+{
+    if (sh->pp > 1)
+        snprintf(buf, n, "mp_rank_%02lld_%03lld", (long long)sh->tp_rank, (long long)sh->pp_rank);
+    else snprintf(buf, n, "mp_rank_%02lld", (long long)sh->tp_rank);
+}
+
+/* Removes the model_optim_rng.pt of every mp_rank_ folder of DIR, the folders and DIR (what
+ * saves wrote). */
 static void remove_iter_dir(const char *dir)
 {
+    DIR *d = opendir(dir);
+    struct dirent *e;
     char p[8192];
-    snprintf(p, sizeof p, "%s/" CKPT_FILE, dir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/mp_rank_00", dir);
-    rmdir(p);
+    while (d && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "mp_rank_", 8) != 0) continue;
+        snprintf(p, sizeof p, "%s/%s/" CKPT_NAME, dir, e->d_name);
+        unlink(p);
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        rmdir(p);
+    }
+    if (d) closedir(d);
     rmdir(dir);
 }
 
-static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt *g,
-                           const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+static mg_status write_shard(const char *tmp, const mg_train_ckpt_shard *sh,
+                             const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
+                             const mg_train_ckpt_state *st)
 {
-    char p[8192];
+    char p[8192], name[64];
     MG_FORWARD(make_dir(tmp));
-    snprintf(p, sizeof p, "%s/mp_rank_00", tmp);
+    shard_name(name, sizeof name, sh);
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
     MG_FORWARD(make_dir(p));
-    snprintf(p, sizeof p, "%s/" CKPT_FILE, tmp);
+    snprintf(p, sizeof p, "%s/%s/" CKPT_NAME, tmp, name);
     mg_pk_graph *pg = mg_pk_graph_create();
     save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
                    mg_calloc(g->nt ? g->nt : 1, sizeof(float))};
@@ -268,28 +286,62 @@ static mg_status write_tracker(const char *dir, int64_t iteration)
     return s;
 }
 
-mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
-                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+/* DIR/iter_N and the folder the shards are written to before it is put in place. */
+static mg_status iter_paths(const char *dir, int64_t iteration, char *final, size_t nf,
+                            char *tmp, size_t nt)
 {
-    char final[4200], tmp[4300], old[4300];
     MG_RETURN_IF(strlen(dir) > 4000, MG_ERR_ARG, "--save: directory name too long");
+    snprintf(final, nf, "%s/iter_%07lld", dir, (long long)iteration);
+    snprintf(tmp, nt, "%s.tmp", final);
+    return MG_OK;
+}
+
+mg_status mg_train_ckpt_begin(const char *dir, int64_t iteration)
+{
+    char final[4200], tmp[4300];
+    MG_FORWARD(iter_paths(dir, iteration, final, sizeof final, tmp, sizeof tmp));
     MG_FORWARD(make_dir(dir));
-    snprintf(final, sizeof final, "%s/iter_%07lld", dir, (long long)st->iteration);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
+    remove_iter_dir(tmp); /* a crashed save's leftovers */
+    return make_dir(tmp);
+}
+
+mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_shard *sh,
+                              const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
+                              const mg_train_ckpt_state *st)
+{
+    char final[4200], tmp[4300];
+    MG_FORWARD(iter_paths(dir, st->iteration, final, sizeof final, tmp, sizeof tmp));
+    return write_shard(tmp, sh, o, g, opt, st);
+}
+
+mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration)
+{
+    char final[4200], tmp[4300], old[4400];
+    MG_FORWARD(iter_paths(dir, iteration, final, sizeof final, tmp, sizeof tmp));
     snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
-    mg_status s = write_tmp(tmp, o, g, opt, st);
-    if (s != MG_OK) {
-        remove_iter_dir(tmp);
-        return s;
-    }
     int had_old = mg_is_dir(final) && rename(final, old) == 0;
     if (rename(tmp, final) != 0) {
-        s = mg_error_errno(errno, "cannot rename %s to %s", tmp, final);
+        mg_status s = mg_error_errno(errno, "cannot rename %s to %s", tmp, final);
         remove_iter_dir(tmp);
         return s;
     }
     if (had_old) remove_iter_dir(old);
-    return write_tracker(dir, st->iteration);
+    return write_tracker(dir, iteration);
+}
+
+mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
+                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+{
+    const mg_train_ckpt_shard one = {0, 0, 1};
+    char final[4200], tmp[4300];
+    MG_FORWARD(iter_paths(dir, st->iteration, final, sizeof final, tmp, sizeof tmp));
+    MG_FORWARD(mg_train_ckpt_begin(dir, st->iteration));
+    mg_status s = mg_train_ckpt_write(dir, &one, o, g, opt, st);
+    if (s != MG_OK) {
+        remove_iter_dir(tmp);
+        return s;
+    }
+    return mg_train_ckpt_commit(dir, st->iteration);
 }
 
 /* ---- load ---- */
@@ -493,13 +545,22 @@ static mg_status load_root(const char *path, const mg_pk_obj *root, int release,
 mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
                              mg_train_ckpt_state *st)
 {
+    const mg_train_ckpt_shard one = {0, 0, 1};
+    return mg_train_ckpt_load_shard(dir, &one, g, opt, st);
+}
+
+mg_status mg_train_ckpt_load_shard(const char *dir, const mg_train_ckpt_shard *sh, mg_gpt *g,
+                                   mg_gpt_optim *opt, mg_train_ckpt_state *st)
+{
     int64_t it = 0;
     int release = 0;
-    char path[8192];
+    char path[8192], name[64];
     memset(st, 0, sizeof *st);
     MG_FORWARD(read_tracker(dir, &it, &release));
-    if (release) snprintf(path, sizeof path, "%s/release/" CKPT_FILE, dir);
-    else snprintf(path, sizeof path, "%s/iter_%07lld/" CKPT_FILE, dir, (long long)it);
+    shard_name(name, sizeof name, sh);
+    if (release) snprintf(path, sizeof path, "%s/release/%s/" CKPT_NAME, dir, name);
+    else
+        snprintf(path, sizeof path, "%s/iter_%07lld/%s/" CKPT_NAME, dir, (long long)it, name);
     mg_torch_file *f = NULL;
     MG_FORWARD(mg_torch_open(&f, path));
     mg_status s = load_root(path, mg_torch_root(f), release, g, release ? NULL : opt, st);
