@@ -175,7 +175,7 @@ static int64_t block_off(int64_t n, int64_t p, int64_t b) { return b * n / p; }
 /* Phase 1: every rank r sends block r of `send` (blocks at off(r), len(r) elements); this
  * rank's block, summed in rank order, lands in dst. */
 static mg_status reduce_blocks(mg_comm *c, const char *op, const void *send, void *dst,
-                               int64_t n, int64_t blocks_n, comm_dtype t)
+                               int64_t blocks_n, comm_dtype t)
 {
     int p = (int)c->size, me = (int)c->rank;
     size_t esz = t == COMM_F32 ? sizeof(float) : sizeof(double);
@@ -184,7 +184,6 @@ static mg_status reduce_blocks(mg_comm *c, const char *op, const void *send, voi
     int64_t stride = blocks_n / p + 1;
     void *slots;
     MG_FORWARD(scratch(c, (size_t)(p - 1) * (size_t)stride * esz, &slots));
-    (void)n;
     for (int r = 0; r < p; r++) {
         if (r == me) continue;
         char *slot = (char *)slots + (size_t)(r - (r > me)) * (size_t)stride * esz;
@@ -226,13 +225,13 @@ static mg_status m_allreduce(mg_comm *c, void *buf, int64_t n, comm_dtype t)
 {
     size_t esz = t == COMM_F32 ? sizeof(float) : sizeof(double);
     char *mine = (char *)buf + (size_t)block_off(n, c->size, c->rank) * esz;
-    MG_FORWARD(reduce_blocks(c, "all-reduce", buf, mine, n, n, t));
+    MG_FORWARD(reduce_blocks(c, "all-reduce", buf, mine, n, t));
     return gather_blocks(c, "all-reduce", buf, n, esz, t == COMM_F32 ? MPI_FLOAT : MPI_DOUBLE);
 }
 
 static mg_status m_reduce_scatter(mg_comm *c, float *recv, const float *send, int64_t n)
 {
-    return reduce_blocks(c, "reduce-scatter", send, recv, n, n * c->size, COMM_F32);
+    return reduce_blocks(c, "reduce-scatter", send, recv, n * c->size, COMM_F32);
 }
 
 static mg_status m_allgather(mg_comm *c, void *recv, const void *send, int64_t bytes)
