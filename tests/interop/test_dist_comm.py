@@ -32,19 +32,17 @@ def _megatron_groups(world, tp, pp):
 
 
 def _parse_groups(out):
-    """{world rank: {kind: ranks}} from comm_probe's 'group KIND RANK SIZE RANKS...' lines,
-    each rank's block identified by its world-group rank."""
-    per_rank, cur = {}, None
+    """{world rank: {kind: (ranks, index)}} from comm_probe's
+    'group WORLD-RANK KIND RANK SIZE RANKS...' lines (the ranks' lines interleave)."""
+    per_rank = {}
     for line in out.splitlines():
         f = line.split()
         if not f or f[0] != "group":
             continue
-        kind, rank, size, ranks = f[1], int(f[2]), int(f[3]), [int(x) for x in f[4:]]
-        assert len(ranks) == size and ranks[rank] in ranks
-        if kind == "world":
-            cur = rank
-            per_rank[cur] = {}
-        per_rank[cur][kind] = (ranks, rank)
+        me, kind, rank, size = int(f[1]), f[2], int(f[3]), int(f[4])
+        ranks = [int(x) for x in f[5:]]
+        assert len(ranks) == size
+        per_rank.setdefault(me, {})[kind] = (ranks, rank)
     return per_rank
 
 

@@ -2,7 +2,8 @@
  * tests/interop/test_dist_comm.py (run under mpirun).
  *
  * Usage: comm_probe TP PP TIMEOUT_S [ops|stall]
- *   ops    prints "group KIND RANK SIZE WORLD-RANKS..." for each group of this rank, then
+ *   ops    prints "group WORLD-RANK KIND RANK SIZE WORLD-RANKS..." for each group of this
+ *          rank (one line each: the ranks' lines interleave), then
  *          runs every operation on every group with odd counts and values whose float sums
  *          depend on the order, and checks each result exactly against the same operation
  *          done here in rank order; prints "ops ok" or the first mismatch (exit 1), then
@@ -121,8 +122,8 @@ static void print_groups(mg_comm *w)
 {
     for (int k = 0; k < MG_COMM_NGROUPS; k++) {
         mg_comm *g = mg_comm_group(w, (mg_comm_kind)k);
-        printf("group %s %lld %lld", mg_comm_name(g), (long long)mg_comm_rank(g),
-               (long long)mg_comm_size(g));
+        printf("group %lld %s %lld %lld", (long long)mg_comm_rank(w), mg_comm_name(g),
+               (long long)mg_comm_rank(g), (long long)mg_comm_size(g));
         for (int64_t r = 0; r < mg_comm_size(g); r++)
             printf(" %lld", (long long)mg_comm_world_rank(g, r));
         printf("\n");
