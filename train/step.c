@@ -56,13 +56,13 @@ mg_status mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k, mg_comm *comm, dou
     return MG_OK;
 }
 
-/* Data-parallel gradient average: sum over the replicas, divided by their number. */
+/* Data-parallel gradient average as megatron-core's DDP (average_in_collective False):
+ * each replica scales by 1 / DP, then the replicas are summed. */
 static mg_status reduce_grads(mg_gpt *g, const mg_kctx *k, mg_comm *comm)
 {
     mg_comm *dp = mg_comm_group(comm, MG_COMM_DATA);
-    MG_FORWARD(mg_comm_allreduce_sum_f32(dp, g->grads, g->numel));
     if (mg_comm_size(dp) > 1) mgk_scale(k, g->grads, g->numel, 1.0f / (float)mg_comm_size(dp));
-    return MG_OK;
+    return mg_comm_allreduce_sum_f32(dp, g->grads, g->numel);
 }
 
 static void adamw_all(mg_gpt *g, mg_gpt_optim *o, const mg_kctx *k, const mg_step_hp *hp,
@@ -87,29 +87,41 @@ mg_status mg_gpt_train_step(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a, const mg
     return st;
 }
 
+double mg_clip_coeff(double clip_grad, double grad_norm)
+{
+    double coeff = clip_grad > 0 ? clip_grad / (grad_norm + 1.0e-6) : 1.0;
+    return coeff < 1.0 ? coeff : 1.0;
+}
+
+mg_status mg_gpt_accumulate(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, mg_comm *comm,
+                            const mg_gpt_batch *micro, int64_t nmicro, double *loss)
+{
+    MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
+    double lsum[2] = {0, 0}; /* masked token loss sum, token count */
+    mg_gpt_zero_grads(g);
+    for (int64_t i = 0; i < nmicro; i++) {
+        double l;
+        MG_FORWARD(mg_gpt_forward(g, a, k, &micro[i], &l));
+        lsum[0] += l * a->denom;
+        lsum[1] += a->denom;
+        MG_FORWARD(mg_gpt_backward(g, a, k, 1.0 / (double)nmicro));
+    }
+    MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(comm, MG_COMM_DATA), lsum, 2));
+    *loss = lsum[1] > 0 ? lsum[0] / lsum[1] : 0.0;
+    return MG_OK;
+}
+
 mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a,
                                  const mg_kctx *k, mg_comm *comm, const mg_gpt_batch *micro,
                                  int64_t nmicro, const mg_step_hp *hp, mg_step_result *res)
 {
-    MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
     MG_RETURN_IF(o->numel != g->numel, MG_ERR_ARG, "train step: optimizer of another model");
-    double lsum[2] = {0, 0}; /* masked token loss sum, token count */
-    mg_gpt_zero_grads(g);
-    for (int64_t i = 0; i < nmicro; i++) {
-        double loss;
-        MG_FORWARD(mg_gpt_forward(g, a, k, &micro[i], &loss));
-        lsum[0] += loss * a->denom;
-        lsum[1] += a->denom;
-        MG_FORWARD(mg_gpt_backward(g, a, k, 1.0 / (double)nmicro));
-    }
+    MG_FORWARD(mg_gpt_accumulate(g, a, k, comm, micro, nmicro, &res->loss));
     MG_FORWARD(reduce_grads(g, k, comm));
-    MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(comm, MG_COMM_DATA), lsum, 2));
-    res->loss = lsum[1] > 0 ? lsum[0] / lsum[1] : 0.0;
     MG_FORWARD(mg_gpt_grad_norm(g, k, comm, &res->grad_norm));
     res->skipped = !isfinite(res->grad_norm);
     if (res->skipped) return MG_OK;
-    double coeff = hp->clip_grad > 0 ? hp->clip_grad / (res->grad_norm + 1.0e-6) : 1.0;
     o->step++;
-    adamw_all(g, o, k, hp, coeff < 1.0 ? coeff : 1.0);
+    adamw_all(g, o, k, hp, mg_clip_coeff(hp->clip_grad, res->grad_norm));
     return MG_OK;
 }

@@ -18,8 +18,8 @@
  *     (Megatron's scheduler steps after the optimizer).
  *   - The optimizer state (m, v) has the model's buffer layout.
  *   - Collectives go through comm.h on the groups of the world communicator passed to
- *     mg_gpt_train_step_comm(): after the micro-batches the gradients are all-reduced
- *     (summed, then divided by the group size when it is > 1) over the data-parallel group,
+ *     mg_gpt_train_step_comm(): after the micro-batches the gradients are scaled by
+ *     1 / DP and summed over the data-parallel group (megatron-core's DDP order),
  *     the loss numerator and token count are summed over the data-parallel group, and the
  *     gradient sum of squares over the model-parallel group (tensor x pipeline; data-
  *     parallel replicas hold the same reduced gradients, so they are not added again;
@@ -64,6 +64,12 @@ mg_status mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k, mg_comm *comm, dou
 mg_status mg_gpt_train_step(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a, const mg_kctx *k,
                             const mg_gpt_batch *micro, int64_t nmicro, const mg_step_hp *hp,
                             mg_step_result *res);
+/* Megatron's clip coefficient: clip_grad / (norm + 1e-6), at most 1 (clip_grad 0: 1). */
+double mg_clip_coeff(double clip_grad, double grad_norm);
+/* The first half of a step: zeroed gradients, forward + backward of every micro-batch
+ * (scale 1/nmicro), the lm loss summed over the data-parallel group into *loss. */
+mg_status mg_gpt_accumulate(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, mg_comm *comm,
+                            const mg_gpt_batch *micro, int64_t nmicro, double *loss);
 /* The step with its collectives on comm's groups (see the contract). */
 mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a,
                                  const mg_kctx *k, mg_comm *comm, const mg_gpt_batch *micro,
