@@ -82,6 +82,9 @@ static const struct flag flags[] = {
     {"--tokenizer-model", K_STR, F(tok.model), 0, NULL, NULL},
     {"--tensor-model-parallel-size", K_I64, F(model.tp), 1, NULL, NULL},
     {"--pipeline-model-parallel-size", K_I64, F(model.pp), 1, NULL, NULL},
+    {"--decoder-first-pipeline-num-layers", K_I64, F(model.pp_first), 1, NULL, NULL},
+    {"--decoder-last-pipeline-num-layers", K_I64, F(model.pp_last), 1, NULL, NULL},
+    {"--sequence-parallel", K_ON, F(sequence_parallel), 0, NULL, NULL},
     /* training */
     {"--micro-batch-size", K_I64, F(micro_batch_size), 1, NULL, NULL},
     {"--global-batch-size", K_I64, F(global_batch_size), 1, NULL, NULL},
