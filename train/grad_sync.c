@@ -1,7 +1,6 @@
 /* grad_sync.c — grad_sync.h: sequence-parallel and tied-embedding gradient sums. */
 #include "grad_sync.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static mg_status sync_sp(mg_gpt *g, mg_comm *tp)
@@ -26,31 +25,20 @@ static const mg_gpt_tensor *tied_tensor(const mg_gpt *g)
     return NULL;
 }
 
-static mg_status sync_tied(mg_gpt *g, const mg_kctx *k, mg_comm *pp)
+static mg_status sync_tied(mg_gpt *g, mg_comm *world)
 {
-    int64_t P = mg_comm_size(pp), stage = mg_comm_rank(pp);
-    if (!g->m.tied_embeddings || P == 1 || (stage != 0 && stage != P - 1)) return MG_OK;
+    mg_comm *pp = mg_comm_group(world, MG_COMM_PIPELINE);
+    if (!g->m.tied_embeddings || mg_comm_size(pp) == 1) return MG_OK;
+    if (!g->lay.first_stage && !g->lay.last_stage) return MG_OK;
     const mg_gpt_tensor *t = tied_tensor(g);
     MG_ASSERT(t != NULL);
-    float *mine = g->grads + t->offset, *other = mg_malloc((size_t)t->numel * sizeof(float));
-    if (!other) return MG_ERR_NOMEM;
-    int64_t bytes = t->numel * (int64_t)sizeof(float), peer = stage == 0 ? P - 1 : 0;
-    mg_status st;
-    if (stage == 0) {
-        st = mg_comm_send(pp, mine, bytes, peer);
-        if (st == MG_OK) st = mg_comm_recv(pp, other, bytes, peer);
-    } else {
-        st = mg_comm_recv(pp, other, bytes, peer);
-        if (st == MG_OK) st = mg_comm_send(pp, mine, bytes, peer);
-    }
-    if (st == MG_OK) mgk_add(k, mine, mine, other, t->numel); /* a + b == b + a exactly */
-    free(other);
-    return st;
+    return mg_comm_allreduce_sum_f32(mg_comm_group(world, MG_COMM_EMBEDDING),
+                                     g->grads + t->offset, t->numel);
 }
 
-mg_status mg_gpt_sync_grads(mg_gpt *g, const mg_kctx *k, mg_comm *world, int sequence_parallel)
+mg_status mg_gpt_sync_grads(mg_gpt *g, mg_comm *world, int sequence_parallel)
 {
     if (sequence_parallel && g->lay.tp > 1)
         MG_FORWARD(sync_sp(g, mg_comm_group(world, MG_COMM_TENSOR)));
-    return sync_tied(g, k, mg_comm_group(world, MG_COMM_PIPELINE));
+    return sync_tied(g, world);
 }

@@ -8,9 +8,8 @@
  *     (_allreduce_non_tensor_model_parallel_grads), so they are equal on every TP rank.
  *   - Tied embeddings with PP > 1: the first stage's word-embedding gradient and the last
  *     stage's copy's (output_layer.weight) are replaced by their sum on both stages
- *     (_allreduce_word_embedding_grads over the embedding group: here the two ranks of the
- *     pipeline group exchange them point to point, first stage sending first), so that
- *     the same optimizer step keeps the two copies bit-identical.
+ *     (_allreduce_word_embedding_grads over the embedding group), so that the same
+ *     optimizer step keeps the two copies bit-identical.
  *   - Every rank of the world calls it together; with one process it changes nothing.
  */
 #ifndef MG_TRAIN_GRAD_SYNC_H
@@ -19,6 +18,6 @@
 #include "comm.h"
 #include "model.h"
 
-mg_status mg_gpt_sync_grads(mg_gpt *g, const mg_kctx *k, mg_comm *world, int sequence_parallel);
+mg_status mg_gpt_sync_grads(mg_gpt *g, mg_comm *world, int sequence_parallel);
 
 #endif

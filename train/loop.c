@@ -5,12 +5,16 @@
  * and after the last iteration (once per iteration). A checkpoint whose consumed samples are
  * not iteration x --global-batch-size is refused (MG_ERR_UNSUPPORTED): the data position is
  * derived from the iteration. Every collective goes through comm.h on the run's world
- * communicator (single process for now): the training step's (step.h) and the validation
- * loss's sum over the data-parallel group and broadcast from the last pipeline stage.
+ * communicator (the caller's): the training step's (step.h), the validation loss's sum
+ * over the data-parallel group and broadcast from the last pipeline stage and, with
+ * --exit-signal-handler, the stop flag's sum over the world after every iteration.
+ * Data-parallel rank r of D takes, for micro-batch i of a global batch starting at sample
+ * s, the samples s + i x mbs x D + r x mbs ... + mbs - 1 (MegatronPretrainingSampler).
  * This rank's part of the model comes from its tensor-parallel rank and pipeline stage
  * (Megatron's layer placement, mg_schema_pp_layers); it keeps one activation arena per
- * micro-batch its stage has in flight (schedule.h). The log lines and the metrics file
- * are written by the world's last rank, as Megatron's print_rank_last. */
+ * micro-batch its stage has in flight (schedule.h). The log lines are the last rank's
+ * (Megatron's print_rank_last), the progress notes rank 0's; only data-parallel rank 0 of
+ * each model shard writes the checkpoint, and every rank waits for it. */
 #include "loop.h"
 
 #include <errno.h>
@@ -45,6 +49,7 @@ static void install_handlers(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
 }
 
 static double now_s(void)
@@ -62,8 +67,9 @@ typedef struct {
     mg_gpt_acts **slots;  /* one arena per micro-batch in flight (sched) */
     mg_sched sched;
     mg_kctx k;
-    mg_comm *comm;        /* the world; its groups carry the collectives */
-    mg_train_log *log;    /* NULL except on the rank that prints */
+    mg_comm *comm;        /* the world (the caller's); its groups carry the collectives */
+    int note_rank, log_rank; /* this rank prints the progress notes / the log lines */
+    mg_train_log *log;
     mg_train_batch *mb;   /* nmicro micro-batches */
     mg_gpt_batch *views;
     int64_t nmicro;
@@ -72,6 +78,12 @@ typedef struct {
     int64_t saved_iter;   /* last iteration saved (-1: none) */
     double flops_so_far;
 } run_state;
+
+/* Progress notes: rank 0's only. */
+#define NOTE(s, ...)                                                                      \
+    do {                                                                                  \
+        if ((s)->note_rank) mg_note(__VA_ARGS__);                                         \
+    } while (0)
 
 static mg_status tokenizer_eod(const mg_train_opts *o, int64_t *eod)
 {
@@ -101,7 +113,7 @@ static mgk_gelu_kind gelu_of(const mg_train_opts *o)
 static mg_status alloc_batches(run_state *s)
 {
     const mg_train_opts *o = s->o;
-    s->nmicro = o->global_batch_size / o->micro_batch_size;
+    s->nmicro = o->global_batch_size / (o->micro_batch_size * o->data_parallel_size);
     s->mb = mg_calloc((size_t)s->nmicro, sizeof *s->mb);
     s->views = mg_calloc((size_t)s->nmicro, sizeof *s->views);
     if (!s->mb || !s->views) return MG_ERR_NOMEM;
@@ -120,7 +132,7 @@ static mg_status load_checkpoint(run_state *s)
     int optim = !o->no_load_optim && !o->finetune;
     MG_FORWARD(mg_train_ckpt_load(o->load, s->g, optim ? s->opt : NULL, &st));
     if (o->finetune) {
-        mg_note("loaded %s for fine-tuning: iteration reset to 0, new optimizer", o->load);
+        NOTE(s, "loaded %s for fine-tuning: iteration reset to 0, new optimizer", o->load);
         return MG_OK;
     }
     MG_RETURN_IF(st.consumed_train_samples != 0 &&
@@ -132,7 +144,7 @@ static mg_status load_checkpoint(run_state *s)
     s->start_iter = st.iteration;
     s->valid_cursor = (uint64_t)st.consumed_valid_samples;
     s->flops_so_far = st.flops_so_far;
-    mg_note("loaded %s at iteration %lld%s", o->load, (long long)st.iteration,
+    NOTE(s, "loaded %s at iteration %lld%s", o->load, (long long)st.iteration,
             st.optim_loaded ? "" : " (optimizer not loaded)");
     return MG_OK;
 }
@@ -143,9 +155,11 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
     if (!o->save || s->saved_iter == it) return MG_OK;
     mg_train_ckpt_state st = {it, it * o->global_batch_size, (int64_t)s->valid_cursor,
                               s->flops_so_far, 1};
-    MG_FORWARD(mg_train_ckpt_save(o->save, o, s->g, s->opt, &st));
+    if (mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0)
+        MG_FORWARD(mg_train_ckpt_save(o->save, o, s->g, s->opt, &st));
+    MG_FORWARD(mg_comm_barrier(s->comm));
     s->saved_iter = it;
-    mg_note("saved checkpoint at iteration %lld to %s", (long long)it, o->save);
+    NOTE(s, "saved checkpoint at iteration %lld to %s", (long long)it, o->save);
     return MG_OK;
 }
 
@@ -189,7 +203,6 @@ static mg_status alloc_slots(run_state *s)
 static mg_status setup(run_state *s)
 {
     const mg_train_opts *o = s->o;
-    MG_FORWARD(mg_comm_create_single(&s->comm));
     MG_FORWARD(open_data(o, &s->data));
     mg_gpt_layout lay;
     MG_FORWARD(layout_of(o, s->comm, &lay));
@@ -215,15 +228,18 @@ static void teardown(run_state *s)
     mg_gpt_optim_free(s->opt);
     mg_gpt_free(s->g);
     mg_train_data_free(s->data);
-    mg_comm_free(s->comm);
 }
 
-/* Fills the nmicro micro-batches from split k starting at sample `first`. */
+/* Fills this data-parallel rank's nmicro micro-batches of the global batch of split k
+ * starting at sample `first` (MegatronPretrainingSampler's slices). */
 static mg_status fill(run_state *s, int k, uint64_t first)
 {
     uint64_t mbs = (uint64_t)s->o->micro_batch_size;
+    uint64_t dp = (uint64_t)s->o->data_parallel_size;
+    uint64_t r = (uint64_t)mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA));
     for (int64_t i = 0; i < s->nmicro; i++) {
-        MG_FORWARD(mg_train_batch_fill(&s->mb[i], s->data, k, first + (uint64_t)i * mbs));
+        uint64_t at = first + (uint64_t)i * mbs * dp + r * mbs;
+        MG_FORWARD(mg_train_batch_fill(&s->mb[i], s->data, k, at));
         s->views[i] = mg_train_batch_view(&s->mb[i], s->data);
     }
     return MG_OK;
@@ -251,7 +267,7 @@ static mg_status eval_split(run_state *s, int k, int64_t iteration, uint64_t *cu
     if (s->o->eval_iters <= 0 || mg_gpt_data_len(s->data->d, k) == 0) return MG_OK;
     double loss;
     MG_FORWARD(evaluate(s, k, cursor, &loss));
-    if (!s->log) return MG_OK;
+    if (!s->log_rank) return MG_OK;
     return mg_train_log_eval(s->log, iteration, k == MG_SPLIT_TEST ? "test" : "validation",
                              loss);
 }
@@ -275,7 +291,7 @@ static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, do
 static mg_status log_iteration(run_state *s, int64_t it, const mg_step_result *res, double secs)
 {
     const mg_train_opts *o = s->o;
-    if (!s->log) return MG_OK;
+    if (!s->log_rank) return MG_OK;
     mg_log_iter li;
     memset(&li, 0, sizeof li);
     li.iteration = it;
@@ -284,7 +300,9 @@ static mg_status log_iteration(run_state *s, int64_t it, const mg_step_result *r
     li.global_batch_size = o->global_batch_size;
     li.tokens = o->global_batch_size * o->model.seq_length;
     li.seconds = secs;
-    li.flops = mg_flops_per_batch(&o->model, o->global_batch_size);
+    /* per rank: the log's TFLOP/s and MFU are per GPU */
+    li.flops = mg_flops_per_batch(&o->model, o->global_batch_size) /
+               (double)mg_comm_size(s->comm);
     li.lr = mg_lr_at(&o->sched, (double)li.consumed_samples);
     li.loss = res->loss;
     li.grad_norm = res->grad_norm;
@@ -292,26 +310,50 @@ static mg_status log_iteration(run_state *s, int64_t it, const mg_step_result *r
     return mg_train_log_iter(s->log, &li);
 }
 
-/* Whether to stop after iteration it (and why, on stderr). */
-static int should_stop(const run_state *s, int64_t it, double t_start)
+/* --exit-signal-handler: whether any rank got a signal (Megatron's DistributedSignalHandler
+ * gathers every rank's flag after each iteration); *sig: the lowest such rank's signal. */
+static mg_status signalled(run_state *s, int *sig)
+{
+    int64_t n = mg_comm_size(s->comm), me = mg_comm_rank(s->comm);
+    double *flags = mg_calloc((size_t)n, sizeof *flags);
+    if (!flags) return MG_ERR_NOMEM;
+    flags[me] = (double)stop_signal;
+    mg_status st = mg_comm_allreduce_sum_f64(s->comm, flags, n);
+    *sig = 0;
+    for (int64_t r = n - 1; st == MG_OK && r >= 0; r--)
+        if (flags[r] != 0) *sig = (int)flags[r];
+    free(flags);
+    return st;
+}
+
+/* Whether to stop after iteration it (and why, on stderr). The duration is rank 0's clock,
+ * shared with the others, so that every rank stops at the same iteration. */
+static mg_status should_stop(run_state *s, int64_t it, double t_start, int *stop)
 {
     const mg_train_opts *o = s->o;
-    if (o->exit_signal_handler && stop_signal) {
-        mg_note("exiting program after receiving signal %d at iteration %lld", (int)stop_signal,
-                (long long)it);
-        return 1;
+    *stop = 1;
+    int sig = 0;
+    if (o->exit_signal_handler) MG_FORWARD(signalled(s, &sig));
+    if (sig) {
+        NOTE(s, "exiting program after receiving signal %d at iteration %lld", sig,
+             (long long)it);
+        return MG_OK;
     }
-    if (o->exit_duration_in_mins > 0 &&
-        (now_s() - t_start) / 60.0 > (double)o->exit_duration_in_mins) {
-        mg_note("exiting program after %lld minutes at iteration %lld",
-                (long long)o->exit_duration_in_mins, (long long)it);
-        return 1;
+    if (o->exit_duration_in_mins > 0) {
+        double minutes = (now_s() - t_start) / 60.0;
+        MG_FORWARD(mg_comm_broadcast(s->comm, &minutes, sizeof minutes, 0));
+        if (minutes > (double)o->exit_duration_in_mins) {
+            NOTE(s, "exiting program after %lld minutes at iteration %lld",
+                 (long long)o->exit_duration_in_mins, (long long)it);
+            return MG_OK;
+        }
     }
     if (o->exit_interval > 0 && it % o->exit_interval == 0) {
-        mg_note("exiting program at iteration %lld", (long long)it);
-        return 1;
+        NOTE(s, "exiting program at iteration %lld", (long long)it);
+        return MG_OK;
     }
-    return 0;
+    *stop = 0;
+    return MG_OK;
 }
 
 static mg_status train(run_state *s, double t_start)
@@ -330,7 +372,9 @@ static mg_status train(run_state *s, double t_start)
             MG_FORWARD(eval_split(s, MG_SPLIT_VALID, it, &s->valid_cursor));
         if (o->save_interval > 0 && it % o->save_interval == 0)
             MG_FORWARD(save_checkpoint(s, it));
-        if (should_stop(s, it, t_start)) return save_checkpoint(s, it);
+        int stop;
+        MG_FORWARD(should_stop(s, it, t_start, &stop));
+        if (stop) return save_checkpoint(s, it);
     }
     MG_FORWARD(save_checkpoint(s, it));
     /* pretrain(): do_valid / do_test after training (also when the last in-loop
@@ -343,26 +387,31 @@ static mg_status run(run_state *s, FILE *out)
 {
     const mg_train_opts *o = s->o;
     double t_start = now_s();
-    mg_note("building datasets and the model");
+    NOTE(s, "building datasets and the model");
     MG_FORWARD(setup(s));
     double peak = mg_measure_gemm_peak(&s->k, 0.3);
-    mg_note("model: %lld parameters, %lld micro-batches of %lld x %lld tokens per iteration; "
-            "gemm peak %.1f GFLOP/s (%s, %d threads)",
-            (long long)s->g->nparams, (long long)s->nmicro, (long long)o->micro_batch_size,
-            (long long)o->model.seq_length, peak / 1e9, mgk_gemm_impl(), s->k.nthreads);
-    if (mg_comm_rank(s->comm) == mg_comm_size(s->comm) - 1)
-        MG_FORWARD(mg_train_log_create(&s->log, out, o->log_file, o->log_interval, peak));
+    NOTE(s, "model: %lld parameters, %lld micro-batches of %lld x %lld tokens per iteration "
+         "per rank; %lld ranks (TP %lld, PP %lld, DP %lld, %s); gemm peak %.1f GFLOP/s (%s, "
+         "%d threads)", (long long)s->g->nparams, (long long)s->nmicro,
+         (long long)o->micro_batch_size, (long long)o->model.seq_length,
+         (long long)mg_comm_size(s->comm), (long long)o->model.tp, (long long)o->model.pp,
+         (long long)o->data_parallel_size, mg_comm_backend_name(s->comm), peak / 1e9,
+         mgk_gemm_impl(), s->k.nthreads);
+    MG_FORWARD(mg_train_log_create(&s->log, out, o->log_file, o->log_interval, peak));
     if (o->exit_signal_handler) install_handlers();
     MG_FORWARD(train(s, t_start));
-    mg_note("done");
+    NOTE(s, "done");
     return MG_OK;
 }
 
-mg_status mg_train_run(const mg_train_opts *o, FILE *out)
+mg_status mg_train_run(const mg_train_opts *o, mg_comm *comm, FILE *out)
 {
     run_state s;
     memset(&s, 0, sizeof s);
     s.o = o;
+    s.comm = comm;
+    s.note_rank = mg_comm_rank(comm) == 0;
+    s.log_rank = mg_comm_rank(comm) == mg_comm_size(comm) - 1;
     mg_status st = run(&s, out);
     teardown(&s);
     return st;

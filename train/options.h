@@ -11,7 +11,9 @@
  *     the message in mg_last_error(). --help / --version stop validation (opts->help ...).
  *   - Derived values (as validate_args / get_optimizer_param_scheduler): ffn_hidden_size 4h
  *     (SwiGLU: int(4h*2/3/64)*64), kv_channels h/heads, num_query_groups = heads without
- *     --group-query-attention, global batch size = micro batch size x DP by default and a
+ *     --group-query-attention, the data-parallel size DP = world size / (TP x PP) with the
+ *     world size of the launch (comm_launch.h: mpirun, srun, torchrun's WORLD_SIZE; 1
+ *     otherwise), global batch size = micro batch size x DP by default and a
  *     multiple of it, train_iters = train_samples / global batch size, the scheduler in
  *     samples (warmup from --lr-warmup-fraction x decay samples), weight decay start/end for
  *     the constant style, split "969, 30, 1" when --data-path comes without --split.
@@ -42,6 +44,9 @@ typedef struct {
     mg_tok_opts tok;               /* --tokenizer-type and its files, --vocab-size */
     /* training (list 3) */
     int64_t micro_batch_size, global_batch_size, data_parallel_size;
+    int64_t world_size;            /* from the launch (comm_launch.h); DP = world / (TP x PP) */
+    int use_distributed_optimizer; /* --use-distributed-optimizer */
+    int64_t distributed_timeout_minutes; /* --distributed-timeout-minutes, 10 */
     int64_t train_iters, train_samples; /* 0 = not given; train_iters derived */
     double lr, min_lr, lr_warmup_init, lr_warmup_fraction; /* fraction < 0: not given */
     int64_t lr_warmup_iters, lr_warmup_samples, lr_decay_iters, lr_decay_samples;

@@ -101,6 +101,14 @@ static void model_label(mg_train_opts *o)
 static mg_status check_batch(mg_train_opts *o)
 {
     MG_FORWARD(require_i64(o->micro_batch_size, "--micro-batch-size"));
+    int64_t mp = o->model.tp * o->model.pp;
+    /* one process (no launcher) plans any layout with DP 1 (--dry-run); training refuses
+     * it when the world is made (comm.h) */
+    MG_RETURN_IF(o->world_size > 1 && o->world_size % mp, MG_ERR_ARG,
+                 "world size (%lld) is not divisible by tensor model parallel size (%lld) "
+                 "times pipeline model parallel size (%lld)", LL(o->world_size),
+                 LL(o->model.tp), LL(o->model.pp));
+    o->data_parallel_size = o->world_size > 1 ? o->world_size / mp : 1;
     int64_t unit = o->micro_batch_size * o->data_parallel_size;
     if (o->global_batch_size == 0) o->global_batch_size = unit;
     MG_RETURN_IF(o->global_batch_size % unit, MG_ERR_ARG,

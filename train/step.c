@@ -59,13 +59,13 @@ mg_status mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k, mg_comm *comm, dou
     return MG_OK;
 }
 
-/* Data-parallel gradient average: sum over the replicas, divided by their number. */
+/* Data-parallel gradient average as megatron-core's DDP (average_in_collective False):
+ * each replica scales by 1 / DP, then the replicas are summed. */
 static mg_status reduce_grads(mg_gpt *g, const mg_kctx *k, mg_comm *comm)
 {
     mg_comm *dp = mg_comm_group(comm, MG_COMM_DATA);
-    MG_FORWARD(mg_comm_allreduce_sum_f32(dp, g->grads, g->numel));
     if (mg_comm_size(dp) > 1) mgk_scale(k, g->grads, g->numel, 1.0f / (float)mg_comm_size(dp));
-    return MG_OK;
+    return mg_comm_allreduce_sum_f32(dp, g->grads, g->numel);
 }
 
 static void adamw_all(mg_gpt *g, mg_gpt_optim *o, const mg_kctx *k, const mg_step_hp *hp,
@@ -110,7 +110,7 @@ mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, const mg_sched *sch
     mg_gpt_zero_grads(g);
     MG_FORWARD(mg_sched_train(g, k, comm, sched, micro, nmicro, 1.0 / (double)nmicro, lsum));
     MG_FORWARD(reduce_grads(g, k, comm));
-    MG_FORWARD(mg_gpt_sync_grads(g, k, comm, sched->sequence_parallel));
+    MG_FORWARD(mg_gpt_sync_grads(g, comm, sched->sequence_parallel));
     MG_FORWARD(reduce_loss(comm, lsum));
     res->loss = lsum[1] > 0 ? lsum[0] / lsum[1] : 0.0;
     MG_FORWARD(mg_gpt_grad_norm(g, k, comm, &res->grad_norm));

@@ -20,15 +20,15 @@
  *   - Collectives go through comm.h on the groups of the world communicator passed to
  *     mg_gpt_train_step_comm(): the micro-batches run through the pipeline schedule
  *     (schedule.h: 1F1B over the pipeline group, tensor-parallel collectives inside the
- *     model); then the gradients are all-reduced (summed, then divided by the group size
- *     when it is > 1) over the data-parallel group, the sequence-parallel and tied-
- *     embedding partial gradients completed (grad_sync.h), the loss numerator and token
- *     count summed over the data-parallel group on the last stage and broadcast from it
- *     over the pipeline group (every rank reports Megatron's lm loss), and the gradient
- *     sum of squares summed over the model-parallel group (tensor x pipeline) counting
- *     each parameter once: replicated tensors on tensor-parallel rank 0 only, not the tied
- *     copy (data-parallel replicas hold the same reduced gradients, so they are not added
- *     again). With the single-process communicator these are no-ops and the results are
+ *     model); then the gradients are scaled by 1 / DP and summed over the data-parallel
+ *     group (megatron-core's DDP order), the sequence-parallel and tied-embedding partial
+ *     gradients completed (grad_sync.h), the loss numerator and token count summed over
+ *     the data-parallel group on the last stage and broadcast from it over the pipeline
+ *     group (every rank reports Megatron's lm loss), and the gradient sum of squares
+ *     summed over the model-parallel group (tensor x pipeline) counting each parameter
+ *     once: replicated tensors on tensor-parallel rank 0 only, not the tied copy (data-
+ *     parallel replicas hold the same reduced gradients, so they are not added again).
+ *     With the single-process communicator these are no-ops and the results are
  *     bit-identical to the plain loop. mg_gpt_train_step() is the same step on one arena
  *     and a single-process communicator of its own.
  */
