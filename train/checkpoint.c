@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,7 +13,7 @@
 #include "mg/file.h"
 #include "mg/torchfile.h"
 
-#define CKPT_FILE "mp_rank_00/model_optim_rng.pt"
+#define CKPT_NAME "model_optim_rng.pt"
 #define TRACKER "latest_checkpointed_iteration.txt"
 
 /* ---- save ---- */
@@ -79,11 +80,18 @@ static mg_status put_str(mg_pk_graph *pg, mg_pk_obj *m, const char *k, const cha
     return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
 }
 
+static mg_status put_bool(mg_pk_graph *pg, mg_pk_obj *m, const char *k, int v)
+{
+    mg_pk_obj *x = mg_pk_bool(pg, v);
+    return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
+}
+
 static mg_status build_args(mg_pk_graph *pg, const mg_train_opts *o,
                             const mg_train_ckpt_state *st, mg_pk_obj **ns)
 {
     MG_FORWARD(mg_model_to_args(&o->model, pg, ns));
     MG_FORWARD(put_str(pg, *ns, "transformer_impl", "transformer_engine"));
+    MG_FORWARD(put_bool(pg, *ns, "sequence_parallel", o->sequence_parallel));
     MG_FORWARD(put_int(pg, *ns, "iteration", st->iteration));
     MG_FORWARD(put_int(pg, *ns, "consumed_train_samples", st->consumed_train_samples));
     MG_FORWARD(put_int(pg, *ns, "consumed_valid_samples", st->consumed_valid_samples));
@@ -111,12 +119,6 @@ static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, mg_pk_obj **model
         MG_FORWARD(mg_pk_set(pg, *model, g->t[i].name, t));
     }
     return MG_OK;
-}
-
-static mg_status put_bool(mg_pk_graph *pg, mg_pk_obj *m, const char *k, int v)
-{
-    mg_pk_obj *x = mg_pk_bool(pg, v);
-    return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
 }
 
 /* The keys megatron.core.optimizer._get_param_groups gives each group; FP32Optimizer.
@@ -248,25 +250,41 @@ static mg_status make_dir(const char *path)
     return mg_error_errno(errno, "cannot create the directory %s", path);
 }
 
-/* Removes DIR/mp_rank_00/model_optim_rng.pt, DIR/mp_rank_00 and DIR (what a save wrote). */
+/* Megatron's get_checkpoint_name: mp_rank_TT, with _PPP when PP > 1. */
+static void rank_dir(char *buf, size_t cap, const char *iterdir, const mg_train_ckpt_rank *r)
+{
+    if (r->pp > 1)
+        snprintf(buf, cap, "%s/mp_rank_%02lld_%03lld", iterdir, (long long)r->tp_rank,
+                 (long long)r->pp_rank);
+    else snprintf(buf, cap, "%s/mp_rank_%02lld", iterdir, (long long)r->tp_rank);
+}
+
+/* Removes the files of DIR's sub-folders, the sub-folders and DIR (what a save wrote). */
 static void remove_iter_dir(const char *dir)
 {
-    char p[8192];
-    snprintf(p, sizeof p, "%s/" CKPT_FILE, dir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/mp_rank_00", dir);
-    rmdir(p);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[4608], f[8192];
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        DIR *sub = opendir(p);
+        struct dirent *x;
+        while (sub && (x = readdir(sub)) != NULL) {
+            if (x->d_name[0] == '.') continue;
+            snprintf(f, sizeof f, "%s/%s", p, x->d_name);
+            unlink(f);
+        }
+        if (sub) closedir(sub);
+        rmdir(p);
+    }
+    if (d) closedir(d);
     rmdir(dir);
 }
 
-static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt *g,
-                           const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+static mg_status write_rank_file(const char *path, const mg_train_opts *o, const mg_gpt *g,
+                                 const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
 {
-    char p[8192];
-    MG_FORWARD(make_dir(tmp));
-    snprintf(p, sizeof p, "%s/mp_rank_00", tmp);
-    MG_FORWARD(make_dir(p));
-    snprintf(p, sizeof p, "%s/" CKPT_FILE, tmp);
     mg_pk_graph *pg = mg_pk_graph_create();
     save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
                    mg_calloc(g->nt ? g->nt : 1, sizeof(float))};
@@ -275,7 +293,7 @@ static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt
     mg_status s = MG_ERR_NOMEM;
     if (pg && b.order && b.steps) s = build_root(pg, o, g, opt, st, &b, &root);
     mg_torch_save_opts so = {.archive_name = "model_optim_rng"};
-    if (s == MG_OK) s = mg_torch_save(p, root, &so);
+    if (s == MG_OK) s = mg_torch_save(path, root, &so);
     free(b.order);
     free(b.steps);
     mg_pk_graph_free(pg);
@@ -295,28 +313,70 @@ static mg_status write_tracker(const char *dir, int64_t iteration)
     return s;
 }
 
-mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
-                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+/* DIR/iter_%07d and its temporary and previous names. */
+static mg_status iter_paths(const char *dir, int64_t iteration, char final[4200],
+                            char tmp[4300], char old[4300])
+{
+    MG_RETURN_IF(strlen(dir) > 4000, MG_ERR_ARG, "--save: directory name too long");
+    snprintf(final, 4200, "%s/iter_%07lld", dir, (long long)iteration);
+    snprintf(tmp, 4300, "%s.tmp", final);
+    snprintf(old, 4300, "%s.old", final);
+    return MG_OK;
+}
+
+mg_status mg_train_ckpt_begin(const char *dir, int64_t iteration)
 {
     char final[4200], tmp[4300], old[4300];
-    MG_RETURN_IF(strlen(dir) > 4000, MG_ERR_ARG, "--save: directory name too long");
+    MG_FORWARD(iter_paths(dir, iteration, final, tmp, old));
     MG_FORWARD(make_dir(dir));
-    snprintf(final, sizeof final, "%s/iter_%07lld", dir, (long long)st->iteration);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
-    snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
-    mg_status s = write_tmp(tmp, o, g, opt, st);
-    if (s != MG_OK) {
-        remove_iter_dir(tmp);
-        return s;
-    }
+    remove_iter_dir(tmp); /* a save that died half-way */
+    return make_dir(tmp);
+}
+
+mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_rank *r,
+                              const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
+                              const mg_train_ckpt_state *st)
+{
+    char final[4200], tmp[4300], old[4300], p[4400], f[4500];
+    MG_FORWARD(iter_paths(dir, st->iteration, final, tmp, old));
+    rank_dir(p, sizeof p, tmp, r);
+    MG_FORWARD(make_dir(p));
+    snprintf(f, sizeof f, "%s/" CKPT_NAME, p);
+    return write_rank_file(f, o, g, opt, st);
+}
+
+mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration)
+{
+    char final[4200], tmp[4300], old[4300];
+    MG_FORWARD(iter_paths(dir, iteration, final, tmp, old));
+    remove_iter_dir(old);
     int had_old = mg_is_dir(final) && rename(final, old) == 0;
     if (rename(tmp, final) != 0) {
-        s = mg_error_errno(errno, "cannot rename %s to %s", tmp, final);
+        mg_status s = mg_error_errno(errno, "cannot rename %s to %s", tmp, final);
         remove_iter_dir(tmp);
         return s;
     }
     if (had_old) remove_iter_dir(old);
-    return write_tracker(dir, st->iteration);
+    return write_tracker(dir, iteration);
+}
+
+void mg_train_ckpt_abort(const char *dir, int64_t iteration)
+{
+    char final[4200], tmp[4300], old[4300];
+    if (iter_paths(dir, iteration, final, tmp, old) == MG_OK) remove_iter_dir(tmp);
+}
+
+mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
+                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+{
+    mg_train_ckpt_rank one = {0, 0, 1};
+    MG_FORWARD(mg_train_ckpt_begin(dir, st->iteration));
+    mg_status s = mg_train_ckpt_write(dir, &one, o, g, opt, st);
+    if (s != MG_OK) {
+        mg_train_ckpt_abort(dir, st->iteration);
+        return s;
+    }
+    return mg_train_ckpt_commit(dir, st->iteration);
 }
 
 /* ---- load ---- */
@@ -482,11 +542,12 @@ static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *
 {
     static const char *const keys[] = {"num_layers", "hidden_size", "num_attention_heads",
                                        "num_query_groups", "kv_channels", "ffn_hidden_size",
-                                       "padded_vocab_size"};
+                                       "padded_vocab_size", "tensor_model_parallel_size",
+                                       "pipeline_model_parallel_size"};
     const mg_model_desc *m = &g->m;
     const int64_t mine[] = {m->num_layers, m->hidden_size, m->num_attention_heads,
                             m->num_query_groups, m->kv_channels, m->ffn_hidden_size,
-                            m->padded_vocab_size};
+                            m->padded_vocab_size, m->tp, m->pp};
     MG_RETURN_IF(!args || args->kind != MG_PK_NAMESPACE, MG_ERR_FORMAT,
                  "%s: no 'args' Namespace", path);
     for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
@@ -520,13 +581,23 @@ static mg_status load_root(const char *path, const mg_pk_obj *root, int release,
 mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
                              mg_train_ckpt_state *st)
 {
+    mg_train_ckpt_rank one = {0, 0, 1};
+    return mg_train_ckpt_load_rank(dir, &one, g, opt, st);
+}
+
+mg_status mg_train_ckpt_load_rank(const char *dir, const mg_train_ckpt_rank *r, mg_gpt *g,
+                                  mg_gpt_optim *opt, mg_train_ckpt_state *st)
+{
     int64_t it = 0;
     int release = 0;
-    char path[8192];
+    char iterdir[4200], rdir[4400], path[4500];
     memset(st, 0, sizeof *st);
+    MG_RETURN_IF(strlen(dir) > 4000, MG_ERR_ARG, "--load: directory name too long");
     MG_FORWARD(read_tracker(dir, &it, &release));
-    if (release) snprintf(path, sizeof path, "%s/release/" CKPT_FILE, dir);
-    else snprintf(path, sizeof path, "%s/iter_%07lld/" CKPT_FILE, dir, (long long)it);
+    if (release) snprintf(iterdir, sizeof iterdir, "%s/release", dir);
+    else snprintf(iterdir, sizeof iterdir, "%s/iter_%07lld", dir, (long long)it);
+    rank_dir(rdir, sizeof rdir, iterdir, r);
+    snprintf(path, sizeof path, "%s/" CKPT_NAME, rdir);
     mg_torch_file *f = NULL;
     MG_FORWARD(mg_torch_open(&f, path));
     mg_status s = load_root(path, mg_torch_root(f), release, g, release ? NULL : opt, st);

@@ -122,6 +122,15 @@ static mg_status alloc_batches(run_state *s)
     return MG_OK;
 }
 
+/* This rank's checkpoint file: its tensor-parallel rank and pipeline stage. */
+static mg_train_ckpt_rank ckpt_rank(const run_state *s)
+{
+    mg_comm *pp = mg_comm_group(s->comm, MG_COMM_PIPELINE);
+    mg_train_ckpt_rank r = {mg_comm_rank(mg_comm_group(s->comm, MG_COMM_TENSOR)),
+                            mg_comm_rank(pp), mg_comm_size(pp)};
+    return r;
+}
+
 /* --load: weights, and unless --no-load-optim / --finetune the optimizer and position. */
 static mg_status load_checkpoint(run_state *s)
 {
@@ -130,7 +139,8 @@ static mg_status load_checkpoint(run_state *s)
     if (!o->load) return MG_OK;
     mg_train_ckpt_state st;
     int optim = !o->no_load_optim && !o->finetune;
-    MG_FORWARD(mg_train_ckpt_load(o->load, s->g, optim ? s->opt : NULL, &st));
+    mg_train_ckpt_rank r = ckpt_rank(s);
+    MG_FORWARD(mg_train_ckpt_load_rank(o->load, &r, s->g, optim ? s->opt : NULL, &st));
     if (o->finetune) {
         NOTE(s, "loaded %s for fine-tuning: iteration reset to 0, new optimizer", o->load);
         return MG_OK;
@@ -155,8 +165,14 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
     if (!o->save || s->saved_iter == it) return MG_OK;
     mg_train_ckpt_state st = {it, it * o->global_batch_size, (int64_t)s->valid_cursor,
                               s->flops_so_far, 1};
+    mg_train_ckpt_rank r = ckpt_rank(s);
+    int leader = mg_comm_rank(s->comm) == 0;
+    if (leader) MG_FORWARD(mg_train_ckpt_begin(o->save, it));
+    MG_FORWARD(mg_comm_barrier(s->comm));
     if (mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0)
-        MG_FORWARD(mg_train_ckpt_save(o->save, o, s->g, s->opt, &st));
+        MG_FORWARD(mg_train_ckpt_write(o->save, &r, o, s->g, s->opt, &st));
+    MG_FORWARD(mg_comm_barrier(s->comm));
+    if (leader) MG_FORWARD(mg_train_ckpt_commit(o->save, it));
     MG_FORWARD(mg_comm_barrier(s->comm));
     s->saved_iter = it;
     NOTE(s, "saved checkpoint at iteration %lld to %s", (long long)it, o->save);
