@@ -40,10 +40,10 @@
  *     gone (transport error) fails the same way at once. After such an error the world is
  *     unusable: the tool prints the message and calls mg_comm_abort(), which ends every
  *     rank of the job (MPI_Abort) with that exit status.
- *   - Volume: every group counts, per operation, the calls and the bytes of their payload
- *     (nccl-tests' "size"): all-reduce n x element size, all-gather and reduce-scatter the
- *     whole size x n buffer, broadcast and send/recv their bytes, barrier 0. Counted on
- *     every backend (single included), so a single-process run predicts the volume.
+ *   - Volume: every group of more than one rank counts, per operation, the calls and the
+ *     bytes of their payload (nccl-tests' "size"): all-reduce n x element size, all-gather
+ *     and reduce-scatter the whole size x n buffer, broadcast and send/recv their bytes,
+ *     barrier 0. Calls on a group of one rank move nothing and are not counted.
  *   - Thread safety: one communicator (with its groups) is used by one thread at a time.
  *   - Library code: never prints or exits; errors are mg_status with mg_error_set().
  */

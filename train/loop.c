@@ -27,6 +27,7 @@
 #include "batch.h"
 #include "checkpoint.h"
 #include "comm.h"
+#include "dist_optim.h"
 #include "flops.h"
 #include "log.h"
 #include "mg/cli.h"
@@ -63,7 +64,8 @@ typedef struct {
     const mg_train_opts *o;
     mg_train_data *data;
     mg_gpt *g;
-    mg_gpt_optim *opt;
+    mg_gpt_optim *opt;    /* Adam state in the model layout (NULL with dopt) */
+    mg_dist_optim *dopt;  /* --use-distributed-optimizer: the sharded state */
     mg_gpt_acts **slots;  /* one arena per micro-batch in flight (sched) */
     mg_sched sched;
     mg_kctx k;
@@ -140,7 +142,13 @@ static mg_status load_checkpoint(run_state *s)
     mg_train_ckpt_state st;
     int optim = !o->no_load_optim && !o->finetune;
     mg_train_ckpt_rank r = ckpt_rank(s);
-    MG_FORWARD(mg_train_ckpt_load_rank(o->load, &r, s->g, optim ? s->opt : NULL, &st));
+    mg_gpt_optim *full = s->opt;
+    if (optim && s->dopt) MG_FORWARD(mg_gpt_optim_create(&full, s->g));
+    mg_status ls = mg_train_ckpt_load_rank(o->load, &r, s->g, optim ? full : NULL, &st);
+    if (ls == MG_OK && optim && s->dopt && st.optim_loaded)
+        mg_dist_load_moments(s->dopt, s->g, full);
+    if (full != s->opt) mg_gpt_optim_free(full);
+    MG_FORWARD(ls);
     if (o->finetune) {
         NOTE(s, "loaded %s for fine-tuning: iteration reset to 0, new optimizer", o->load);
         return MG_OK;
@@ -167,12 +175,20 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
                               s->flops_so_far, 1};
     mg_train_ckpt_rank r = ckpt_rank(s);
     int leader = mg_comm_rank(s->comm) == 0;
-    if (leader) MG_FORWARD(mg_train_ckpt_begin(o->save, it));
-    MG_FORWARD(mg_comm_barrier(s->comm));
-    if (mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0)
-        MG_FORWARD(mg_train_ckpt_write(o->save, &r, o, s->g, s->opt, &st));
-    MG_FORWARD(mg_comm_barrier(s->comm));
-    if (leader) MG_FORWARD(mg_train_ckpt_commit(o->save, it));
+    mg_gpt_optim *full = s->opt;
+    mg_status ss = MG_OK;
+    if (s->dopt) { /* every DP rank takes part in gathering the moments */
+        ss = mg_gpt_optim_create(&full, s->g);
+        if (ss == MG_OK) ss = mg_dist_gather_moments(s->dopt, s->g, s->comm, full);
+    }
+    if (ss == MG_OK && leader) ss = mg_train_ckpt_begin(o->save, it);
+    if (ss == MG_OK) ss = mg_comm_barrier(s->comm);
+    if (ss == MG_OK && mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0)
+        ss = mg_train_ckpt_write(o->save, &r, o, s->g, full, &st);
+    if (ss == MG_OK) ss = mg_comm_barrier(s->comm);
+    if (ss == MG_OK && leader) ss = mg_train_ckpt_commit(o->save, it);
+    if (full != s->opt) mg_gpt_optim_free(full);
+    MG_FORWARD(ss);
     MG_FORWARD(mg_comm_barrier(s->comm));
     s->saved_iter = it;
     NOTE(s, "saved checkpoint at iteration %lld to %s", (long long)it, o->save);
@@ -225,7 +241,8 @@ static mg_status setup(run_state *s)
     mg_gpt_opts go = {gelu_of(o), o->init_method_std, (uint64_t)o->seed};
     MG_FORWARD(mg_gpt_create(&s->g, &o->model, &lay, &go));
     mg_gpt_init_params(s->g);
-    MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
+    if (o->use_distributed_optimizer) MG_FORWARD(mg_dist_optim_create(&s->dopt, s->g, s->comm));
+    else MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
     MG_FORWARD(load_checkpoint(s));
     MG_FORWARD(mgk_ctx_init(&s->k, MGK_CPU_FAST, 0));
     MG_FORWARD(alloc_batches(s));
@@ -242,6 +259,7 @@ static void teardown(run_state *s)
     free(s->slots);
     mgk_ctx_free(&s->k);
     mg_gpt_optim_free(s->opt);
+    mg_dist_optim_free(s->dopt);
     mg_gpt_free(s->g);
     mg_train_data_free(s->data);
 }
@@ -295,8 +313,14 @@ static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, do
     mg_step_hp hp;
     mg_step_hp_at(o, it, &hp);
     MG_FORWARD(fill(s, MG_SPLIT_TRAIN, (uint64_t)((it - 1) * o->global_batch_size)));
-    MG_FORWARD(mg_gpt_train_step_comm(s->g, s->opt, &s->sched, &s->k, s->comm, s->views,
-                                      s->nmicro, &hp, res));
+    if (s->dopt) {
+        MG_FORWARD(mg_gpt_accumulate(s->g, &s->sched, &s->k, s->comm, s->views, s->nmicro,
+                                     &res->loss));
+        MG_FORWARD(mg_dist_step(s->dopt, s->g, &s->k, s->comm, &hp, res));
+    } else {
+        MG_FORWARD(mg_gpt_train_step_comm(s->g, s->opt, &s->sched, &s->k, s->comm, s->views,
+                                          s->nmicro, &hp, res));
+    }
     *secs = now_s() - t0;
     MG_RETURN_IF(!isfinite(res->loss), MG_ERR_FORMAT,
                  "NaN/Inf loss at iteration %lld (lm loss %g, grad norm %g); stopping",

@@ -16,6 +16,7 @@
 #include "loop.h"
 #include "mg/cli.h"
 #include "options.h"
+#include "rank_check.h"
 
 static void die_parse(mg_status st)
 {
@@ -43,7 +44,7 @@ static mg_status make_world(const mg_train_opts *o, mg_comm **world)
 {
     static char prog[64];
     mg_comm_config cfg = {o->model.tp, o->model.pp,
-                          60.0 * (double)o->distributed_timeout_minutes,
+                          60.0 * o->distributed_timeout_minutes,
                           MG_COMM_BACKEND_AUTO, -1};
     MG_FORWARD(mg_comm_create(world, &cfg));
     if (mg_comm_size(*world) > 1) {
@@ -68,7 +69,7 @@ static void die_run(mg_status st, mg_comm *world)
     mg_die_status(st);
 }
 
-static int train(mg_train_opts *o)
+static int train(mg_train_opts *o, int argc, char **argv)
 {
     mg_status st = mg_train_resolve_vocab(o);
     if (st != MG_OK) {
@@ -83,6 +84,7 @@ static int train(mg_train_opts *o)
     }
     mg_comm *world = NULL;
     st = make_world(o, &world);
+    if (st == MG_OK) st = mg_train_check_ranks(world, o, argc, argv);
     if (st == MG_OK) st = mg_train_run(o, world, stdout);
     mg_train_opts_free(o);
     if (st != MG_OK) die_run(st, world);
@@ -116,5 +118,5 @@ int main(int argc, char **argv)
         mg_train_opts_free(&o);
         return MG_EXIT_USAGE;
     }
-    return train(&o);
+    return train(&o, argc, argv);
 }

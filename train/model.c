@@ -133,8 +133,8 @@ static mg_status build_views(mg_gpt *g)
     return MG_OK;
 }
 
-mg_status mg_gpt_create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay,
-                        const mg_gpt_opts *opt)
+static mg_status create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay,
+                        const mg_gpt_opts *opt, int buffers)
 {
     *out = NULL;
     MG_FORWARD(check_layout(m, lay));
@@ -144,7 +144,7 @@ mg_status mg_gpt_create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layou
     g->lay = *lay;
     g->opt = *opt;
     if (st == MG_OK) st = build_views(g);
-    if (st == MG_OK) {
+    if (st == MG_OK && buffers) {
         g->params = mg_calloc((size_t)(g->numel ? g->numel : 1), sizeof(float));
         g->grads = mg_calloc((size_t)(g->numel ? g->numel : 1), sizeof(float));
         if (!g->params || !g->grads) st = MG_ERR_NOMEM;
@@ -155,6 +155,18 @@ mg_status mg_gpt_create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layou
     }
     *out = g;
     return MG_OK;
+}
+
+mg_status mg_gpt_create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay,
+                        const mg_gpt_opts *opt)
+{
+    return create(out, m, lay, opt, 1);
+}
+
+mg_status mg_gpt_create_views(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay)
+{
+    mg_gpt_opts opt = {MGK_GELU_TANH, 0.02, 0};
+    return create(out, m, lay, &opt, 0);
 }
 
 void mg_gpt_free(mg_gpt *g)

@@ -114,6 +114,8 @@ mgk_gelu_kind mg_gpt_default_gelu(const mg_model_desc *m);
  * padded_vocab_size. */
 mg_status mg_gpt_create(mg_gpt **g, const mg_model_desc *m, const mg_gpt_layout *lay,
                         const mg_gpt_opts *opt);
+/* The views alone (params and grads NULL): shapes and offsets for planning (--dry-run). */
+mg_status mg_gpt_create_views(mg_gpt **g, const mg_model_desc *m, const mg_gpt_layout *lay);
 void mg_gpt_free(mg_gpt *g); /* accepts NULL */
 /* The view with Megatron-Core name `name`, NULL if absent. */
 const mg_gpt_tensor *mg_gpt_find(const mg_gpt *g, const char *name);

@@ -46,7 +46,8 @@ typedef struct {
     int64_t micro_batch_size, global_batch_size, data_parallel_size;
     int64_t world_size;            /* from the launch (comm_launch.h); DP = world / (TP x PP) */
     int use_distributed_optimizer; /* --use-distributed-optimizer */
-    int64_t distributed_timeout_minutes; /* --distributed-timeout-minutes, 10 */
+    double distributed_timeout_minutes; /* --distributed-timeout-minutes, 10 (Megatron: an
+                                           int; fractions accepted here, for tests) */
     int64_t train_iters, train_samples; /* 0 = not given; train_iters derived */
     double lr, min_lr, lr_warmup_init, lr_warmup_fraction; /* fraction < 0: not given */
     int64_t lr_warmup_iters, lr_warmup_samples, lr_decay_iters, lr_decay_samples;

@@ -220,6 +220,9 @@ static mg_status check_adam(const mg_train_opts *o)
 
 static mg_status check_data_ckpt(mg_train_opts *o)
 {
+    MG_RETURN_IF(!(o->distributed_timeout_minutes > 0), MG_ERR_ARG,
+                 "--distributed-timeout-minutes must be positive (got %g)",
+                 o->distributed_timeout_minutes);
     MG_RETURN_IF(o->mock_data && o->n_data_path, MG_ERR_ARG,
                  "a single data source must be provided: --mock-data or --data-path");
     MG_RETURN_IF(o->mock_data && !o->tok.type, MG_ERR_ARG, "--mock-data needs --tokenizer-type "

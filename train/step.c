@@ -91,6 +91,12 @@ mg_status mg_gpt_train_step(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a, const mg
     return st;
 }
 
+double mg_clip_coeff(double clip_grad, double grad_norm)
+{
+    double coeff = clip_grad > 0 ? clip_grad / (grad_norm + 1.0e-6) : 1.0;
+    return coeff < 1.0 ? coeff : 1.0;
+}
+
 /* Megatron's lm loss: summed over the data-parallel replicas on the last stage, then
  * broadcast from it to the other stages. */
 static mg_status reduce_loss(mg_comm *comm, double lsum[2])
@@ -100,24 +106,30 @@ static mg_status reduce_loss(mg_comm *comm, double lsum[2])
     return mg_comm_broadcast(pp, lsum, 2 * (int64_t)sizeof(double), mg_comm_size(pp) - 1);
 }
 
+mg_status mg_gpt_accumulate(mg_gpt *g, const mg_sched *sched, const mg_kctx *k, mg_comm *comm,
+                            const mg_gpt_batch *micro, int64_t nmicro, double *loss)
+{
+    MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
+    double lsum[2] = {0, 0}; /* masked token loss sum, token count (last stage) */
+    mg_gpt_zero_grads(g);
+    MG_FORWARD(mg_sched_train(g, k, comm, sched, micro, nmicro, 1.0 / (double)nmicro, lsum));
+    MG_FORWARD(mg_gpt_sync_grads(g, comm, sched->sequence_parallel));
+    MG_FORWARD(reduce_loss(comm, lsum));
+    *loss = lsum[1] > 0 ? lsum[0] / lsum[1] : 0.0;
+    return MG_OK;
+}
+
 mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, const mg_sched *sched,
                                  const mg_kctx *k, mg_comm *comm, const mg_gpt_batch *micro,
                                  int64_t nmicro, const mg_step_hp *hp, mg_step_result *res)
 {
-    MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
     MG_RETURN_IF(o->numel != g->numel, MG_ERR_ARG, "train step: optimizer of another model");
-    double lsum[2] = {0, 0}; /* masked token loss sum, token count (last stage) */
-    mg_gpt_zero_grads(g);
-    MG_FORWARD(mg_sched_train(g, k, comm, sched, micro, nmicro, 1.0 / (double)nmicro, lsum));
+    MG_FORWARD(mg_gpt_accumulate(g, sched, k, comm, micro, nmicro, &res->loss));
     MG_FORWARD(reduce_grads(g, k, comm));
-    MG_FORWARD(mg_gpt_sync_grads(g, comm, sched->sequence_parallel));
-    MG_FORWARD(reduce_loss(comm, lsum));
-    res->loss = lsum[1] > 0 ? lsum[0] / lsum[1] : 0.0;
     MG_FORWARD(mg_gpt_grad_norm(g, k, comm, &res->grad_norm));
     res->skipped = !isfinite(res->grad_norm);
     if (res->skipped) return MG_OK;
-    double coeff = hp->clip_grad > 0 ? hp->clip_grad / (res->grad_norm + 1.0e-6) : 1.0;
     o->step++;
-    adamw_all(g, o, k, hp, coeff < 1.0 ? coeff : 1.0);
+    adamw_all(g, o, k, hp, mg_clip_coeff(hp->clip_grad, res->grad_norm));
     return MG_OK;
 }
