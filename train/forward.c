@@ -266,22 +266,18 @@ static void norm_fwd(const mg_gpt *g, const mg_kctx *k, float *out, float *mean,
     else mgk_layernorm_fwd(k, out, mean, rstd, x, w, b, N, C, eps);
 }
 
-/* Vocabulary-parallel word embedding (this rank's rows, then the sum over the group),
- * plus the replicated position embedding after the sum; under SP the result is scattered
- * to the rank's rows (reduce-scattered directly without learned positions, as Megatron's
- * LanguageModelEmbedding). */
+/* Vocabulary-parallel word embedding: this rank's rows, summed over the group (reduce-
+ * scattered to the rank's token rows under SP), then the replicated position embedding of
+ * those rows added once after the sum (Megatron adds it before scattering: same values). */
 static mg_status embed_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
     const float *wte = mg_gp(g->params, a, P_WTE), *wpe = mg_gp(g->params, a, P_WPE);
-    int pos = g->m.learned_positions;
     float *sum = a->sp ? a->tmp : a->x[0];
     mgk_embedding_fwd(k, sum, a->batch.ids, wte, a->N, a->H, a->vocab0, a->Vp, 0);
-    if (a->sp && !pos) return mg_tp_reduce(a, a->x[0], sum, a->H);
-    if (a->tpc) MG_FORWARD(mg_comm_allreduce_sum_f32(a->tpc, sum, a->N * a->H));
-    if (pos)
-        mgk_embedding_fwd(k, sum, a->pos, wpe, a->N, a->H, 0, g->m.max_position_embeddings, 1);
-    if (a->sp)
-        memcpy(a->x[0], sum + a->tp_rank * a->Ns * a->H, (size_t)(a->Ns * a->H) * sizeof(float));
+    MG_FORWARD(mg_tp_reduce(a, a->x[0], sum, a->H));
+    if (g->m.learned_positions)
+        mgk_embedding_fwd(k, a->x[0], a->pos + a->tp_rank * a->Ns, wpe, a->Ns, a->H, 0,
+                          g->m.max_position_embeddings, 1);
     return MG_OK;
 }
 
