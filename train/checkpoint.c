@@ -565,9 +565,9 @@ static mg_status load_root(const char *path, const mg_pk_obj *root, int release,
 {
     MG_RETURN_IF(root->kind != MG_PK_DICT && root->kind != MG_PK_ODICT, MG_ERR_FORMAT,
                  "%s: the pickled object is a %s, not a dict", path, mg_pk_kind_name(root->kind));
-    MG_FORWARD(load_model(path, g, mg_pk_get(root, "model")));
     const mg_pk_obj *args = mg_pk_get(root, "args");
-    MG_FORWARD(check_args(path, g, args));
+    MG_FORWARD(check_args(path, g, args)); /* first: a layout mismatch says so */
+    MG_FORWARD(load_model(path, g, mg_pk_get(root, "model")));
     st->iteration = release ? 0 : int_of(mg_pk_get(root, "iteration"), 0);
     st->consumed_train_samples = int_of(args ? mg_pk_get(args, "consumed_train_samples") : NULL, 0);
     st->consumed_valid_samples = int_of(args ? mg_pk_get(args, "consumed_valid_samples") : NULL, 0);
