@@ -537,20 +537,13 @@ static int64_t int_of(const mg_pk_obj *x, int64_t dflt)
     return x && x->kind == MG_PK_INT ? x->i : dflt;
 }
 
-/* The model arguments the tensors' shapes do not pin down (heads, groups) and the rest. */
-static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *args)
+/* args' integers keys[i] (where present) must equal mine[i]. */
+static mg_status check_ints(const char *path, const mg_pk_obj *args, const char *const *keys,
+                            const int64_t *mine, size_t n)
 {
-    static const char *const keys[] = {"num_layers", "hidden_size", "num_attention_heads",
-                                       "num_query_groups", "kv_channels", "ffn_hidden_size",
-                                       "padded_vocab_size", "tensor_model_parallel_size",
-                                       "pipeline_model_parallel_size"};
-    const mg_model_desc *m = &g->m;
-    const int64_t mine[] = {m->num_layers, m->hidden_size, m->num_attention_heads,
-                            m->num_query_groups, m->kv_channels, m->ffn_hidden_size,
-                            m->padded_vocab_size, m->tp, m->pp};
     MG_RETURN_IF(!args || args->kind != MG_PK_NAMESPACE, MG_ERR_FORMAT,
                  "%s: no 'args' Namespace", path);
-    for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
+    for (size_t i = 0; i < n; i++) {
         const mg_pk_obj *v = mg_pk_get(args, keys[i]);
         if (!v || v->kind != MG_PK_INT || mine[i] <= 0) continue;
         MG_RETURN_IF(v->i != mine[i], MG_ERR_FORMAT,
@@ -560,14 +553,37 @@ static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *
     return MG_OK;
 }
 
+/* The parallel layout, before the tensors (whose shapes it changes). */
+static mg_status check_layout_args(const char *path, const mg_gpt *g, const mg_pk_obj *args)
+{
+    static const char *const keys[] = {"tensor_model_parallel_size",
+                                       "pipeline_model_parallel_size"};
+    const int64_t mine[] = {g->m.tp, g->m.pp};
+    return check_ints(path, args, keys, mine, 2);
+}
+
+/* The model arguments the tensors' shapes do not pin down (heads, groups) and the rest. */
+static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *args)
+{
+    static const char *const keys[] = {"num_layers", "hidden_size", "num_attention_heads",
+                                       "num_query_groups", "kv_channels", "ffn_hidden_size",
+                                       "padded_vocab_size"};
+    const mg_model_desc *m = &g->m;
+    const int64_t mine[] = {m->num_layers, m->hidden_size, m->num_attention_heads,
+                            m->num_query_groups, m->kv_channels, m->ffn_hidden_size,
+                            m->padded_vocab_size};
+    return check_ints(path, args, keys, mine, sizeof mine / sizeof *mine);
+}
+
 static mg_status load_root(const char *path, const mg_pk_obj *root, int release, mg_gpt *g,
                            mg_gpt_optim *opt, mg_train_ckpt_state *st)
 {
     MG_RETURN_IF(root->kind != MG_PK_DICT && root->kind != MG_PK_ODICT, MG_ERR_FORMAT,
                  "%s: the pickled object is a %s, not a dict", path, mg_pk_kind_name(root->kind));
     const mg_pk_obj *args = mg_pk_get(root, "args");
-    MG_FORWARD(check_args(path, g, args)); /* first: a layout mismatch says so */
+    MG_FORWARD(check_layout_args(path, g, args));
     MG_FORWARD(load_model(path, g, mg_pk_get(root, "model")));
+    MG_FORWARD(check_args(path, g, args));
     st->iteration = release ? 0 : int_of(mg_pk_get(root, "iteration"), 0);
     st->consumed_train_samples = int_of(args ? mg_pk_get(args, "consumed_train_samples") : NULL, 0);
     st->consumed_valid_samples = int_of(args ? mg_pk_get(args, "consumed_valid_samples") : NULL, 0);
