@@ -30,7 +30,7 @@ HAVE_MPI      ?= $(call probe,$(H)include <mpi.h>,$(MPI_CFLAGS) $(MPI_LDLIBS))
 CUDA_HOME     ?= /usr/local/cuda
 NCCL_CFLAGS   ?= -I$(CUDA_HOME)/include
 NCCL_LDLIBS   ?= -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart
-HAVE_NCCL     ?= 0 # $(call probe,$(H)include <nccl.h>,$(NCCL_CFLAGS) $(NCCL_LDLIBS))
+HAVE_NCCL     ?= $(call probe,$(H)include <nccl.h>,$(NCCL_CFLAGS) $(NCCL_LDLIBS))
 
 ifneq ($(HAVE_JANSSON),1)
 $(error jansson (JSON library) not found: run scripts/setup.sh --system or apt-get install libjansson-dev)

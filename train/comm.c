@@ -133,9 +133,10 @@ void mg_comm_abort(mg_comm *world, int code)
 
 int64_t mg_comm_size(const mg_comm *c) { return c->size; }
 int64_t mg_comm_rank(const mg_comm *c) { return c->rank; }
-const char *mg_comm_name(const mg_comm *c) { return kind_names[c->kind]; }
+const char *mg_comm_name(const mg_comm *c) { return mg_comm_kind_name(c->kind); }
 const char *mg_comm_backend_name(const mg_comm *c) { return c->be->name; }
 const char *mg_comm_op_name(mg_comm_op op) { return op_names[op]; }
+const char *mg_comm_kind_name(mg_comm_kind kind) { return kind_names[kind]; }
 
 int64_t mg_comm_world_rank(const mg_comm *c, int64_t r)
 {

@@ -128,6 +128,7 @@ typedef enum {
 } mg_comm_op;
 
 const char *mg_comm_op_name(mg_comm_op op); /* "all-reduce", "all-gather", ... */
+const char *mg_comm_kind_name(mg_comm_kind kind); /* "world", "tensor", ... */
 /* Calls and payload bytes of `op` on group c since the world was made or last reset. */
 void mg_comm_counts(const mg_comm *c, mg_comm_op op, int64_t *calls, int64_t *bytes);
 /* Zeroes the counters of every group of c's world. */

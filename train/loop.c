@@ -79,6 +79,9 @@ typedef struct {
     int64_t start_iter;   /* iteration of the loaded checkpoint (0 without --load) */
     int64_t saved_iter;   /* last iteration saved (-1: none) */
     double flops_so_far;
+    /* the comm counters (comm.h) of the last training step, for the measured-volume note */
+    int64_t step_calls[MG_COMM_NGROUPS][MG_COMM_NOPS], step_bytes[MG_COMM_NGROUPS][MG_COMM_NOPS];
+    int64_t counted_iter;
 } run_state;
 
 /* Progress notes: rank 0's only. */
@@ -313,12 +316,36 @@ static mg_status eval_split(run_state *s, int k, int64_t iteration, uint64_t *cu
                              loss);
 }
 
+static void snapshot_counts(run_state *s, int64_t it)
+{
+    for (int g = 0; g < MG_COMM_NGROUPS; g++)
+        for (int op = 0; op < MG_COMM_NOPS; op++)
+            mg_comm_counts(mg_comm_group(s->comm, (mg_comm_kind)g), (mg_comm_op)op,
+                           &s->step_calls[g][op], &s->step_bytes[g][op]);
+    s->counted_iter = it;
+}
+
+/* What the comm layer counted in the last training step, in --dry-run's "total" form. */
+static void note_measured(const run_state *s)
+{
+    if (!s->note_rank || !s->counted_iter || mg_comm_size(s->comm) == 1) return;
+    mg_note("communication measured in iteration %lld on rank 0 (payload bytes):",
+            (long long)s->counted_iter);
+    for (int g = 0; g < MG_COMM_NGROUPS; g++)
+        for (int op = 0; op < MG_COMM_NOPS; op++)
+            if (s->step_calls[g][op])
+                mg_note("  measured %s %s: %lld calls, %lld bytes",
+                        mg_comm_kind_name((mg_comm_kind)g), mg_comm_op_name((mg_comm_op)op),
+                        (long long)s->step_calls[g][op], (long long)s->step_bytes[g][op]);
+}
+
 static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, double *secs)
 {
     const mg_train_opts *o = s->o;
     double t0 = now_s();
     mg_step_hp hp;
     mg_step_hp_at(o, it, &hp);
+    mg_comm_reset_counts(s->comm);
     MG_FORWARD(fill(s, MG_SPLIT_TRAIN, (uint64_t)((it - 1) * o->global_batch_size)));
     if (s->dopt) {
         MG_FORWARD(mg_gpt_accumulate(s->g, &s->sched, &s->k, s->comm, s->views, s->nmicro,
@@ -329,6 +356,7 @@ static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, do
                                           s->nmicro, &hp, res));
     }
     *secs = now_s() - t0;
+    snapshot_counts(s, it);
     MG_RETURN_IF(!isfinite(res->loss), MG_ERR_FORMAT,
                  "NaN/Inf loss at iteration %lld (lm loss %g, grad norm %g); stopping",
                  (long long)it, res->loss, res->grad_norm);
@@ -447,6 +475,7 @@ static mg_status run(run_state *s, FILE *out)
     MG_FORWARD(mg_train_log_create(&s->log, out, o->log_file, o->log_interval, peak));
     if (o->exit_signal_handler) install_handlers();
     MG_FORWARD(train(s, t_start));
+    note_measured(s);
     NOTE(s, "done");
     return MG_OK;
 }

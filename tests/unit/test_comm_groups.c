@@ -1,11 +1,15 @@
 /* test_comm_groups.c — unit tests of comm_groups.h (megatron-core 0.16.1's default rank
  * order tp-cp-ep-dp-pp, groups listed as its RankGenerator.get_ranks lists them) and of
- * comm_launch.h (the launch read from an environment table).
+ * comm_launch.h (the launch read from an environment table) and of comm_tcp.h (the TCP
+ * bootstrap, with forked ranks).
  */
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "comm_groups.h"
 #include "comm_launch.h"
+#include "comm_tcp.h"
 #include "harness.h"
 
 /* Rank `rank`'s group of kind k must be `want` (n ranks) with rank at position idx. */
@@ -107,4 +111,31 @@ MG_TEST(comm_launch_env)
     MG_CHECK_ERR(t, launch(&l, (const char *const[]){"WORLD_SIZE", "1", "MASTER_PORT",
                                                      "70000", NULL}),
                  MG_ERR_ARG, "MASTER_PORT");
+}
+
+/* comm_tcp.h: rank 0 (this process) serves 128 bytes to two forked ranks on localhost. */
+MG_TEST(comm_tcp_bcast)
+{
+    int port = 20000 + (int)(getpid() % 20000);
+    unsigned char blob[128];
+    for (int i = 0; i < 128; i++) blob[i] = (unsigned char)(i * 7 + 3);
+    pid_t kids[2];
+    for (int r = 1; r <= 2; r++) {
+        kids[r - 1] = fork();
+        if (kids[r - 1] == 0) {
+            unsigned char got[128] = {0};
+            mg_status st = mg_comm_tcp_bcast("127.0.0.1", port, r, 3, got, sizeof got, 20);
+            _exit(st == MG_OK && memcmp(got, blob, sizeof got) == 0 ? 0 : 1);
+        }
+    }
+    MG_CHECK_OK(t, mg_comm_tcp_bcast("127.0.0.1", port, 0, 3, blob, sizeof blob, 20));
+    for (int i = 0; i < 2; i++) {
+        int status = -1;
+        waitpid(kids[i], &status, 0);
+        MG_CHECK(t, WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    /* nobody listening: a rank gives up at the deadline, naming MASTER_ADDR / MASTER_PORT */
+    unsigned char got[4];
+    MG_CHECK_ERR(t, mg_comm_tcp_bcast("127.0.0.1", port + 1, 1, 2, got, 4, 0.2), MG_ERR_IO,
+                 "timed out connecting to rank 0 at 127.0.0.1");
 }
