@@ -275,9 +275,10 @@ static mg_status embed_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
     float *sum = a->sp ? a->tmp : a->x[0];
     mgk_embedding_fwd(k, sum, a->batch.ids, wte, a->N, a->H, a->vocab0, a->Vp, 0);
     MG_FORWARD(mg_tp_reduce(a, a->x[0], sum, a->H));
+    const int32_t *pos = a->sp ? a->pos + a->tp_rank * a->Ns : a->pos; /* the rank's rows */
     if (g->m.learned_positions)
-        mgk_embedding_fwd(k, a->x[0], a->pos + a->tp_rank * a->Ns, wpe, a->Ns, a->H, 0,
-                          g->m.max_position_embeddings, 1);
+        mgk_embedding_fwd(k, a->x[0], pos, wpe, a->Ns, a->H, 0, g->m.max_position_embeddings,
+                          1);
     return MG_OK;
 }
 
