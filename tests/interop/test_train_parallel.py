@@ -2,8 +2,9 @@
 with the same seed and data, TP=2, TP=2 with --sequence-parallel, PP=2, PP=4 with uneven
 first and last stages (1, 2, 2, 1 layers), TP=2 x PP=2 and TP=2 x PP=2 with sequence
 parallelism log the losses and gradient norms of TP=1 PP=1 over 20 iterations within 1e-5
-relative (fp32: only the reduction order differs), and the same validation losses, for the
-tiny GPT-2 (tied embeddings: under PP the last stage's copy gets the embedding group's
+relative (fp32: only the reduction order differs), and the same validation losses, and the
+communication the comm layer counts on rank 0 in a step equals --dry-run's plan exactly
+(every group and operation: calls and bytes), for the tiny GPT-2 (tied embeddings: under PP the last stage's copy gets the embedding group's
 gradient sum) and the tiny Llama (GQA with one query group per TP rank, SwiGLU, RoPE,
 untied).
 
@@ -22,6 +23,7 @@ import numpy
 import pytest
 
 import conftest
+from test_dist_train import _totals
 from test_train_run import ARCHS
 
 ENV = {"OMP_NUM_THREADS": "1"}
@@ -105,3 +107,7 @@ def test_layout_reproduces_single_process(reference, layout, data, tmp_path):
     pp = nproc // tp
     assert f"{nproc} ranks (TP {tp}, PP {pp}, DP 1" in err, err
     assert_same_run(ref, got, f"{arch} {layout}")
+    measured = _totals(err, "measured")
+    plan = conftest.run_mg(["mg-train", *model_args(data, arch, flags), "--dry-run"],
+                           env={"WORLD_SIZE": str(nproc)}).stdout
+    assert measured and measured == _totals(plan, "total"), (err, plan)
