@@ -156,6 +156,7 @@ bench: all tools-test
 	scripts/bench-tokenizers.sh
 	scripts/bench-convert.sh
 	scripts/bench-train.sh
+	scripts/bench-dist.sh
 
 demo: all
 	scripts/demo.sh

@@ -12,47 +12,20 @@
 #include "mg/dtype_convert.h"
 #include "mg/file.h"
 #include "mg/torchfile.h"
+#include "param_order.h"
 
 #define CKPT_NAME "model_optim_rng.pt"
 #define TRACKER "latest_checkpointed_iteration.txt"
 
 /* ---- save ---- */
 
-#define QKV ".self_attention.linear_qkv."
-#define PROJ ".self_attention.linear_proj."
-
-/* 1 if a and b are tensors of the same layer's self_attention. */
-static int same_attention(const char *a, const char *b)
-{
-    const char *ea = strstr(a, ".self_attention."), *eb = strstr(b, ".self_attention.");
-    return ea && eb && ea - a == eb - b && !strncmp(a, b, (size_t)(ea - a));
-}
-
-/* Appends the tensors whose decay flag is `decay` in Megatron's parameter order (the TE
- * spec's module registration order: Attention builds linear_proj before SelfAttention builds
- * linear_qkv, whose fused input norm comes first), i.e. mg-train's model order with each
- * layer's linear_proj moved before its linear_qkv. */
-static size_t add_group(const mg_gpt *g, int decay, size_t *order, size_t n)
-{
-    for (size_t i = 0; i < g->nt; i++) {
-        const char *name = g->t[i].name;
-        if (strstr(name, PROJ)) continue;
-        const char *prev = i > 0 ? g->t[i - 1].name : "";
-        int first_qkv = strstr(name, QKV) && !(strstr(prev, QKV) && same_attention(prev, name));
-        for (size_t j = i + 1; first_qkv && j < g->nt && same_attention(g->t[j].name, name); j++)
-            if (strstr(g->t[j].name, PROJ) && g->t[j].decay == decay) order[n++] = j;
-        if (g->t[i].decay == decay) order[n++] = i;
-    }
-    return n;
-}
-
 /* The optimizer's parameter order (Megatron's _get_param_groups): the decay tensors, then
- * the others, each in Megatron's parameter order (model.c puts a layer's linear_qkv tensors
- * right before its linear_proj ones). Returns the number of decay tensors. */
+ * the others, each in Megatron's parameter order (param_order.h). Returns the number of
+ * decay tensors. */
 static size_t param_order(const mg_gpt *g, size_t *order)
 {
-    size_t ndecay = add_group(g, 1, order, 0);
-    add_group(g, 0, order, ndecay);
+    size_t ndecay = mg_gpt_param_order(g, 1, order, 0);
+    mg_gpt_param_order(g, 0, order, ndecay);
     return ndecay;
 }
 

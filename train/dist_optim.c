@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "param_order.h"
 
 static int64_t pad_to(int64_t x, int64_t d) { return (x + d - 1) / d * d; }
 
@@ -26,13 +27,17 @@ mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp)
     l->dp = dp;
     l->start = mg_calloc(g->nt ? g->nt : 1, sizeof *l->start);
     l->bucket = mg_calloc(g->nt + 2, sizeof *l->bucket);
-    if (!l->start || !l->bucket) {
+    size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
+    if (!l->start || !l->bucket || !order) {
+        free(order);
         mg_dist_layout_free(l);
         return MG_ERR_NOMEM;
     }
+    mg_gpt_param_order(g, -1, order, 0);
     int64_t div = dp / gcd(dp, 128) * 128; /* lcm(DP, 128) */
     int64_t pos = 0, in_bucket = 0;
-    for (size_t j = g->nt; j-- > 0;) { /* params[::-1] */
+    for (size_t i = g->nt; i-- > 0;) { /* params[::-1] in Megatron's parameter order */
+        size_t j = order[i];
         const mg_gpt_tensor *t = &g->t[j];
         int own = shared_embedding(g, t);
         pos = pad_to(pos, 64);
@@ -52,6 +57,7 @@ mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp)
     }
     if (in_bucket) l->bucket[++l->nbuckets] = pad_to(pos, div);
     l->numel = l->bucket[l->nbuckets];
+    free(order);
     return MG_OK;
 }
 

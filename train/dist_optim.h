@@ -5,7 +5,8 @@
  * Contract:
  *   - Layout (mg_dist_layout): megatron-core 0.16.1's _ParamAndGradBuffer with
  *     use_distributed_optimizer and without --overlap-grad-reduce (bucket_size None: one
- *     bucket): the rank's parameters in REVERSE model order (≈ backward order), each
+ *     bucket): the rank's parameters in REVERSE order of megatron-core's parameters
+ *     (param_order.h: the TE spec's registration order; reversed ≈ backward order), each
  *     starting at a multiple of 64 elements, the bucket's end padded to a multiple of
  *     lcm(DP, 128). A shared embedding (tied embeddings with PP > 1: the word embedding of
  *     the first stage, the output layer of the last) gets a bucket of its own, as
