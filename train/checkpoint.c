@@ -1,10 +1,10 @@
 /* checkpoint.c — checkpoint.h: Megatron `torch`-format save and load for mg-train. */
 #include "checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -223,41 +223,42 @@ static mg_status make_dir(const char *path)
     return mg_error_errno(errno, "cannot create the directory %s", path);
 }
 
-/* Megatron's get_checkpoint_name: mp_rank_TT, with _PPP when PP > 1. */
-static void rank_dir(char *buf, size_t cap, const char *iterdir, const mg_train_ckpt_rank *r)
+/* "mp_rank_TT" with PP 1, "mp_rank_TT_PPP" otherwise (Megatron's get_checkpoint_name). */
+static void shard_name(char *buf, size_t n, const mg_train_ckpt_shard *sh)
 {
-    if (r->pp > 1)
-        snprintf(buf, cap, "%s/mp_rank_%02lld_%03lld", iterdir, (long long)r->tp_rank,
-                 (long long)r->pp_rank);
-    else snprintf(buf, cap, "%s/mp_rank_%02lld", iterdir, (long long)r->tp_rank);
+    if (sh->pp > 1)
+        snprintf(buf, n, "mp_rank_%02lld_%03lld", (long long)sh->tp_rank, (long long)sh->pp_rank);
+    else snprintf(buf, n, "mp_rank_%02lld", (long long)sh->tp_rank);
 }
 
-/* Removes the files of DIR's sub-folders, the sub-folders and DIR (what a save wrote). */
+/* Removes the model_optim_rng.pt of every mp_rank_ folder of DIR, the folders and DIR (what
+ * saves wrote). */
 static void remove_iter_dir(const char *dir)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
-    char p[4608], f[8192];
+    char p[8192];
     while (d && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') continue;
+        if (strncmp(e->d_name, "mp_rank_", 8) != 0) continue;
+        snprintf(p, sizeof p, "%s/%s/" CKPT_NAME, dir, e->d_name);
+        unlink(p);
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        DIR *sub = opendir(p);
-        struct dirent *x;
-        while (sub && (x = readdir(sub)) != NULL) {
-            if (x->d_name[0] == '.') continue;
-            snprintf(f, sizeof f, "%s/%s", p, x->d_name);
-            unlink(f);
-        }
-        if (sub) closedir(sub);
         rmdir(p);
     }
     if (d) closedir(d);
     rmdir(dir);
 }
 
-static mg_status write_rank_file(const char *path, const mg_train_opts *o, const mg_gpt *g,
-                                 const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+static mg_status write_shard(const char *tmp, const mg_train_ckpt_shard *sh,
+                             const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
+                             const mg_train_ckpt_state *st)
 {
+    char p[8192], name[64];
+    MG_FORWARD(make_dir(tmp));
+    shard_name(name, sizeof name, sh);
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
+    MG_FORWARD(make_dir(p));
+    snprintf(p, sizeof p, "%s/%s/" CKPT_NAME, tmp, name);
     mg_pk_graph *pg = mg_pk_graph_create();
     save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
                    mg_calloc(g->nt ? g->nt : 1, sizeof(float))};
@@ -266,7 +267,7 @@ static mg_status write_rank_file(const char *path, const mg_train_opts *o, const
     mg_status s = MG_ERR_NOMEM;
     if (pg && b.order && b.steps) s = build_root(pg, o, g, opt, st, &b, &root);
     mg_torch_save_opts so = {.archive_name = "model_optim_rng"};
-    if (s == MG_OK) s = mg_torch_save(path, root, &so);
+    if (s == MG_OK) s = mg_torch_save(p, root, &so);
     free(b.order);
     free(b.steps);
     mg_pk_graph_free(pg);
@@ -286,43 +287,39 @@ static mg_status write_tracker(const char *dir, int64_t iteration)
     return s;
 }
 
-/* DIR/iter_%07d and its temporary and previous names. */
-static mg_status iter_paths(const char *dir, int64_t iteration, char final[4200],
-                            char tmp[4300], char old[4300])
+/* DIR/iter_N and the folder the shards are written to before it is put in place. */
+static mg_status iter_paths(const char *dir, int64_t iteration, char *final, size_t nf,
+                            char *tmp, size_t nt)
 {
     MG_RETURN_IF(strlen(dir) > 4000, MG_ERR_ARG, "--save: directory name too long");
-    snprintf(final, 4200, "%s/iter_%07lld", dir, (long long)iteration);
-    snprintf(tmp, 4300, "%s.tmp", final);
-    snprintf(old, 4300, "%s.old", final);
+    snprintf(final, nf, "%s/iter_%07lld", dir, (long long)iteration);
+    snprintf(tmp, nt, "%s.tmp", final);
     return MG_OK;
 }
 
 mg_status mg_train_ckpt_begin(const char *dir, int64_t iteration)
 {
-    char final[4200], tmp[4300], old[4300];
-    MG_FORWARD(iter_paths(dir, iteration, final, tmp, old));
+    char final[4200], tmp[4300];
+    MG_FORWARD(iter_paths(dir, iteration, final, sizeof final, tmp, sizeof tmp));
     MG_FORWARD(make_dir(dir));
-    remove_iter_dir(tmp); /* a save that died half-way */
+    remove_iter_dir(tmp); /* a crashed save's leftovers */
     return make_dir(tmp);
 }
 
-mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_rank *r,
+mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_shard *sh,
                               const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
                               const mg_train_ckpt_state *st)
 {
-    char final[4200], tmp[4300], old[4300], p[4400], f[4500];
-    MG_FORWARD(iter_paths(dir, st->iteration, final, tmp, old));
-    rank_dir(p, sizeof p, tmp, r);
-    MG_FORWARD(make_dir(p));
-    snprintf(f, sizeof f, "%s/" CKPT_NAME, p);
-    return write_rank_file(f, o, g, opt, st);
+    char final[4200], tmp[4300];
+    MG_FORWARD(iter_paths(dir, st->iteration, final, sizeof final, tmp, sizeof tmp));
+    return write_shard(tmp, sh, o, g, opt, st);
 }
 
 mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration)
 {
-    char final[4200], tmp[4300], old[4300];
-    MG_FORWARD(iter_paths(dir, iteration, final, tmp, old));
-    remove_iter_dir(old);
+    char final[4200], tmp[4300], old[4400];
+    MG_FORWARD(iter_paths(dir, iteration, final, sizeof final, tmp, sizeof tmp));
+    snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
     int had_old = mg_is_dir(final) && rename(final, old) == 0;
     if (rename(tmp, final) != 0) {
         mg_status s = mg_error_errno(errno, "cannot rename %s to %s", tmp, final);
@@ -333,20 +330,16 @@ mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration)
     return write_tracker(dir, iteration);
 }
 
-void mg_train_ckpt_abort(const char *dir, int64_t iteration)
-{
-    char final[4200], tmp[4300], old[4300];
-    if (iter_paths(dir, iteration, final, tmp, old) == MG_OK) remove_iter_dir(tmp);
-}
-
 mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
                              const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
 {
-    mg_train_ckpt_rank one = {0, 0, 1};
+    const mg_train_ckpt_shard one = {0, 0, 1};
+    char final[4200], tmp[4300];
+    MG_FORWARD(iter_paths(dir, st->iteration, final, sizeof final, tmp, sizeof tmp));
     MG_FORWARD(mg_train_ckpt_begin(dir, st->iteration));
     mg_status s = mg_train_ckpt_write(dir, &one, o, g, opt, st);
     if (s != MG_OK) {
-        mg_train_ckpt_abort(dir, st->iteration);
+        remove_iter_dir(tmp);
         return s;
     }
     return mg_train_ckpt_commit(dir, st->iteration);
@@ -526,7 +519,8 @@ static mg_status check_ints(const char *path, const mg_pk_obj *args, const char 
     return MG_OK;
 }
 
-/* The parallel layout, before the tensors (whose shapes it changes). */
+/* The parallel layout (Megatron's check_checkpoint_args), before the tensors whose shapes
+ * it changes, so that a mismatch is named as such. */
 static mg_status check_layout_args(const char *path, const mg_gpt *g, const mg_pk_obj *args)
 {
     static const char *const keys[] = {"tensor_model_parallel_size",
@@ -570,23 +564,22 @@ static mg_status load_root(const char *path, const mg_pk_obj *root, int release,
 mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
                              mg_train_ckpt_state *st)
 {
-    mg_train_ckpt_rank one = {0, 0, 1};
-    return mg_train_ckpt_load_rank(dir, &one, g, opt, st);
+    const mg_train_ckpt_shard one = {0, 0, 1};
+    return mg_train_ckpt_load_shard(dir, &one, g, opt, st);
 }
 
-mg_status mg_train_ckpt_load_rank(const char *dir, const mg_train_ckpt_rank *r, mg_gpt *g,
-                                  mg_gpt_optim *opt, mg_train_ckpt_state *st)
+mg_status mg_train_ckpt_load_shard(const char *dir, const mg_train_ckpt_shard *sh, mg_gpt *g,
+                                   mg_gpt_optim *opt, mg_train_ckpt_state *st)
 {
     int64_t it = 0;
     int release = 0;
-    char iterdir[4200], rdir[4400], path[4500];
+    char path[8192], name[64];
     memset(st, 0, sizeof *st);
-    MG_RETURN_IF(strlen(dir) > 4000, MG_ERR_ARG, "--load: directory name too long");
     MG_FORWARD(read_tracker(dir, &it, &release));
-    if (release) snprintf(iterdir, sizeof iterdir, "%s/release", dir);
-    else snprintf(iterdir, sizeof iterdir, "%s/iter_%07lld", dir, (long long)it);
-    rank_dir(rdir, sizeof rdir, iterdir, r);
-    snprintf(path, sizeof path, "%s/" CKPT_NAME, rdir);
+    shard_name(name, sizeof name, sh);
+    if (release) snprintf(path, sizeof path, "%s/release/%s/" CKPT_NAME, dir, name);
+    else
+        snprintf(path, sizeof path, "%s/iter_%07lld/%s/" CKPT_NAME, dir, (long long)it, name);
     mg_torch_file *f = NULL;
     MG_FORWARD(mg_torch_open(&f, path));
     mg_status s = load_root(path, mg_torch_root(f), release, g, release ? NULL : opt, st);

@@ -1,20 +1,20 @@
 /* checkpoint.h — mg-train's Megatron `torch`-format checkpoints (--save / --load).
  *
  * Contract (../shared/specs/megatron-ckpt.md §1-2):
- *   - Layout: DIR/iter_%07d/mp_rank_TT[_PPP]/model_optim_rng.pt, one file per model-
- *     parallel rank (TT its tensor-parallel rank, _PPP its pipeline stage when PP > 1, as
- *     Megatron's get_checkpoint_name), each holding that rank's shards under its stage-local
- *     Megatron-Core names (the last stage's tied embedding copy as output_layer.weight), and
- *     the tracker DIR/latest_checkpointed_iteration.txt ("<iteration>", no newline). A save
- *     is three steps: mg_train_ckpt_begin (one rank: the iteration folder under the
- *     temporary name iter_%07d.tmp), mg_train_ckpt_write (every writing rank: its file),
- *     mg_train_ckpt_commit (one rank, after all writes: renames the folder into place,
- *     replacing an older folder of the same iteration, then writes the tracker by atomic
- *     rename), so a crash never leaves a tracker pointing at a partial folder; the caller
- *     puts a barrier between the steps. mg_train_ckpt_save is the three for one process.
+ *   - Layout: DIR/iter_%07d/mp_rank_TT[_PPP]/model_optim_rng.pt (one file per model
+ *     shard: tensor rank TT, pipeline rank PPP when PP > 1, Megatron's get_checkpoint_name)
+ *     and the tracker DIR/latest_checkpointed_iteration.txt ("<iteration>", no newline). A
+ *     save writes the iteration folder under a temporary name (DIR/iter_%07d.tmp), renames
+ *     it into place (replacing an older folder of the same iteration) and writes the
+ *     tracker last (atomic rename), so a crash never leaves a tracker pointing at a partial
+ *     folder. With several writers (one per model shard): one rank calls
+ *     mg_train_ckpt_begin(), then every writer mg_train_ckpt_write() its shard, then one
+ *     rank mg_train_ckpt_commit() — the caller puts a barrier between the phases.
+ *     mg_train_ckpt_save() is the three for the single shard mp_rank_00.
  *   - The file: {'args': Namespace (mg_model_to_args + transformer_impl
- *     "transformer_engine", iteration, consumed_train_samples, consumed_valid_samples,
- *     train_iters, global/micro batch size, seed, lr), 'checkpoint_version': 3.0,
+ *     "transformer_engine", sequence_parallel, iteration, consumed_train_samples,
+ *     consumed_valid_samples, train_iters, global/micro batch size, seed, lr),
+ *     'checkpoint_version': 3.0,
  *     'iteration', 'model': OrderedDict of fp32 tensors under the model's Megatron-Core
  *     (TE spec) names, 'optimizer': torch.optim.AdamW state_dict ({'state': {i: {'step',
  *     'exp_avg', 'exp_avg_sq'}, each step its own storage}, 'param_groups': [decay group,
@@ -27,13 +27,14 @@
  *     attention_dropout, tokenizer_type and tokenizer_model. There is no 'rng_state':
  *     mg-train draws no random numbers after the seeded initialisation (dropout 0); Megatron
  *     itself then needs --no-load-rng (or --finetune) to load the file.
- *   - Load checks every model tensor: present, floating-point (F32; BF16, F16 and F64 are
+ *   - Load first checks args' tensor_model_parallel_size and pipeline_model_parallel_size
+ *     (where present) against the model's (a `torch` checkpoint loads at its own layout, as
+ *     Megatron's check_checkpoint_args; mg-convert reshards it), then every model tensor:
+ *     present, floating-point (F32; BF16, F16 and F64 are
  *     converted to fp32, e.g. mg-convert --target-dtype bf16), contiguous, same shape; an extra
  *     tensor is refused too (MG_ERR_FORMAT naming the file, the tensor and the mismatch);
- *     then args' num_layers, hidden_size, heads, query groups, kv_channels, FFN size,
- *     padded vocabulary and tensor / pipeline parallel sizes, where present, must equal the
- *     model's (Megatron's check_checkpoint_args: a `torch` checkpoint loads at its own
- *     layout; mg-convert reshards it).
+ *     then args' num_layers, hidden_size, heads, query groups, kv_channels, FFN size and
+ *     padded vocabulary, where present, must equal the model's.
  *     With optim != NULL the moments and step count are restored (same checks); param
  *     groups without wd_mult (files of older mg-train versions, whose parameter order
  *     differed) are refused with a pointer to --no-load-optim.
@@ -56,25 +57,23 @@ typedef struct {
 } mg_train_ckpt_state;
 
 typedef struct {
-    int64_t tp_rank, pp_rank, pp; /* the file's folder: mp_rank_TT, _PPP when pp > 1 */
-} mg_train_ckpt_rank;
+    int64_t tp_rank, pp_rank, pp;  /* this model shard and the pipeline size */
+} mg_train_ckpt_shard;
 
+mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
+                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st);
+/* The phases of a save with several writers (see the contract). */
 mg_status mg_train_ckpt_begin(const char *dir, int64_t iteration);
-mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_rank *r,
+mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_shard *sh,
                               const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
                               const mg_train_ckpt_state *st);
 mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration);
-/* Removes the temporary folder of a failed save. */
-void mg_train_ckpt_abort(const char *dir, int64_t iteration);
-/* begin + write (rank 0 of 1) + commit. */
-mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
-                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st);
 
-/* Reads rank r's file of DIR's latest checkpoint into g (and opt when not NULL) and *st;
- * mg_train_ckpt_load reads mp_rank_00 (one process). */
-mg_status mg_train_ckpt_load_rank(const char *dir, const mg_train_ckpt_rank *r, mg_gpt *g,
-                                  mg_gpt_optim *opt, mg_train_ckpt_state *st);
+/* Reads DIR's latest checkpoint into g (and opt when not NULL) and *st: mp_rank_00, or
+ * the shard sh's file. */
 mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
                              mg_train_ckpt_state *st);
+mg_status mg_train_ckpt_load_shard(const char *dir, const mg_train_ckpt_shard *sh, mg_gpt *g,
+                                   mg_gpt_optim *opt, mg_train_ckpt_state *st);
 
 #endif

@@ -172,8 +172,7 @@ static void param_piece(void *vc, const mg_gpt_tensor *t, int64_t e0, int64_t s0
 static mg_status reduce_scatter_grads(mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k,
                                       mg_comm *dp)
 {
-    memset(o->buf, 0, (size_t)o->lay.numel * sizeof(float));
-    pack(o, g, o->buf, g->grads);
+    pack(o, g, o->buf, g->grads); /* the padding stays zero: nothing writes it */
     if (o->lay.dp > 1) mgk_scale(k, o->buf, o->lay.numel, 1.0f / (float)o->lay.dp);
     for (int64_t b = 0; b < o->lay.nbuckets; b++) {
         int64_t lo, n, at;
@@ -186,7 +185,6 @@ static mg_status reduce_scatter_grads(mg_dist_optim *o, const mg_gpt *g, const m
 
 static mg_status gather_params(mg_dist_optim *o, mg_gpt *g, mg_comm *dp, adam_ctx *c)
 {
-    memset(o->buf, 0, (size_t)o->lay.numel * sizeof(float));
     for_pieces(o, g, param_piece, c);
     for (int64_t b = 0; b < o->lay.nbuckets; b++) {
         int64_t lo, n, at;

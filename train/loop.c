@@ -14,7 +14,8 @@
  * (Megatron's layer placement, mg_schema_pp_layers); it keeps one activation arena per
  * micro-batch its stage has in flight (schedule.h). The log lines are the last rank's
  * (Megatron's print_rank_last), the progress notes rank 0's; only data-parallel rank 0 of
- * each model shard writes the checkpoint, and every rank waits for it. */
+ * each model shard writes its mp_rank_TT[_PPP] file of the checkpoint (checkpoint.h's
+ * phases, with barriers), and every rank waits for it; every rank loads its shard's file. */
 #include "loop.h"
 
 #include <errno.h>
@@ -127,13 +128,13 @@ static mg_status alloc_batches(run_state *s)
     return MG_OK;
 }
 
-/* This rank's checkpoint file: its tensor-parallel rank and pipeline stage. */
-static mg_train_ckpt_rank ckpt_rank(const run_state *s)
+/* This rank's model shard: its tensor and pipeline ranks (mp_rank_TT[_PPP]). */
+static mg_train_ckpt_shard shard_of(mg_comm *w)
 {
-    mg_comm *pp = mg_comm_group(s->comm, MG_COMM_PIPELINE);
-    mg_train_ckpt_rank r = {mg_comm_rank(mg_comm_group(s->comm, MG_COMM_TENSOR)),
-                            mg_comm_rank(pp), mg_comm_size(pp)};
-    return r;
+    mg_train_ckpt_shard sh = {mg_comm_rank(mg_comm_group(w, MG_COMM_TENSOR)),
+                              mg_comm_rank(mg_comm_group(w, MG_COMM_PIPELINE)),
+                              mg_comm_size(mg_comm_group(w, MG_COMM_PIPELINE))};
+    return sh;
 }
 
 /* --load: weights, and unless --no-load-optim / --finetune the optimizer and position. */
@@ -144,10 +145,10 @@ static mg_status load_checkpoint(run_state *s)
     if (!o->load) return MG_OK;
     mg_train_ckpt_state st;
     int optim = !o->no_load_optim && !o->finetune;
-    mg_train_ckpt_rank r = ckpt_rank(s);
     mg_gpt_optim *full = s->opt;
     if (optim && s->dopt) MG_FORWARD(mg_gpt_optim_create(&full, s->g));
-    mg_status ls = mg_train_ckpt_load_rank(o->load, &r, s->g, optim ? full : NULL, &st);
+    mg_train_ckpt_shard sh = shard_of(s->comm);
+    mg_status ls = mg_train_ckpt_load_shard(o->load, &sh, s->g, optim ? full : NULL, &st);
     if (ls == MG_OK && optim && s->dopt && st.optim_loaded)
         mg_dist_load_moments(s->dopt, s->g, full);
     if (full != s->opt) mg_gpt_optim_free(full);
@@ -176,22 +177,24 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
     if (!o->save || s->saved_iter == it) return MG_OK;
     mg_train_ckpt_state st = {it, it * o->global_batch_size, (int64_t)s->valid_cursor,
                               s->flops_so_far, 1};
-    mg_train_ckpt_rank r = ckpt_rank(s);
-    int leader = mg_comm_rank(s->comm) == 0;
     mg_gpt_optim *full = s->opt;
     mg_status ss = MG_OK;
     if (s->dopt) { /* every DP rank takes part in gathering the moments */
         ss = mg_gpt_optim_create(&full, s->g);
         if (ss == MG_OK) ss = mg_dist_gather_moments(s->dopt, s->g, s->comm, full);
     }
-    if (ss == MG_OK && leader) ss = mg_train_ckpt_begin(o->save, it);
+    /* rank 0 prepares the folder, data-parallel rank 0 of each model shard writes its
+     * file, rank 0 puts the folder in place; a barrier between the phases */
+    int first = mg_comm_rank(s->comm) == 0;
+    if (ss == MG_OK && first) ss = mg_train_ckpt_begin(o->save, it);
     if (ss == MG_OK) ss = mg_comm_barrier(s->comm);
+    mg_train_ckpt_shard sh = shard_of(s->comm);
     if (ss == MG_OK && mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0)
-        ss = mg_train_ckpt_write(o->save, &r, o, s->g, full, &st);
-    if (ss == MG_OK) ss = mg_comm_barrier(s->comm);
-    if (ss == MG_OK && leader) ss = mg_train_ckpt_commit(o->save, it);
+        ss = mg_train_ckpt_write(o->save, &sh, o, s->g, full, &st);
     if (full != s->opt) mg_gpt_optim_free(full);
     MG_FORWARD(ss);
+    MG_FORWARD(mg_comm_barrier(s->comm));
+    if (first) MG_FORWARD(mg_train_ckpt_commit(o->save, it));
     MG_FORWARD(mg_comm_barrier(s->comm));
     s->saved_iter = it;
     NOTE(s, "saved checkpoint at iteration %lld to %s", (long long)it, o->save);

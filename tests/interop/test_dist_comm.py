@@ -124,7 +124,9 @@ def test_configuration_mismatch_named(extra, part, mine, theirs):
     msg = (f"the ranks do not run the same configuration: rank 1 differs from rank 0 in its "
            f"{part}: ")
     lines = [l for l in p.stderr.splitlines() if msg in l]
-    assert len(lines) == 2, p.stderr  # both ranks say it
+    # every rank fails with the same message; the first one's MPI_Abort may end the other
+    # before it prints
+    assert 1 <= len(lines) <= 2, p.stderr
     for l in lines:
         assert f'is "{mine}" on rank 1 but "{theirs}" on rank 0' in l, l
 
