@@ -15,6 +15,7 @@
 #include "param_order.h"
 
 #define CKPT_NAME "model_optim_rng.pt"
+#define DIST_OPTIM_NAME "distrib_optim.pt"
 #define TRACKER "latest_checkpointed_iteration.txt"
 
 /* ---- save ---- */
@@ -231,8 +232,8 @@ static void shard_name(char *buf, size_t n, const mg_train_ckpt_shard *sh)
     else snprintf(buf, n, "mp_rank_%02lld", (long long)sh->tp_rank);
 }
 
-/* Removes the model_optim_rng.pt of every mp_rank_ folder of DIR, the folders and DIR (what
- * saves wrote). */
+/* Removes the model_optim_rng.pt and distrib_optim.pt of every mp_rank_ folder of DIR, the
+ * folders and DIR (what saves wrote). */
 static void remove_iter_dir(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -241,6 +242,8 @@ static void remove_iter_dir(const char *dir)
     while (d && (e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "mp_rank_", 8) != 0) continue;
         snprintf(p, sizeof p, "%s/%s/" CKPT_NAME, dir, e->d_name);
+        unlink(p);
+        snprintf(p, sizeof p, "%s/%s/" DIST_OPTIM_NAME, dir, e->d_name);
         unlink(p);
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         rmdir(p);
@@ -313,6 +316,16 @@ mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_shard *sh,
     char final[4200], tmp[4300];
     MG_FORWARD(iter_paths(dir, st->iteration, final, sizeof final, tmp, sizeof tmp));
     return write_shard(tmp, sh, o, g, opt, st);
+}
+
+mg_status mg_train_ckpt_shard_file(char *buf, size_t n, const char *dir, int64_t iteration,
+                                   const mg_train_ckpt_shard *sh, const char *file)
+{
+    char final[4200], tmp[4300], name[64];
+    MG_FORWARD(iter_paths(dir, iteration, final, sizeof final, tmp, sizeof tmp));
+    shard_name(name, sizeof name, sh);
+    snprintf(buf, n, "%s/%s/%s", tmp, name, file);
+    return MG_OK;
 }
 
 mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration)

@@ -10,7 +10,9 @@
  *     folder. With several writers (one per model shard): one rank calls
  *     mg_train_ckpt_begin(), then every writer mg_train_ckpt_write() its shard, then one
  *     rank mg_train_ckpt_commit() — the caller puts a barrier between the phases.
- *     mg_train_ckpt_save() is the three for the single shard mp_rank_00.
+ *     mg_train_ckpt_save() is the three for the single shard mp_rank_00. A writer may add
+ *     files of its own to its shard folder (mg_train_ckpt_shard_file: the distributed
+ *     optimizer's distrib_optim.pt); a commit or clean-up removes them with the folder.
  *   - The file: {'args': Namespace (mg_model_to_args + transformer_impl
  *     "transformer_engine", sequence_parallel, iteration, consumed_train_samples,
  *     consumed_valid_samples, train_iters, global/micro batch size, seed, lr),
@@ -68,6 +70,9 @@ mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_shard *sh,
                               const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
                               const mg_train_ckpt_state *st);
 mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration);
+/* Where a writer puts another file of its shard before the commit (distrib_optim.pt). */
+mg_status mg_train_ckpt_shard_file(char *buf, size_t n, const char *dir, int64_t iteration,
+                                   const mg_train_ckpt_shard *sh, const char *file);
 
 /* Reads DIR's latest checkpoint into g (and opt when not NULL) and *st: mp_rank_00, or
  * the shard sh's file. */

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/pickle.h"
+#include "mg/torchfile.h"
 #include "model_internal.h"
 #include "param_order.h"
 
@@ -27,8 +29,9 @@ mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp)
     l->dp = dp;
     l->start = mg_calloc(g->nt ? g->nt : 1, sizeof *l->start);
     l->bucket = mg_calloc(g->nt + 2, sizeof *l->bucket);
+    l->unpadded = mg_calloc(g->nt + 2, sizeof *l->unpadded);
     size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
-    if (!l->start || !l->bucket || !order) {
+    if (!l->start || !l->bucket || !l->unpadded || !order) {
         free(order);
         mg_dist_layout_free(l);
         return MG_ERR_NOMEM;
@@ -42,6 +45,7 @@ mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp)
         int own = shared_embedding(g, t);
         pos = pad_to(pos, 64);
         if (own && in_bucket) { /* close the bucket before it */
+            l->unpadded[l->nbuckets] = pos - l->bucket[l->nbuckets];
             pos = pad_to(pos, div);
             l->bucket[++l->nbuckets] = pos;
             in_bucket = 0;
@@ -50,12 +54,17 @@ mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp)
         pos += t->numel;
         in_bucket++;
         if (own) { /* and after it */
+            l->unpadded[l->nbuckets] = pos - l->bucket[l->nbuckets];
             pos = pad_to(pos, div);
             l->bucket[++l->nbuckets] = pos;
             in_bucket = 0;
         }
     }
-    if (in_bucket) l->bucket[++l->nbuckets] = pad_to(pos, div);
+    if (in_bucket) {
+        l->unpadded[l->nbuckets] = pos - l->bucket[l->nbuckets];
+        l->bucket[l->nbuckets + 1] = pad_to(pos, div);
+        l->nbuckets++;
+    }
     l->numel = l->bucket[l->nbuckets];
     free(order);
     return MG_OK;
@@ -65,6 +74,7 @@ void mg_dist_layout_free(mg_dist_layout *l)
 {
     free(l->start);
     free(l->bucket);
+    free(l->unpadded);
     memset(l, 0, sizeof *l);
 }
 
@@ -256,4 +266,62 @@ void mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim 
     take_one(o, g, o->buf, full->m, o->m);
     take_one(o, g, o->buf, full->v, o->v);
     o->step = full->step;
+}
+
+/* One world tensor: the model-layout x packed into the buffer, bucket after bucket cut at
+ * numel_unpadded, into dst (sum of the unpadded sizes). */
+static void coalesce(const mg_dist_layout *l, const mg_gpt *g, const float *x, float *buf,
+                     float *dst)
+{
+    memset(buf, 0, (size_t)l->numel * sizeof(float));
+    for (size_t j = 0; j < g->nt; j++)
+        memcpy(buf + l->start[j], x + g->t[j].offset, (size_t)g->t[j].numel * sizeof(float));
+    for (int64_t b = 0, at = 0; b < l->nbuckets; at += l->unpadded[b], b++)
+        memcpy(dst + at, buf + l->bucket[b], (size_t)l->unpadded[b] * sizeof(float));
+}
+
+static mg_status state_root(mg_pk_graph *pg, const mg_dist_layout *l, const mg_gpt *g,
+                            const mg_gpt_optim *full, float *world[3], float *buf,
+                            mg_pk_obj **root)
+{
+    static const char *const keys[3] = {"param", "exp_avg", "exp_avg_sq"};
+    const float *src[3] = {g->params, full->m, full->v};
+    int64_t n = 0;
+    for (int64_t b = 0; b < l->nbuckets; b++) n += l->unpadded[b];
+    mg_pk_obj *r = mg_pk_container(pg, MG_PK_DICT), *gbuf = mg_pk_container(pg, MG_PK_DICT);
+    mg_pk_obj *t = mg_pk_container(pg, MG_PK_DICT), *key = mg_pk_container(pg, MG_PK_TUPLE);
+    if (!r || !gbuf || !t || !key) return MG_ERR_NOMEM;
+    for (int i = 0; i < 2; i++) /* (param dtype, grad dtype) */
+        MG_FORWARD(mg_pk_append(pg, key, mg_pk_global(pg, "torch", "float32")));
+    for (int k = 0; k < 3; k++) {
+        coalesce(l, g, src[k], buf, world[k]);
+        mg_pk_obj *x = mg_pk_tensor_new(pg, MG_TD_F32, 1, &n, world[k]);
+        if (!x) return MG_ERR_NOMEM;
+        MG_FORWARD(mg_pk_set(pg, t, keys[k], x));
+    }
+    MG_FORWARD(mg_pk_set(pg, t, "numel_unpadded", mg_pk_int(pg, n)));
+    MG_FORWARD(mg_pk_set_obj(pg, gbuf, key, t));
+    MG_FORWARD(mg_pk_set(pg, r, "buckets_coalesced", mg_pk_bool(pg, 1)));
+    MG_FORWARD(mg_pk_set_obj(pg, r, mg_pk_int(pg, 0), gbuf));
+    *root = r;
+    return MG_OK;
+}
+
+mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_gpt_optim *full,
+                             const char *path)
+{
+    size_t n = (size_t)(l->numel ? l->numel : 1);
+    float *buf = mg_malloc(4 * n * sizeof(float));
+    mg_pk_graph *pg = mg_pk_graph_create();
+    mg_status st = buf && pg ? MG_OK : MG_ERR_NOMEM;
+    mg_pk_obj *root = NULL;
+    if (st == MG_OK) {
+        float *world[3] = {buf + n, buf + 2 * n, buf + 3 * n};
+        st = state_root(pg, l, g, full, world, buf, &root);
+    }
+    mg_torch_save_opts so = {.archive_name = "distrib_optim"};
+    if (st == MG_OK) st = mg_torch_save(path, root, &so);
+    mg_pk_graph_free(pg);
+    free(buf);
+    return st;
 }

@@ -27,6 +27,12 @@
  *   - Checkpoints keep the model layout (checkpoint.h): mg_dist_gather_moments() assembles
  *     the full moments on every DP rank (an all-gather per bucket of m and of v);
  *     mg_dist_load_moments() takes this rank's shard from full moments (no communication).
+ *   - mg_dist_save_state() writes megatron-core's distrib_optim.pt of the shard (torch
+ *     format, DistributedOptimizer.save_parameter_state / get_parameter_state_dp_zero):
+ *     {'buckets_coalesced': True, 0: {(torch.float32, torch.float32): {'param': fp32[N],
+ *     'exp_avg': fp32[N], 'exp_avg_sq': fp32[N], 'numel_unpadded': N}}}, each tensor the
+ *     buckets of the buffer one after the other, each cut at its numel_unpadded (N their
+ *     sum), from full parameters and moments in the model layout.
  */
 #ifndef MG_TRAIN_DIST_OPTIM_H
 #define MG_TRAIN_DIST_OPTIM_H
@@ -41,6 +47,7 @@ typedef struct {
     int64_t dp, numel;    /* data-parallel size; the padded buffer length */
     int64_t nbuckets;
     int64_t *bucket;      /* nbuckets + 1 boundaries: bucket b = [bucket[b], bucket[b+1]) */
+    int64_t *unpadded;    /* per bucket: up to the end of its last parameter (numel_unpadded) */
     int64_t *start;       /* per model tensor (g->t order): its offset in the buffer */
 } mg_dist_layout;
 
@@ -69,5 +76,8 @@ mg_status mg_dist_gather_moments(const mg_dist_optim *o, const mg_gpt *g, mg_com
                                  mg_gpt_optim *full);
 /* This rank's shard <- full moments (model layout). */
 void mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim *full);
+/* distrib_optim.pt at path from g's parameters and full moments (see the contract). */
+mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_gpt_optim *full,
+                             const char *path);
 
 #endif

@@ -15,7 +15,9 @@
  * micro-batch its stage has in flight (schedule.h). The log lines are the last rank's
  * (Megatron's print_rank_last), the progress notes rank 0's; only data-parallel rank 0 of
  * each model shard writes its mp_rank_TT[_PPP] file of the checkpoint (checkpoint.h's
- * phases, with barriers), and every rank waits for it; every rank loads its shard's file. */
+ * phases, with barriers) — and with --use-distributed-optimizer megatron-core's
+ * distrib_optim.pt next to it (dist_optim.h) — and every rank waits for it; every rank
+ * loads its shard's file. */
 #include "loop.h"
 
 #include <errno.h>
@@ -189,8 +191,13 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
     if (ss == MG_OK && first) ss = mg_train_ckpt_begin(o->save, it);
     if (ss == MG_OK) ss = mg_comm_barrier(s->comm);
     mg_train_ckpt_shard sh = shard_of(s->comm);
-    if (ss == MG_OK && mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0)
+    if (ss == MG_OK && mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0) {
         ss = mg_train_ckpt_write(o->save, &sh, o, s->g, full, &st);
+        char p[8192];
+        if (ss == MG_OK && s->dopt)
+            ss = mg_train_ckpt_shard_file(p, sizeof p, o->save, it, &sh, "distrib_optim.pt");
+        if (ss == MG_OK && s->dopt) ss = mg_dist_save_state(&s->dopt->lay, s->g, full, p);
+    }
     if (full != s->opt) mg_gpt_optim_free(full);
     MG_FORWARD(ss);
     MG_FORWARD(mg_comm_barrier(s->comm));
