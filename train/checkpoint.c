@@ -55,12 +55,19 @@ static mg_status put_str(mg_pk_graph *pg, mg_pk_obj *m, const char *k, const cha
     return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
 }
 
+static mg_status put_bool(mg_pk_graph *pg, mg_pk_obj *m, const char *k, int v)
+{
+    mg_pk_obj *x = mg_pk_bool(pg, v);
+    return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
+}
+
 static mg_status build_args(mg_pk_graph *pg, const mg_train_opts *o,
                             const mg_train_ckpt_state *st, mg_pk_obj **ns)
 {
     MG_FORWARD(mg_model_to_args(&o->model, pg, ns));
     MG_FORWARD(put_str(pg, *ns, "transformer_impl",
                        o->local_spec ? "local" : "transformer_engine"));
+    MG_FORWARD(put_bool(pg, *ns, "sequence_parallel", o->sequence_parallel));
     MG_FORWARD(put_int(pg, *ns, "iteration", st->iteration));
     MG_FORWARD(put_int(pg, *ns, "consumed_train_samples", st->consumed_train_samples));
     MG_FORWARD(put_int(pg, *ns, "consumed_valid_samples", st->consumed_valid_samples));
@@ -89,12 +96,6 @@ static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, const mg_tname *n
         MG_FORWARD(mg_pk_set(pg, *model, names[i], t));
     }
     return MG_OK;
-}
-
-static mg_status put_bool(mg_pk_graph *pg, mg_pk_obj *m, const char *k, int v)
-{
-    mg_pk_obj *x = mg_pk_bool(pg, v);
-    return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
 }
 
 /* The keys megatron.core.optimizer._get_param_groups gives each group; FP32Optimizer.
@@ -513,6 +514,32 @@ static int64_t int_of(const mg_pk_obj *x, int64_t dflt)
     return x && x->kind == MG_PK_INT ? x->i : dflt;
 }
 
+/* args' integers keys[i] (where present) must equal mine[i]. */
+static mg_status check_ints(const char *path, const mg_pk_obj *args, const char *const *keys,
+                            const int64_t *mine, size_t n)
+{
+    MG_RETURN_IF(!args || args->kind != MG_PK_NAMESPACE, MG_ERR_FORMAT,
+                 "%s: no 'args' Namespace", path);
+    for (size_t i = 0; i < n; i++) {
+        const mg_pk_obj *v = mg_pk_get(args, keys[i]);
+        if (!v || v->kind != MG_PK_INT || mine[i] <= 0) continue;
+        MG_RETURN_IF(v->i != mine[i], MG_ERR_FORMAT,
+                     "%s: the checkpoint has %s %lld, the model %lld", path, keys[i],
+                     (long long)v->i, (long long)mine[i]);
+    }
+    return MG_OK;
+}
+
+/* The parallel layout (Megatron's check_checkpoint_args), before the tensors whose shapes
+ * it changes, so that a mismatch is named as such. */
+static mg_status check_layout_args(const char *path, const mg_gpt *g, const mg_pk_obj *args)
+{
+    static const char *const keys[] = {"tensor_model_parallel_size",
+                                       "pipeline_model_parallel_size"};
+    const int64_t mine[] = {g->m.tp, g->m.pp};
+    return check_ints(path, args, keys, mine, 2);
+}
+
 /* The model arguments the tensors' shapes do not pin down (heads, groups) and the rest. */
 static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *args)
 {
@@ -523,23 +550,15 @@ static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *
     const int64_t mine[] = {m->num_layers, m->hidden_size, m->num_attention_heads,
                             m->num_query_groups, m->kv_channels, m->ffn_hidden_size,
                             m->padded_vocab_size};
-    MG_RETURN_IF(!args || args->kind != MG_PK_NAMESPACE, MG_ERR_FORMAT,
-                 "%s: no 'args' Namespace", path);
-    for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
-        const mg_pk_obj *v = mg_pk_get(args, keys[i]);
-        if (!v || v->kind != MG_PK_INT || mine[i] <= 0) continue;
-        MG_RETURN_IF(v->i != mine[i], MG_ERR_FORMAT,
-                     "%s: the checkpoint has %s %lld, the model %lld", path, keys[i],
-                     (long long)v->i, (long long)mine[i]);
-    }
-    return MG_OK;
+    return check_ints(path, args, keys, mine, sizeof mine / sizeof *mine);
 }
 
 static mg_status load_state(const char *path, const mg_pk_obj *root, int release, mg_gpt *g,
                             mg_gpt_optim *opt, mg_train_ckpt_state *st, const mg_tname *names)
 {
-    MG_FORWARD(load_model(path, g, mg_pk_get(root, "model"), names));
     const mg_pk_obj *args = mg_pk_get(root, "args");
+    MG_FORWARD(check_layout_args(path, g, args));
+    MG_FORWARD(load_model(path, g, mg_pk_get(root, "model"), names));
     MG_FORWARD(check_args(path, g, args));
     st->iteration = release ? 0 : int_of(mg_pk_get(root, "iteration"), 0);
     st->consumed_train_samples = int_of(args ? mg_pk_get(args, "consumed_train_samples") : NULL, 0);

@@ -17,10 +17,11 @@
  *     torch_dist files instead; one model shard only (TP = PP = 1, else "not supported yet"
  *     on save and load).
  *   - The file: {'args': Namespace (mg_model_to_args + transformer_impl
- *     "transformer_engine" or "local" (--transformer-impl), iteration,
+ *     "transformer_engine" or "local" (--transformer-impl), sequence_parallel, iteration,
  *     consumed_train_samples, consumed_valid_samples, train_iters, global/micro batch size,
  *     seed, lr), 'checkpoint_version': 3.0, 'iteration', 'model': OrderedDict of fp32
- *     tensors under the model's Megatron-Core names of that spec (TE: the norms fused as
+ *     tensors of this shard (layer numbers local to its stage) under the model's
+ *     Megatron-Core names of that spec (TE: the norms fused as
  *     linear_qkv.layer_norm_weight / linear_fc1.layer_norm_weight; local: input_layernorm /
  *     pre_mlp_layernorm), 'optimizer': torch.optim.AdamW state_dict ({'state': {i: {'step',
  *     'exp_avg', 'exp_avg_sq'}, each step its own storage}, 'param_groups': [decay group,
@@ -34,13 +35,15 @@
  *     attention_dropout, tokenizer_type and tokenizer_model. There is no 'rng_state':
  *     mg-train draws no random numbers after the seeded initialisation (dropout 0); Megatron
  *     itself then needs --no-load-rng (or --finetune) to load the file.
- *   - Load reads either naming (the local spec's when a norm is found only under its local
- *     name) and the optimizer state in that spec's order. It checks every model tensor:
- *     present, floating-point (F32; BF16, F16 and F64 are converted to fp32, e.g. mg-convert
- *     --target-dtype bf16), contiguous, same shape; an extra tensor is refused too
- *     (MG_ERR_FORMAT naming the file, the tensor and the mismatch); then args' num_layers,
- *     hidden_size, heads, query groups, kv_channels, FFN size and padded vocabulary, where
- *     present, must equal the model's.
+ *   - Load first checks args' tensor_model_parallel_size and pipeline_model_parallel_size
+ *     (where present) against the model's (a `torch` checkpoint loads at its own layout, as
+ *     Megatron's check_checkpoint_args; mg-convert reshards it). It reads either naming (the
+ *     local spec's when a norm is found only under its local name) and the optimizer state
+ *     in that spec's order. It checks every model tensor: present, floating-point (F32;
+ *     BF16, F16 and F64 are converted to fp32, e.g. mg-convert --target-dtype bf16),
+ *     contiguous, same shape; an extra tensor is refused too (MG_ERR_FORMAT naming the file,
+ *     the tensor and the mismatch); then args' num_layers, hidden_size, heads, query groups,
+ *     kv_channels, FFN size and padded vocabulary, where present, must equal the model's.
  *     With optim != NULL the moments and step count are restored (same checks); param
  *     groups without wd_mult (files of older mg-train versions, whose parameter order
  *     differed) are refused with a pointer to --no-load-optim.

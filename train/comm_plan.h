@@ -12,11 +12,14 @@
  *     with --use-distributed-optimizer one reduce-scatter and one all-gather of each bucket
  *     of the padded buffer (dist_optim.h) plus the shard norm's all-reduce over DP; the
  *     gradient norm's all-reduce over the model-parallel group (TP x PP).
- *   - Model-parallel rows are the textbook volumes (issue 12's Performance section) and are
- *     marked not exact: TP 4 all-reduces of B x S x h floats per layer per micro-batch, PP
- *     one activation and one gradient of B x S x h floats per micro-batch, tied embeddings
- *     with PP > 1 one all-reduce of the word-embedding gradient. (--sequence-parallel's
- *     all-gather / reduce-scatter pairs belong here once the option exists.)
+ *   - Model-parallel rows are exact too, for rank 0's shard (tensor rank 0, the first
+ *     pipeline stage with Megatron's layer placement): the tensor-parallel sums of the
+ *     model passes (per micro-batch: 4 all-reduces of B x S x h floats per layer, the word
+ *     embedding's and, on a last stage, the output layer's input gradient's; with
+ *     --sequence-parallel the all-gather / reduce-scatter pairs instead and the norm and
+ *     bias gradient all-reduces; on a last stage the cross-entropy's row maxima and sums),
+ *     the pipeline's activation and gradient messages (B x S x h floats, / TP under SP)
+ *     and the loss broadcast, and the tied word-embedding gradient's all-reduce.
  *   - Rows over a group of one rank are left out (nothing moves; comm.h does not count
  *     them). The vocabulary must be resolved (padded size).
  */
@@ -34,7 +37,7 @@ typedef struct {
     const char *what;
 } mg_comm_plan_row;
 
-#define MG_COMM_PLAN_MAX 16
+#define MG_COMM_PLAN_MAX 64
 
 typedef struct {
     mg_comm_plan_row rows[MG_COMM_PLAN_MAX];

@@ -6,14 +6,18 @@
  * not iteration x --global-batch-size is refused (MG_ERR_UNSUPPORTED): the data position is
  * derived from the iteration. Every collective goes through comm.h on the run's world
  * communicator (the caller's): the training step's (step.h), the validation loss's sum
- * over the data-parallel group and, with --exit-signal-handler, the stop flag's sum over
- * the world after every iteration. Data-parallel rank r of D takes, for micro-batch i of a
- * global batch starting at sample s, the samples s + i x mbs x D + r x mbs ... + mbs - 1
- * (MegatronPretrainingSampler). The log lines are the last rank's (Megatron's
- * print_rank_last), the progress notes rank 0's; only data-parallel rank 0 of each model
- * shard writes its mp_rank_TT[_PPP] file of the checkpoint (checkpoint.h's phases, with
- * barriers) — and with --use-distributed-optimizer megatron-core's distrib_optim.pt next to
- * it (dist_optim.h) — and every rank waits for it; every rank loads its shard's file. */
+ * over the data-parallel group and broadcast from the last pipeline stage and, with
+ * --exit-signal-handler, the stop flag's sum over the world after every iteration.
+ * Data-parallel rank r of D takes, for micro-batch i of a global batch starting at sample
+ * s, the samples s + i x mbs x D + r x mbs ... + mbs - 1 (MegatronPretrainingSampler).
+ * This rank's part of the model comes from its tensor-parallel rank and pipeline stage
+ * (Megatron's layer placement, mg_schema_pp_layers); it keeps one activation arena per
+ * micro-batch its stage has in flight (schedule.h). The log lines are the last rank's
+ * (Megatron's print_rank_last), the progress notes rank 0's; only data-parallel rank 0 of
+ * each model shard writes its mp_rank_TT[_PPP] file of the checkpoint (checkpoint.h's
+ * phases, with barriers) — and with --use-distributed-optimizer megatron-core's
+ * distrib_optim.pt next to it (dist_optim.h) — and every rank waits for it; every rank
+ * loads its shard's file. */
 #include "loop.h"
 
 #include <errno.h>
@@ -31,7 +35,9 @@
 #include "log.h"
 #include "mg/cli.h"
 #include "mg/file.h"
+#include "mg/schema.h"
 #include "model.h"
+#include "schedule.h"
 #include "step.h"
 
 /* Set by the SIGTERM/SIGINT handler (--exit-signal-handler); the one mutable global a
@@ -64,7 +70,8 @@ typedef struct {
     mg_gpt *g;
     mg_gpt_optim *opt;    /* Adam state in the model layout (NULL with dopt) */
     mg_dist_optim *dopt;  /* --use-distributed-optimizer: the sharded state */
-    mg_gpt_acts *acts;
+    mg_gpt_acts **slots;  /* one arena per micro-batch in flight (sched) */
+    mg_sched sched;
     mg_kctx k;
     mg_comm *comm;        /* the world (the caller's); its groups carry the collectives */
     int note_rank, log_rank; /* this rank prints the progress notes / the log lines */
@@ -204,24 +211,68 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
     return MG_OK;
 }
 
+/* This rank's part of the model from the world's tensor and pipeline groups. */
+static mg_status layout_of(const mg_train_opts *o, mg_comm *w, mg_gpt_layout *lay)
+{
+    const mg_model_desc *m = &o->model;
+    mg_comm *tp = mg_comm_group(w, MG_COMM_TENSOR), *pp = mg_comm_group(w, MG_COMM_PIPELINE);
+    MG_RETURN_IF(mg_comm_size(tp) != m->tp || mg_comm_size(pp) != m->pp, MG_ERR_ARG,
+                 "--tensor-model-parallel-size %lld x --pipeline-model-parallel-size %lld "
+                 "needs as many processes per model replica (launch them with mpirun); this "
+                 "run's groups have %lld x %lld", (long long)m->tp, (long long)m->pp,
+                 (long long)mg_comm_size(tp), (long long)mg_comm_size(pp));
+    int64_t stage = mg_comm_rank(pp);
+    lay->tp = m->tp;
+    lay->tp_rank = mg_comm_rank(tp);
+    lay->first_stage = stage == 0;
+    lay->last_stage = stage == m->pp - 1;
+    return mg_schema_pp_layers(m->num_layers, m->pp, m->pp_first, m->pp_last, stage,
+                               &lay->layer_first, &lay->layers);
+}
+
+/* The arenas of the micro-batches the stage keeps in flight. */
+static mg_status alloc_slots(run_state *s)
+{
+    const mg_train_opts *o = s->o;
+    mg_comm *pp = mg_comm_group(s->comm, MG_COMM_PIPELINE);
+    int64_t n = mg_sched_slots(mg_comm_size(pp), mg_comm_rank(pp), s->nmicro);
+    mg_gpt_par par = {mg_comm_group(s->comm, MG_COMM_TENSOR), o->sequence_parallel};
+    s->slots = mg_calloc((size_t)n, sizeof *s->slots);
+    if (!s->slots) return MG_ERR_NOMEM;
+    s->sched.slots = s->slots;
+    s->sched.nslots = n;
+    s->sched.sequence_parallel = o->sequence_parallel;
+    for (int64_t i = 0; i < n; i++)
+        MG_FORWARD(mg_gpt_acts_create_par(&s->slots[i], s->g, &s->k, o->micro_batch_size,
+                                          o->model.seq_length, &par));
+    return MG_OK;
+}
+
 static mg_status setup(run_state *s)
 {
     const mg_train_opts *o = s->o;
     MG_FORWARD(open_data(o, &s->data));
-    mg_gpt_layout lay = mg_gpt_layout_full(&o->model);
+    mg_gpt_layout lay;
+    MG_FORWARD(layout_of(o, s->comm, &lay));
     mg_gpt_opts go = {gelu_of(o), o->init_method_std, (uint64_t)o->seed,
                       o->mask_vocab_padding};
     MG_FORWARD(mg_gpt_create(&s->g, &o->model, &lay, &go));
     mg_gpt_init_params(s->g);
+    /* its gradient norm sums whole shards: tensor-parallel duplicates and the tied copy
+     * would count twice (mg_gpt_tensor_in_norm) */
+    MG_RETURN_IF(o->use_distributed_optimizer &&
+                     (o->model.tp > 1 || (o->model.pp > 1 && o->model.tied_embeddings)),
+                 MG_ERR_UNSUPPORTED, "not supported yet: --use-distributed-optimizer with "
+                 "--tensor-model-parallel-size > 1 or with tied embeddings on several pipeline "
+                 "stages");
     if (o->use_distributed_optimizer)
         MG_FORWARD(mg_dist_optim_create(&s->dopt, s->g, s->comm,
                                         o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE));
     else MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
     MG_FORWARD(load_checkpoint(s));
     MG_FORWARD(mgk_ctx_init(&s->k, MGK_CPU_FAST, 0));
-    MG_FORWARD(mg_gpt_acts_create(&s->acts, s->g, &s->k, o->micro_batch_size,
-                                  o->model.seq_length));
-    return alloc_batches(s);
+    MG_FORWARD(alloc_batches(s));
+    return alloc_slots(s);
 }
 
 static void teardown(run_state *s)
@@ -230,7 +281,8 @@ static void teardown(run_state *s)
     free(s->mb);
     free(s->views);
     mg_train_log_free(s->log);
-    mg_gpt_acts_free(s->acts);
+    for (int64_t i = 0; s->slots && i < s->sched.nslots; i++) mg_gpt_acts_free(s->slots[i]);
+    free(s->slots);
     mgk_ctx_free(&s->k);
     mg_gpt_optim_free(s->opt);
     mg_dist_optim_free(s->dopt);
@@ -253,28 +305,19 @@ static mg_status fill(run_state *s, int k, uint64_t first)
     return MG_OK;
 }
 
-static double mask_sum(const mg_train_batch *b)
-{
-    double n = 0;
-    for (int64_t i = 0; i < b->B * b->T; i++) n += b->loss_mask[i];
-    return n;
-}
-
-/* Megatron's evaluate(): eval_iters global batches, loss = masked token sum / count. */
+/* Megatron's evaluate(): eval_iters global batches, loss = masked token sum / count (on
+ * the last stage, summed over the data-parallel group, then sent to every stage). */
 static mg_status evaluate(run_state *s, int k, uint64_t *cursor, double *loss)
 {
     double acc[2] = {0, 0}; /* masked token loss sum, token count */
+    mg_comm *pp = mg_comm_group(s->comm, MG_COMM_PIPELINE);
     for (int64_t it = 0; it < s->o->eval_iters; it++) {
         MG_FORWARD(fill(s, k, *cursor));
         *cursor += (uint64_t)s->o->global_batch_size;
-        for (int64_t i = 0; i < s->nmicro; i++) {
-            double l, n = mask_sum(&s->mb[i]);
-            MG_FORWARD(mg_gpt_forward(s->g, s->acts, &s->k, &s->views[i], &l));
-            if (n > 0) acc[0] += l * n;
-            acc[1] += n;
-        }
+        MG_FORWARD(mg_sched_eval(s->g, &s->k, s->comm, &s->sched, s->views, s->nmicro, acc));
     }
     MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(s->comm, MG_COMM_DATA), acc, 2));
+    MG_FORWARD(mg_comm_broadcast(pp, acc, 2 * (int64_t)sizeof(double), mg_comm_size(pp) - 1));
     *loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
     return MG_OK;
 }
@@ -321,11 +364,11 @@ static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, do
     mg_comm_reset_counts(s->comm);
     MG_FORWARD(fill(s, MG_SPLIT_TRAIN, (uint64_t)((it - 1) * o->global_batch_size)));
     if (s->dopt) {
-        MG_FORWARD(mg_gpt_accumulate(s->g, s->acts, &s->k, s->comm, s->views, s->nmicro,
+        MG_FORWARD(mg_gpt_accumulate(s->g, &s->sched, &s->k, s->comm, s->views, s->nmicro,
                                      &res->loss));
         MG_FORWARD(mg_dist_step(s->dopt, s->g, &s->k, s->comm, &hp, res));
     } else {
-        MG_FORWARD(mg_gpt_train_step_comm(s->g, s->opt, s->acts, &s->k, s->comm, s->views,
+        MG_FORWARD(mg_gpt_train_step_comm(s->g, s->opt, &s->sched, &s->k, s->comm, s->views,
                                           s->nmicro, &hp, res));
     }
     *secs = now_s() - t0;

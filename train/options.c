@@ -115,6 +115,9 @@ static const struct flag flags[] = {
     {"--null-tokenizer-eod-id", K_I64, F(tok.null_eod_id), 0, NULL, NULL},
     {"--tensor-model-parallel-size", K_I64, F(model.tp), 1, NULL, NULL},
     {"--pipeline-model-parallel-size", K_I64, F(model.pp), 1, NULL, NULL},
+    {"--decoder-first-pipeline-num-layers", K_I64, F(model.pp_first), 1, NULL, NULL},
+    {"--decoder-last-pipeline-num-layers", K_I64, F(model.pp_last), 1, NULL, NULL},
+    {"--sequence-parallel", K_ON, F(sequence_parallel), 0, NULL, NULL},
     {"--use-distributed-optimizer", K_ON, F(use_distributed_optimizer), 0, NULL, NULL},
     {"--distributed-timeout-minutes", K_F64, F(distributed_timeout_minutes), 0, NULL, NULL},
     /* training */

@@ -38,6 +38,7 @@ typedef struct {
     /* model (flag list 1); model.seq_length, model.padded_vocab_size derived */
     mg_model_desc model;
     int group_query_attention;
+    int sequence_parallel;         /* --sequence-parallel (off when TP = 1, as Megatron) */
     double init_method_std;        /* --init-method-std, 0.02 */
     double hidden_dropout, attention_dropout; /* only 0 is implemented */
     int local_spec;                /* --transformer-impl local: checkpoint names of the local
