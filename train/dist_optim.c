@@ -209,12 +209,30 @@ static mg_status gather_params(mg_dist_optim *o, mg_gpt *g, mg_comm *dp, adam_ct
     return MG_OK;
 }
 
+typedef struct {
+    const mg_dist_optim *o;
+    const mg_gpt *g;
+    const mg_kctx *k;
+    double sumsq;
+} norm_ctx;
+
+/* The reduced gradients of a piece, where its tensor counts in the norm on this rank
+ * (mg_gpt_tensor_in_norm: a replicated tensor on TP rank 0 only, never the tied copy). */
+static void norm_piece(void *vc, const mg_gpt_tensor *t, int64_t e0, int64_t s0, int64_t n)
+{
+    norm_ctx *c = vc;
+    (void)e0;
+    if (mg_gpt_tensor_in_norm(c->g, t)) c->sumsq += mgk_sumsq(c->k, c->o->gshard + s0, n);
+}
+
 mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *world,
                        const mg_step_hp *hp, mg_step_result *res)
 {
     mg_comm *dp = mg_comm_group(world, MG_COMM_DATA);
     MG_FORWARD(reduce_scatter_grads(o, g, k, dp));
-    double s = mgk_sumsq(k, o->gshard, o->shard);
+    norm_ctx nc = {o, g, k, 0.0};
+    for_pieces(o, g, norm_piece, &nc);
+    double s = nc.sumsq;
     MG_FORWARD(mg_comm_allreduce_sum_f64(dp, &s, 1));
     MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(world, MG_COMM_MODEL), &s, 1));
     res->grad_norm = sqrt(s);

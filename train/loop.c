@@ -258,13 +258,6 @@ static mg_status setup(run_state *s)
                       o->mask_vocab_padding};
     MG_FORWARD(mg_gpt_create(&s->g, &o->model, &lay, &go));
     mg_gpt_init_params(s->g);
-    /* its gradient norm sums whole shards: tensor-parallel duplicates and the tied copy
-     * would count twice (mg_gpt_tensor_in_norm) */
-    MG_RETURN_IF(o->use_distributed_optimizer &&
-                     (o->model.tp > 1 || (o->model.pp > 1 && o->model.tied_embeddings)),
-                 MG_ERR_UNSUPPORTED, "not supported yet: --use-distributed-optimizer with "
-                 "--tensor-model-parallel-size > 1 or with tied embeddings on several pipeline "
-                 "stages");
     if (o->use_distributed_optimizer)
         MG_FORWARD(mg_dist_optim_create(&s->dopt, s->g, s->comm,
                                         o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE));

@@ -1,7 +1,9 @@
 """mg-train's tensor, sequence and pipeline parallelism reproduce the single-process run:
 with the same seed and data, TP=2, TP=2 with --sequence-parallel, PP=2, PP=4 with uneven
 first and last stages (1, 2, 2, 1 layers), TP=2 x PP=2 and TP=2 x PP=2 with sequence
-parallelism log the losses and gradient norms of TP=1 PP=1 over 20 iterations within 1e-5
+parallelism, and TP=2 x DP=2 and PP=2 x DP=2 with --use-distributed-optimizer (its gradient
+norm counts a tensor replicated over TP once and never the last stage's tied copy) log the
+losses and gradient norms of TP=1 PP=1 over 20 iterations within 1e-5
 relative (fp32: only the reduction order differs), and the same validation losses, and the
 communication the comm layer counts on rank 0 in a step equals --dry-run's plan exactly
 (every group and operation: calls and bytes), for the tiny GPT-2 (tied embeddings: under PP the last stage's copy gets the embedding group's
@@ -40,6 +42,8 @@ LAYOUTS = {
     "tp2-pp2": (4, ["--tensor-model-parallel-size", 2, "--pipeline-model-parallel-size", 2]),
     "tp2-pp2-sp": (4, ["--tensor-model-parallel-size", 2, "--pipeline-model-parallel-size", 2,
                        "--sequence-parallel"]),
+    "tp2-dp2-distopt": (4, ["--tensor-model-parallel-size", 2, "--use-distributed-optimizer"]),
+    "pp2-dp2-distopt": (4, ["--pipeline-model-parallel-size", 2, "--use-distributed-optimizer"]),
 }
 
 
@@ -103,9 +107,11 @@ def test_layout_reproduces_single_process(reference, layout, data, tmp_path):
     arch, ref = reference
     nproc, flags = LAYOUTS[layout]
     got, err = run_train(nproc, model_args(data, arch, flags), tmp_path / "m.jsonl")
-    tp = 2 if "--tensor-model-parallel-size" in flags else 1
-    pp = nproc // tp
-    assert f"{nproc} ranks (TP {tp}, PP {pp}, DP 1" in err, err
+    tp = flags[flags.index("--tensor-model-parallel-size") + 1] if \
+        "--tensor-model-parallel-size" in flags else 1
+    pp = flags[flags.index("--pipeline-model-parallel-size") + 1] if \
+        "--pipeline-model-parallel-size" in flags else 1
+    assert f"{nproc} ranks (TP {tp}, PP {pp}, DP {nproc // (tp * pp)}" in err, err
     assert_same_run(ref, got, f"{arch} {layout}")
     measured = _totals(err, "measured")
     plan = conftest.run_mg(["mg-train", *model_args(data, arch, flags), "--dry-run"],
