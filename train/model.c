@@ -98,7 +98,7 @@ static mg_status check_layout(const mg_model_desc *m, const mg_gpt_layout *l)
     return mg_schema_check_tp(m, l->tp);
 }
 
-/* The last stage's copy of the tied word embeddings (PP > 1; megatron-ckpt.md §2.4.6):
+/* The last stage's copy of the tied word embeddings (PP > 1; docs/FORMATS.md §5.3):
  * Megatron-Core's output_layer.weight there, initialised like the embeddings (same schema
  * entry, so the same values) and kept equal to them by the embedding-group gradient sum. */
 static void add_tied_copy(mg_gpt *g, const mg_param *ps, size_t np, int64_t *off)

@@ -1,6 +1,7 @@
 /* param_order.c — param_order.h: the names of a naming and megatron-core's parameter order. */
 #include "param_order.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define QKV ".self_attention.linear_qkv."
@@ -12,7 +13,9 @@ mg_tname *mg_gpt_names(const mg_gpt *g, mg_names nm)
     for (size_t i = 0; names && i < g->nt; i++) {
         const mg_gpt_tensor *t = &g->t[i];
         int64_t local = t->param.layer >= 0 ? t->param.layer - g->lay.layer_first : 0;
-        mg_schema_mcore_name(&t->param, nm, local, names[i], sizeof names[i]);
+        if (t->tied_copy) /* the word embeddings' schema entry under its own name */
+            snprintf(names[i], sizeof names[i], "%s", t->name);
+        else mg_schema_mcore_name(&t->param, nm, local, names[i], sizeof names[i]);
     }
     return names;
 }

@@ -7,9 +7,9 @@
  * Contract:
  *   - mg_gpt_names() gives g's tensors' checkpoint names in one naming: the TransformerEngine
  *     spec's (the norms fused into linear_qkv / linear_fc1) or the local spec's
- *     (input_layernorm, pre_mlp_layernorm); everything else is named alike. Layer numbers
- *     are local to the rank's pipeline stage (its layer range). NULL when out of memory;
- *     free() it.
+ *     (input_layernorm, pre_mlp_layernorm); everything else is named alike (the last
+ *     stage's tied embedding copy: output_layer.weight). Layer numbers are local to the
+ *     rank's pipeline stage (its layer range). NULL when out of memory; free() it.
  *   - The order is the spec's module registration order: Attention builds linear_proj before
  *     SelfAttention builds linear_qkv; the TE spec's input norm is fused into linear_qkv
  *     (its first parameters), the local spec's input_layernorm is a module of its own before

@@ -84,9 +84,24 @@ MG_TEST(dist_layout_shared_embedding_bucket)
     mg_dist_layout_free(&l);
     mg_gpt_free(g);
     mg_train_opts_free(&o);
-    /* the last stage's copy of a tied embedding (output_layer.weight, its own bucket by
-     * the same rule) comes with the pipeline-parallel model */
-    (void)last;
+    /* the last stage's copy of the tied embedding: output_layer.weight in either naming,
+     * last in Megatron's order, so first in the buffer, in a bucket of its own */
+    g = views(t, &o, TINY " --num-layers 2 --pipeline-model-parallel-size 2", &last);
+    for (int nm = MG_NAMES_TE; nm <= MG_NAMES_LOCAL; nm++) {
+        mg_tname *names = mg_gpt_names(g, (mg_names)nm);
+        MG_CHECK(t, names != NULL);
+        size_t order[64];
+        size_t n = names ? mg_gpt_param_order(g, names, -1, order, 0) : 0;
+        MG_CHECK(t, n == g->nt && g->t[order[n - 1]].tied_copy);
+        if (n == g->nt) MG_CHECK_EQ_STR(t, names[order[n - 1]], "output_layer.weight");
+        free(names);
+    }
+    MG_CHECK_OK(t, mg_dist_layout_build(&l, g, 2, MG_NAMES_TE));
+    MG_CHECK_EQ_INT(t, l.nbuckets, 2);
+    MG_CHECK_EQ_INT(t, start_of(g, &l, "output_layer.weight"), 0);
+    mg_dist_layout_free(&l);
+    mg_gpt_free(g);
+    mg_train_opts_free(&o);
 }
 
 /* The first tensors of Megatron's parameter order in naming nm are want[], and its decay
