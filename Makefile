@@ -102,6 +102,7 @@ $(TLIB): $(TLIB_OBJS)
 
 $(BUILD)/libcommon/%.o: CFLAGS_BASE += $(LIB_INTERNAL)
 $(BUILD)/kernels/%.o $(BUILD)/train/%.o: CFLAGS_BASE += -Ikernels -I.
+$(BUILD)/train/comm_%.o: CFLAGS_BASE += $(TRAIN_COMM_CFLAGS)
 
 $(BIN)/mg-preprocess: $(PRE_OBJS) $(LIB)
 	@mkdir -p $(BIN)
@@ -116,7 +117,7 @@ $(BIN)/mg-convert: $(CKPT_OBJS) $(LIB)
 $(BIN)/mg-train: $(BUILD)/train/main.o $(TLIB) $(KLIB) $(LIB)
 	@mkdir -p $(BIN)
 	$(say) LINK $@
-	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(BUILD)/train/main.o $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL)
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(BUILD)/train/main.o $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL) $(TRAIN_COMM_LDLIBS)
 
 # Unit tests: every MG_TEST(name) in tests/unit/*.c is registered through a generated list.
 $(BUILD)/tests/unit/test_list.h: $(UNIT_SRCS)
@@ -127,12 +128,12 @@ $(BUILD)/tests/unit/harness.o: $(BUILD)/tests/unit/test_list.h
 $(BUILD)/tests/unit/%.o: CFLAGS_BASE += $(LIB_INTERNAL) -I$(BUILD)/tests/unit -Itests/unit -Ikernels -I. -Itrain
 $(UNIT_BIN): $(UNIT_OBJS) $(TLIB) $(KLIB) $(LIB)
 	$(say) LINK $@
-	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(UNIT_OBJS) $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL)
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(UNIT_OBJS) $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL) $(TRAIN_COMM_LDLIBS)
 
 $(BUILD)/tests/tools/%.o: CFLAGS_BASE += $(LIB_INTERNAL) -Ikernels -I.
 $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(TLIB) $(KLIB) $(LIB)
 	$(say) LINK $@
-	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL)
+	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL) $(TRAIN_COMM_LDLIBS)
 
 config:
 	@$(MAKE) -s --no-print-directory -f mk/config.mk print-config
@@ -168,7 +169,7 @@ asan: vocab
 # docs/DESIGN.md: without its optional dependencies the build still links, runs and passes
 # its tests (each test checks the refusal instead).
 test-minimal: vocab
-	$(MAKE) BUILD=build-min BIN=build-min/bin HAVE_ONIG=0 HAVE_ARCHIVE=0 HAVE_UTF8PROC=0 \
+	$(MAKE) BUILD=build-min BIN=build-min/bin HAVE_ONIG=0 HAVE_ARCHIVE=0 HAVE_UTF8PROC=0 HAVE_MPI=0 HAVE_NCCL=0 \
 	  HAVE_OPENMP=0 HAVE_BLAS=0 CFLAGS=-Werror $(TOOLS:$(BIN)/%=build-min/bin/%) build-min/test-unit
 	build-min/test-unit
 
@@ -181,6 +182,7 @@ bench: all tools-test vocab
 	scripts/bench-convert.sh
 	MG_BENCH_FORMAT=torch_dist scripts/bench-convert.sh
 	scripts/bench-train.sh
+	scripts/bench-dist.sh
 
 demo: all
 	scripts/demo.sh

@@ -6,7 +6,7 @@
  * from them (mg_zip_writer_writev; their pages dropped at the next callback, after the
  * write), the others (dtype conversion) gathered through the reader.
  *
- * Contract (ckpt.h; spec §1, §2.1-2.2): args come from the target model (mg_model_to_args);
+ * Contract (ckpt.h; docs/FORMATS.md §5.1-5.2): args come from the target model (mg_model_to_args);
  * when the source is a Megatron checkpoint its other arguments are kept (tokenizer and
  * vocab_size too, when the target leaves them unknown); transformer_impl names the spec
  * the parameter names follow (the plan's: --transformer-impl or the source's).

@@ -3,7 +3,7 @@
  * planned tensor from a source (into a buffer, or as pieces of the mapped inputs that a
  * writer hands to pwritev). The HF plan is in plan_hf.c.
  *
- * Contract (ckpt.h; spec §2.5-2.9, §5.3-5.4): vocabulary rows past the true vocabulary are
+ * Contract (ckpt.h; docs/FORMATS.md §5.4-5.8): vocabulary rows past the true vocabulary are
  * on Megatron output what ck_vocab_row says (a Megatron source's padding rows, kept,
  * truncated or grown by copies of its last row; zeros from HF) and absent on HF output; a
  * tied output layer is written as a copy of the embedding shards on the last stage when

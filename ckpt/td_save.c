@@ -4,7 +4,7 @@
  * parallel, each chunk a torch.save archive streamed from the sources; then .metadata,
  * common.pt, metadata.json, the tracker).
  *
- * Contract (ckpt.h; spec §1.3, §4): keys and global shapes are those megatron-core's GPTModel
+ * Contract (ckpt.h; docs/FORMATS.md §5.10): keys and global shapes are those megatron-core's GPTModel
  * asks for (homogeneous layers: stacked `decoder.layers.X` with the layer axis first; the
  * layer norms under linear_qkv/linear_fc1 names whatever the spec; vocabulary tensors padded
  * with zero rows), plus the `_extra_state/shard_L_N` byte objects of the four linears of

@@ -20,6 +20,17 @@ BLAS_CFLAGS   := -I$(BLAS_INC)
 BLAS_LDLIBS   := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas
 HAVE_BLAS     ?= $(call probe,$(H)include <cblas.h>,$(BLAS_CFLAGS) $(BLAS_LDLIBS))
 HAVE_CUDA     ?= $(shell command -v nvcc >/dev/null 2>&1 && echo 1 || echo 0)
+# MPI for mg-train's multi-process runs (train/comm_mpi.c): the flags of the MPI compiler
+# wrapper (Debian libopenmpi-dev's mpicc), used for mg-train and the programs linking it.
+MPICC         ?= mpicc
+MPI_CFLAGS    ?= $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LDLIBS    ?= $(shell $(MPICC) --showme:link 2>/dev/null)
+HAVE_MPI      ?= $(call probe,$(H)include <mpi.h>,$(MPI_CFLAGS) $(MPI_LDLIBS))
+# NCCL for device buffers (train/comm_nccl.c): nccl.h and libnccl of the CUDA toolkit.
+CUDA_HOME     ?= /usr/local/cuda
+NCCL_CFLAGS   ?= -I$(CUDA_HOME)/include
+NCCL_LDLIBS   ?= -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart
+HAVE_NCCL     ?= $(call probe,$(H)include <nccl.h>,$(NCCL_CFLAGS) $(NCCL_LDLIBS))
 
 # The CUDA-only goals (mk/cuda.mk) link none of libcommon's libraries.
 CUDA_ONLY_GOALS := cuda gpu-test test-gpu cuda-report
@@ -35,6 +46,19 @@ DEP_CFLAGS := -DMG_HAVE_ARCHIVE=$(HAVE_ARCHIVE) -DMG_HAVE_ONIG=$(HAVE_ONIG) \
               -DMG_HAVE_UTF8PROC=$(HAVE_UTF8PROC) -DMG_HAVE_OPENMP=$(HAVE_OPENMP) \
               -DMG_HAVE_BLAS=$(HAVE_BLAS)
 DEP_LDLIBS := -ljansson
+# mg-train's communication libraries: only for train/comm_*.c and the programs linking them
+# (and libcommon's version table, which names every optional part of the build).
+COMM_DEFS := -DMG_HAVE_MPI=$(HAVE_MPI) -DMG_HAVE_NCCL=$(HAVE_NCCL)
+TRAIN_COMM_CFLAGS := $(COMM_DEFS)
+TRAIN_COMM_LDLIBS :=
+ifeq ($(HAVE_MPI),1)
+TRAIN_COMM_CFLAGS += $(patsubst -I%,-isystem %,$(MPI_CFLAGS))
+TRAIN_COMM_LDLIBS += $(MPI_LDLIBS)
+endif
+ifeq ($(HAVE_NCCL),1)
+TRAIN_COMM_CFLAGS += $(patsubst -I%,-isystem %,$(NCCL_CFLAGS))
+TRAIN_COMM_LDLIBS += $(NCCL_LDLIBS)
+endif
 ifeq ($(HAVE_ARCHIVE),1)
 DEP_LDLIBS += -larchive
 endif
@@ -64,9 +88,11 @@ print-config:
 	@echo "  openmp    : $(call yesno,$(HAVE_OPENMP),($(CC)))"
 	@echo "  openblas  : $(call yesno,$(HAVE_BLAS),$(BLAS_DIR))"
 	@echo "  cuda      : $(call yesno,$(HAVE_CUDA),$(shell command -v nvcc 2>/dev/null))"
+	@echo "  mpi       : $(call yesno,$(HAVE_MPI),$(shell $(MPICC) --showme:version 2>/dev/null | sed 's/^mpicc: //'))"
+	@echo "  nccl      : $(call yesno,$(HAVE_NCCL),$(CUDA_HOME))"
 
 .PHONY: print-defs print-libs
 print-defs:
-	@echo $(DEP_CFLAGS)
+	@echo $(DEP_CFLAGS) $(COMM_DEFS)
 print-libs:
 	@echo $(DEP_LDLIBS)

@@ -28,7 +28,7 @@ $(REVISION_H): FORCE
 	  printf '#define MG_REVISION "%s"\n' '$(MG_REVISION)' >$@.tmp; \
 	  cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp; fi
 $(BUILD)/libcommon/base/version.o: $(REVISION_H)
-$(BUILD)/libcommon/base/version.o: CFLAGS_BASE += -I$(BUILD)/gen
+$(BUILD)/libcommon/base/version.o: CFLAGS_BASE += -I$(BUILD)/gen $(COMM_DEFS)
 
 # --- make STATIC=1 ---
 include mk/static.mk

@@ -2,6 +2,7 @@
 #include "checkpoint.h"
 #include "checkpoint_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,64 +15,19 @@
 #include "mg/megatron_layout.h"
 #include "mg/mcore_dist.h"
 #include "mg/torchfile.h"
+#include "param_order.h"
 
-#define RANK_DIR MG_MEGATRON_RANK_PREFIX "00" /* one rank: TP 1, PP 1 */
-#define CKPT_FILE RANK_DIR "/" MG_MEGATRON_RANK_FILE
+#define DIST_OPTIM_NAME "distrib_optim.pt" /* dist_optim.h: a writer's file of its own */
 
 /* ---- save ---- */
 
-#define QKV ".self_attention.linear_qkv."
-#define PROJ ".self_attention.linear_proj."
-
-/* Checkpoint names of g's tensors in one naming: the TransformerEngine spec's (the norms
- * fused into linear_qkv / linear_fc1) or the local spec's (input_layernorm,
- * pre_mlp_layernorm); everything else is named alike. */
-tname *mg_train_ckpt_names(const mg_gpt *g, mg_names nm)
-{
-    tname *names = mg_calloc(g->nt ? g->nt : 1, sizeof *names);
-    for (size_t i = 0; names && i < g->nt; i++) {
-        const mg_gpt_tensor *t = &g->t[i];
-        int64_t local = t->param.layer >= 0 ? t->param.layer - g->lay.layer_first : 0;
-        mg_schema_mcore_name(&t->param, nm, local, names[i], sizeof names[i]);
-    }
-    return names;
-}
-
-/* 1 if a and b are tensors of the same layer's self_attention. */
-static int same_attention(const char *a, const char *b)
-{
-    const char *ea = strstr(a, ".self_attention."), *eb = strstr(b, ".self_attention.");
-    return ea && eb && ea - a == eb - b && !strncmp(a, b, (size_t)(ea - a));
-}
-
-/* Appends the tensors whose decay flag is `decay` in Megatron's parameter order, i.e. the
- * spec's module registration order: Attention builds linear_proj before SelfAttention builds
- * linear_qkv; the TE spec's input norm is fused into linear_qkv (its first parameters), the
- * local spec's input_layernorm is a module of its own before self_attention. Both are
- * mg-train's model order with each layer's linear_proj moved before its first linear_qkv
- * tensor (names: the tensors' names in the file's naming). */
-static size_t add_group(const mg_gpt *g, const tname *names, int decay, size_t *order, size_t n)
-{
-    for (size_t i = 0; i < g->nt; i++) {
-        const char *name = names[i];
-        if (strstr(name, PROJ)) continue;
-        const char *prev = i > 0 ? names[i - 1] : "";
-        int first_qkv = strstr(name, QKV) && !(strstr(prev, QKV) && same_attention(prev, name));
-        for (size_t j = i + 1; first_qkv && j < g->nt && same_attention(names[j], name); j++)
-            if (strstr(names[j], PROJ) && g->t[j].decay == decay) order[n++] = j;
-        if (g->t[i].decay == decay) order[n++] = i;
-    }
-    return n;
-}
-
 /* The optimizer's parameter order (Megatron's _get_param_groups): the decay tensors, then
- * the others, each in Megatron's parameter order for the naming's spec (model.c puts a
- * layer's linear_qkv tensors right before its linear_proj ones). Returns the number of
- * decay tensors. */
-size_t mg_train_ckpt_param_order(const mg_gpt *g, const tname *names, size_t *order)
+ * the others, each in Megatron's parameter order for the naming's spec (param_order.h).
+ * Returns the number of decay tensors. */
+size_t mg_train_ckpt_param_order(const mg_gpt *g, const mg_tname *names, size_t *order)
 {
-    size_t ndecay = add_group(g, names, 1, order, 0);
-    add_group(g, names, 0, order, ndecay);
+    size_t ndecay = mg_gpt_param_order(g, names, 1, order, 0);
+    mg_gpt_param_order(g, names, 0, order, ndecay);
     return ndecay;
 }
 
@@ -99,12 +55,19 @@ static mg_status put_str(mg_pk_graph *pg, mg_pk_obj *m, const char *k, const cha
     return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
 }
 
+static mg_status put_bool(mg_pk_graph *pg, mg_pk_obj *m, const char *k, int v)
+{
+    mg_pk_obj *x = mg_pk_bool(pg, v);
+    return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
+}
+
 static mg_status build_args(mg_pk_graph *pg, const mg_train_opts *o,
                             const mg_train_ckpt_state *st, mg_pk_obj **ns)
 {
     MG_FORWARD(mg_model_to_args(&o->model, pg, ns));
     MG_FORWARD(put_str(pg, *ns, "transformer_impl",
                        o->local_spec ? "local" : "transformer_engine"));
+    MG_FORWARD(put_bool(pg, *ns, "sequence_parallel", o->sequence_parallel));
     MG_FORWARD(put_int(pg, *ns, "iteration", st->iteration));
     MG_FORWARD(put_int(pg, *ns, "consumed_train_samples", st->consumed_train_samples));
     MG_FORWARD(put_int(pg, *ns, "consumed_valid_samples", st->consumed_valid_samples));
@@ -122,7 +85,7 @@ static mg_status build_args(mg_pk_graph *pg, const mg_train_opts *o,
     return o->tok.type ? put_str(pg, *ns, "tokenizer_type", o->tok.type) : MG_OK;
 }
 
-static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, const tname *names,
+static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, const mg_tname *names,
                              mg_pk_obj **model)
 {
     *model = mg_pk_container(pg, MG_PK_ODICT);
@@ -133,12 +96,6 @@ static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, const tname *name
         MG_FORWARD(mg_pk_set(pg, *model, names[i], t));
     }
     return MG_OK;
-}
-
-static mg_status put_bool(mg_pk_graph *pg, mg_pk_obj *m, const char *k, int v)
-{
-    mg_pk_obj *x = mg_pk_bool(pg, v);
-    return x ? mg_pk_set(pg, m, k, x) : MG_ERR_NOMEM;
 }
 
 /* The keys megatron.core.optimizer._get_param_groups gives each group; FP32Optimizer.
@@ -203,7 +160,7 @@ static mg_status build_state(mg_pk_graph *pg, const mg_gpt *g, const mg_gpt_opti
 }
 
 static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
-                             const mg_gpt_optim *opt, const tname *names, size_t *order,
+                             const mg_gpt_optim *opt, const mg_tname *names, size_t *order,
                              const float *step, mg_pk_obj **out)
 {
     size_t ndecay = mg_train_ckpt_param_order(g, names, order);
@@ -265,30 +222,48 @@ static mg_status make_dir(const char *path)
     return mg_error_errno(errno, "cannot create the directory %s", path);
 }
 
-/* Removes DIR/mp_rank_00/model_optim_rng.pt, DIR/mp_rank_00 and DIR (what a save wrote). */
+/* The shard's folder name (mg/megatron_layout.h: mp_rank_TT, mp_rank_TT_PPP with PP > 1). */
+static void shard_name(const mg_train_ckpt_shard *sh, char *name)
+{
+    mg_megatron_rank_name(sh->tp_rank, sh->pp_rank, sh->pp > 1, name);
+}
+
+/* Removes what saves wrote in DIR: the rank file and distrib_optim.pt of every rank folder,
+ * the folders, the torch_dist files, and DIR itself. */
 static void remove_iter_dir(const char *dir)
 {
-    char p[MG_PATH_MAX + 64]; /* room beyond a tmp folder name, so gcc sees no truncation */
-    snprintf(p, sizeof p, "%s/" CKPT_FILE, dir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/" RANK_DIR, dir);
-    rmdir(p);
+    static const char *const files[] = {MG_MEGATRON_RANK_FILE, DIST_OPTIM_NAME};
+    const size_t np = strlen(MG_MEGATRON_RANK_PREFIX);
+    char p[MG_PATH_MAX + 512]; /* room beyond a tmp folder and a dirent name */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, MG_MEGATRON_RANK_PREFIX, np) != 0) continue;
+        for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+            snprintf(p, sizeof p, "%s/%s/%s", dir, e->d_name, files[i]);
+            unlink(p);
+        }
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        rmdir(p);
+    }
+    if (d) closedir(d);
     mg_train_ckpt_remove_dist(dir);
     rmdir(dir);
 }
 
-static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt *g,
-                           const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+static mg_status write_shard(const char *tmp, const mg_train_ckpt_shard *sh,
+                             const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
+                             const mg_train_ckpt_state *st)
 {
-    char p[MG_PATH_MAX + 64]; /* room beyond a tmp folder name, so gcc sees no truncation */
-    MG_FORWARD(make_dir(tmp));
-    snprintf(p, sizeof p, "%s/" RANK_DIR, tmp);
+    char p[MG_PATH_MAX + 128], name[MG_MEGATRON_NAME_MAX]; /* room beyond a tmp folder */
+    shard_name(sh, name);
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
     MG_FORWARD(make_dir(p));
-    snprintf(p, sizeof p, "%s/" CKPT_FILE, tmp);
+    snprintf(p, sizeof p, "%s/%s/" MG_MEGATRON_RANK_FILE, tmp, name);
     mg_pk_graph *pg = mg_pk_graph_create();
     mg_train_save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
                             mg_calloc(g->nt ? g->nt : 1, sizeof(float)),
-                            mg_train_ckpt_names(g, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE)};
+                            mg_gpt_names(g, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE)};
     for (size_t i = 0; b.steps && i < g->nt; i++) b.steps[i] = (float)opt->step;
     mg_pk_obj *root = NULL;
     mg_status s = MG_ERR_NOMEM;
@@ -302,37 +277,82 @@ static mg_status write_tmp(const char *tmp, const mg_train_opts *o, const mg_gpt
     return s;
 }
 
+/* DIR/iter_N and the folder the shards are written to before it is put in place: one name
+ * for every writer (DIR/iter_N.tmp). */
+static mg_status iter_paths(const char *dir, int64_t iteration, char *final, char *tmp)
+{
+    char name[MG_MEGATRON_NAME_MAX];
+    MG_RETURN_IF(strlen(dir) > MG_PATH_MAX - 96, MG_ERR_ARG, "--save: directory name too long");
+    mg_megatron_iter_name(&(mg_megatron_iter){iteration, 0}, name);
+    snprintf(final, MG_PATH_MAX, "%s/%s", dir, name);
+    snprintf(tmp, MG_PATH_MAX, "%s.tmp", final);
+    return MG_OK;
+}
+
+mg_status mg_train_ckpt_begin(const char *dir, int64_t iteration)
+{
+    char final[MG_PATH_MAX], tmp[MG_PATH_MAX];
+    MG_FORWARD(iter_paths(dir, iteration, final, tmp));
+    MG_FORWARD(make_dir(dir));
+    remove_iter_dir(tmp); /* a crashed save's leftovers */
+    return make_dir(tmp);
+}
+
+mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_shard *sh,
+                              const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
+                              const mg_train_ckpt_state *st)
+{
+    char final[MG_PATH_MAX], tmp[MG_PATH_MAX];
+    MG_FORWARD(iter_paths(dir, st->iteration, final, tmp));
+    return o->ckpt_torch_dist ? mg_train_ckpt_write_dist(tmp, o, g, opt, st)
+                              : write_shard(tmp, sh, o, g, opt, st);
+}
+
+mg_status mg_train_ckpt_shard_file(char *buf, size_t n, const char *dir, int64_t iteration,
+                                   const mg_train_ckpt_shard *sh, const char *file)
+{
+    char final[MG_PATH_MAX], tmp[MG_PATH_MAX], name[MG_MEGATRON_NAME_MAX];
+    MG_FORWARD(iter_paths(dir, iteration, final, tmp));
+    shard_name(sh, name);
+    MG_RETURN_IF((size_t)snprintf(buf, n, "%s/%s/%s", tmp, name, file) >= n, MG_ERR_LIMIT,
+                 "%s/%s/%s: path too long", tmp, name, file);
+    return MG_OK;
+}
+
 static mg_status write_tracker(const char *dir, int64_t iteration)
 {
     mg_megatron_iter it = {iteration, 0};
     return mg_megatron_tracker_write(dir, &it);
 }
 
-mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
-                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration)
 {
-    char final[MG_PATH_MAX], tmp[MG_PATH_MAX + 32], old[MG_PATH_MAX + 32];
-    MG_RETURN_IF(strlen(dir) > MG_PATH_MAX - 96, MG_ERR_ARG, "--save: directory name too long");
-    MG_FORWARD(make_dir(dir));
-    char name[MG_MEGATRON_NAME_MAX];
-    mg_megatron_iter_name(&(mg_megatron_iter){st->iteration, 0}, name);
-    snprintf(final, sizeof final, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", final, (long)getpid());
+    char final[MG_PATH_MAX], tmp[MG_PATH_MAX], old[MG_PATH_MAX + 32];
+    MG_FORWARD(iter_paths(dir, iteration, final, tmp));
     snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
-    mg_status s = o->ckpt_torch_dist ? mg_train_ckpt_write_dist(tmp, o, g, opt, st)
-                                     : write_tmp(tmp, o, g, opt, st);
-    if (s != MG_OK) {
-        remove_iter_dir(tmp);
-        return s;
-    }
     int had_old = mg_is_dir(final) && rename(final, old) == 0;
     if (rename(tmp, final) != 0) {
-        s = mg_error_errno(errno, "cannot rename %s to %s", tmp, final);
+        mg_status s = mg_error_errno(errno, "cannot rename %s to %s", tmp, final);
         remove_iter_dir(tmp);
         return s;
     }
     if (had_old) remove_iter_dir(old);
-    return write_tracker(dir, st->iteration);
+    return write_tracker(dir, iteration);
+}
+
+mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
+                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+{
+    const mg_train_ckpt_shard one = {0, 0, 1};
+    char final[MG_PATH_MAX], tmp[MG_PATH_MAX];
+    MG_FORWARD(iter_paths(dir, st->iteration, final, tmp));
+    MG_FORWARD(mg_train_ckpt_begin(dir, st->iteration));
+    mg_status s = mg_train_ckpt_write(dir, &one, o, g, opt, st);
+    if (s != MG_OK) {
+        remove_iter_dir(tmp);
+        return s;
+    }
+    return mg_train_ckpt_commit(dir, st->iteration);
 }
 
 /* ---- load ---- */
@@ -387,7 +407,7 @@ static mg_status copy_tensor(const char *path, const char *what, const mg_gpt_te
 
 /* The naming of a file's model dict: the local spec's when a norm is there under its
  * local name and not under its TE name (a model without such norms has one naming). */
-static mg_names file_naming(const mg_pk_obj *model, const tname *te, const tname *local,
+static mg_names file_naming(const mg_pk_obj *model, const mg_tname *te, const mg_tname *local,
                             size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -396,7 +416,7 @@ static mg_names file_naming(const mg_pk_obj *model, const tname *te, const tname
     return MG_NAMES_TE;
 }
 
-static int has_name(const tname *names, size_t n, const char *name)
+static int has_name(const mg_tname *names, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
         if (!strcmp(names[i], name)) return 1;
@@ -404,7 +424,7 @@ static int has_name(const tname *names, size_t n, const char *name)
 }
 
 static mg_status load_model(const char *path, mg_gpt *g, const mg_pk_obj *model,
-                            const tname *names)
+                            const mg_tname *names)
 {
     for (size_t i = 0; i < g->nt; i++)
         MG_FORWARD(copy_tensor(path, "tensor", &g->t[i], names[i], mg_pk_get(model, names[i]),
@@ -455,7 +475,7 @@ static mg_status check_group_keys(const char *path, const mg_pk_obj *groups)
 }
 
 static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od,
-                            const tname *names)
+                            const mg_tname *names)
 {
     const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
     MG_RETURN_IF(!state || state->kind != MG_PK_DICT, MG_ERR_FORMAT,
@@ -494,6 +514,32 @@ static int64_t int_of(const mg_pk_obj *x, int64_t dflt)
     return x && x->kind == MG_PK_INT ? x->i : dflt;
 }
 
+/* args' integers keys[i] (where present) must equal mine[i]. */
+static mg_status check_ints(const char *path, const mg_pk_obj *args, const char *const *keys,
+                            const int64_t *mine, size_t n)
+{
+    MG_RETURN_IF(!args || args->kind != MG_PK_NAMESPACE, MG_ERR_FORMAT,
+                 "%s: no 'args' Namespace", path);
+    for (size_t i = 0; i < n; i++) {
+        const mg_pk_obj *v = mg_pk_get(args, keys[i]);
+        if (!v || v->kind != MG_PK_INT || mine[i] <= 0) continue;
+        MG_RETURN_IF(v->i != mine[i], MG_ERR_FORMAT,
+                     "%s: the checkpoint has %s %lld, the model %lld", path, keys[i],
+                     (long long)v->i, (long long)mine[i]);
+    }
+    return MG_OK;
+}
+
+/* The parallel layout (Megatron's check_checkpoint_args), before the tensors whose shapes
+ * it changes, so that a mismatch is named as such. */
+static mg_status check_layout_args(const char *path, const mg_gpt *g, const mg_pk_obj *args)
+{
+    static const char *const keys[] = {"tensor_model_parallel_size",
+                                       "pipeline_model_parallel_size"};
+    const int64_t mine[] = {g->m.tp, g->m.pp};
+    return check_ints(path, args, keys, mine, 2);
+}
+
 /* The model arguments the tensors' shapes do not pin down (heads, groups) and the rest. */
 static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *args)
 {
@@ -504,23 +550,15 @@ static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *
     const int64_t mine[] = {m->num_layers, m->hidden_size, m->num_attention_heads,
                             m->num_query_groups, m->kv_channels, m->ffn_hidden_size,
                             m->padded_vocab_size};
-    MG_RETURN_IF(!args || args->kind != MG_PK_NAMESPACE, MG_ERR_FORMAT,
-                 "%s: no 'args' Namespace", path);
-    for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
-        const mg_pk_obj *v = mg_pk_get(args, keys[i]);
-        if (!v || v->kind != MG_PK_INT || mine[i] <= 0) continue;
-        MG_RETURN_IF(v->i != mine[i], MG_ERR_FORMAT,
-                     "%s: the checkpoint has %s %lld, the model %lld", path, keys[i],
-                     (long long)v->i, (long long)mine[i]);
-    }
-    return MG_OK;
+    return check_ints(path, args, keys, mine, sizeof mine / sizeof *mine);
 }
 
 static mg_status load_state(const char *path, const mg_pk_obj *root, int release, mg_gpt *g,
-                            mg_gpt_optim *opt, mg_train_ckpt_state *st, const tname *names)
+                            mg_gpt_optim *opt, mg_train_ckpt_state *st, const mg_tname *names)
 {
-    MG_FORWARD(load_model(path, g, mg_pk_get(root, "model"), names));
     const mg_pk_obj *args = mg_pk_get(root, "args");
+    MG_FORWARD(check_layout_args(path, g, args));
+    MG_FORWARD(load_model(path, g, mg_pk_get(root, "model"), names));
     MG_FORWARD(check_args(path, g, args));
     st->iteration = release ? 0 : int_of(mg_pk_get(root, "iteration"), 0);
     st->consumed_train_samples = int_of(args ? mg_pk_get(args, "consumed_train_samples") : NULL, 0);
@@ -542,7 +580,7 @@ mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int r
     const mg_pk_obj *model = mg_pk_get(root, "model");
     MG_RETURN_IF(!model || (model->kind != MG_PK_DICT && model->kind != MG_PK_ODICT),
                  MG_ERR_FORMAT, "%s: no 'model' state dict", path);
-    tname *te = mg_train_ckpt_names(g, MG_NAMES_TE), *local = mg_train_ckpt_names(g, MG_NAMES_LOCAL);
+    mg_tname *te = mg_gpt_names(g, MG_NAMES_TE), *local = mg_gpt_names(g, MG_NAMES_LOCAL);
     mg_status s = MG_ERR_NOMEM;
     if (te && local) {
         int is_local = file_naming(model, te, local, g->nt) == MG_NAMES_LOCAL;
@@ -556,16 +594,29 @@ mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int r
 mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
                              mg_train_ckpt_state *st)
 {
+    const mg_train_ckpt_shard one = {0, 0, 1};
+    return mg_train_ckpt_load_shard(dir, &one, g, opt, st);
+}
+
+mg_status mg_train_ckpt_load_shard(const char *dir, const mg_train_ckpt_shard *sh, mg_gpt *g,
+                                   mg_gpt_optim *opt, mg_train_ckpt_state *st)
+{
     mg_megatron_iter it;
-    char path[MG_PATH_MAX], name[MG_MEGATRON_NAME_MAX];
+    char path[MG_PATH_MAX], rel[MG_PATH_MAX], name[MG_MEGATRON_NAME_MAX];
     memset(st, 0, sizeof *st);
     MG_FORWARD(mg_megatron_tracker_read(dir, &it));
     mg_megatron_iter_name(&it, name);
     int release = it.release;
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (mg_mcore_dist_is(path)) /* as Megatron tells the formats apart */
+    if (mg_mcore_dist_is(path)) { /* as Megatron tells the formats apart */
+        MG_RETURN_IF(g->lay.tp != 1 || g->lay.layers != g->m.num_layers, MG_ERR_UNSUPPORTED,
+                     "not supported yet: loading the torch_dist checkpoint %s with tensor or "
+                     "pipeline parallelism", path);
         return mg_train_ckpt_load_dist(path, release, g, release ? NULL : opt, st);
-    snprintf(path, sizeof path, "%s/%s/" CKPT_FILE, dir, name);
+    }
+    MG_FORWARD(mg_megatron_rank_file(&it, sh->tp_rank, sh->pp_rank, sh->pp > 1, rel, sizeof rel));
+    MG_RETURN_IF((size_t)snprintf(path, sizeof path, "%s/%s", dir, rel) >= sizeof path,
+                 MG_ERR_LIMIT, "--load: %s/%s: path too long", dir, rel);
     mg_torch_file *f = NULL;
     MG_FORWARD(mg_torch_open(&f, path));
     mg_status s = mg_train_ckpt_load_root(path, mg_torch_root(f), release, g,

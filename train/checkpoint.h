@@ -1,16 +1,27 @@
 /* checkpoint.h — mg-train's Megatron `torch`-format checkpoints (--save / --load).
  *
  * Contract (facts: docs/FORMATS.md §5.1-§5.3):
- *   - Layout: DIR/iter_%07d/mp_rank_00/model_optim_rng.pt and the tracker
- *     DIR/latest_checkpointed_iteration.txt ("<iteration>", no newline). A save writes the
- *     iteration folder under a temporary name, renames it into place (replacing an older
- *     folder of the same iteration) and writes the tracker last (atomic rename), so a
- *     crash never leaves a tracker pointing at a partial folder.
+ *   - Layout (mg/megatron_layout.h): DIR/iter_%07d/mp_rank_TT[_PPP]/model_optim_rng.pt (one
+ *     file per model shard: tensor rank TT, pipeline rank PPP when PP > 1, Megatron's
+ *     get_checkpoint_name) and the tracker DIR/latest_checkpointed_iteration.txt
+ *     ("<iteration>", no newline). A save writes the iteration folder under a temporary name
+ *     (DIR/iter_%07d.tmp), renames it into place (replacing an older folder of the same
+ *     iteration) and writes the tracker last (atomic rename), so a crash never leaves a
+ *     tracker pointing at a partial folder. With several writers (one per model shard): one
+ *     rank calls mg_train_ckpt_begin(), then every writer mg_train_ckpt_write() its shard,
+ *     then one rank mg_train_ckpt_commit() — the caller puts a barrier between the phases.
+ *     mg_train_ckpt_save() is the three for the single shard mp_rank_00. A writer may add
+ *     files of its own to its shard folder (mg_train_ckpt_shard_file: the distributed
+ *     optimizer's distrib_optim.pt); a commit or clean-up removes them with the folder.
+ *     With --ckpt-format torch_dist (checkpoint_internal.h) the iteration folder holds the
+ *     torch_dist files instead; one model shard only (TP = PP = 1, else "not supported yet"
+ *     on save and load).
  *   - The file: {'args': Namespace (mg_model_to_args + transformer_impl
- *     "transformer_engine" or "local" (--transformer-impl), iteration,
+ *     "transformer_engine" or "local" (--transformer-impl), sequence_parallel, iteration,
  *     consumed_train_samples, consumed_valid_samples, train_iters, global/micro batch size,
  *     seed, lr), 'checkpoint_version': 3.0, 'iteration', 'model': OrderedDict of fp32
- *     tensors under the model's Megatron-Core names of that spec (TE: the norms fused as
+ *     tensors of this shard (layer numbers local to its stage) under the model's
+ *     Megatron-Core names of that spec (TE: the norms fused as
  *     linear_qkv.layer_norm_weight / linear_fc1.layer_norm_weight; local: input_layernorm /
  *     pre_mlp_layernorm), 'optimizer': torch.optim.AdamW state_dict ({'state': {i: {'step',
  *     'exp_avg', 'exp_avg_sq'}, each step its own storage}, 'param_groups': [decay group,
@@ -24,13 +35,15 @@
  *     attention_dropout, tokenizer_type and tokenizer_model. There is no 'rng_state':
  *     mg-train draws no random numbers after the seeded initialisation (dropout 0); Megatron
  *     itself then needs --no-load-rng (or --finetune) to load the file.
- *   - Load reads either naming (the local spec's when a norm is found only under its local
- *     name) and the optimizer state in that spec's order. It checks every model tensor:
- *     present, floating-point (F32; BF16, F16 and F64 are converted to fp32, e.g. mg-convert
- *     --target-dtype bf16), contiguous, same shape; an extra tensor is refused too
- *     (MG_ERR_FORMAT naming the file, the tensor and the mismatch); then args' num_layers,
- *     hidden_size, heads, query groups, kv_channels, FFN size and padded vocabulary, where
- *     present, must equal the model's.
+ *   - Load first checks args' tensor_model_parallel_size and pipeline_model_parallel_size
+ *     (where present) against the model's (a `torch` checkpoint loads at its own layout, as
+ *     Megatron's check_checkpoint_args; mg-convert reshards it). It reads either naming (the
+ *     local spec's when a norm is found only under its local name) and the optimizer state
+ *     in that spec's order. It checks every model tensor: present, floating-point (F32;
+ *     BF16, F16 and F64 are converted to fp32, e.g. mg-convert --target-dtype bf16),
+ *     contiguous, same shape; an extra tensor is refused too (MG_ERR_FORMAT naming the file,
+ *     the tensor and the mismatch); then args' num_layers, hidden_size, heads, query groups,
+ *     kv_channels, FFN size and padded vocabulary, where present, must equal the model's.
  *     With optim != NULL the moments and step count are restored (same checks); param
  *     groups without wd_mult (files of older mg-train versions, whose parameter order
  *     differed) are refused with a pointer to --no-load-optim.
@@ -52,11 +65,27 @@ typedef struct {
     int optim_loaded;             /* the moments were restored (not for 'release') */
 } mg_train_ckpt_state;
 
+typedef struct {
+    int64_t tp_rank, pp_rank, pp;  /* this model shard and the pipeline size */
+} mg_train_ckpt_shard;
+
 mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
                              const mg_gpt_optim *opt, const mg_train_ckpt_state *st);
+/* The phases of a save with several writers (see the contract). */
+mg_status mg_train_ckpt_begin(const char *dir, int64_t iteration);
+mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_shard *sh,
+                              const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
+                              const mg_train_ckpt_state *st);
+mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration);
+/* Where a writer puts another file of its shard before the commit (distrib_optim.pt). */
+mg_status mg_train_ckpt_shard_file(char *buf, size_t n, const char *dir, int64_t iteration,
+                                   const mg_train_ckpt_shard *sh, const char *file);
 
-/* Reads DIR's latest checkpoint into g (and opt when not NULL) and *st. */
+/* Reads DIR's latest checkpoint into g (and opt when not NULL) and *st: mp_rank_00, or
+ * the shard sh's file. */
 mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
                              mg_train_ckpt_state *st);
+mg_status mg_train_ckpt_load_shard(const char *dir, const mg_train_ckpt_shard *sh, mg_gpt *g,
+                                   mg_gpt_optim *opt, mg_train_ckpt_state *st);
 
 #endif

@@ -1,7 +1,7 @@
 /* checkpoint_dist.c — mg-train's Megatron `torch_dist` checkpoints (--ckpt-format
  * torch_dist): the torch file's content (checkpoint.h) split as megatron-core splits it.
  *
- * Contract (checkpoint_internal.h; spec §1.3, §4): three data files written in parallel:
+ * Contract (checkpoint_internal.h; docs/FORMATS.md §5.10): three data files written in parallel:
  * __0_0.distcp the extra states (torch.save([None])) and the model tensors under stacked
  * keys (one chunk per layer), __0_1 / __0_2.distcp the AdamW moments under
  * "optimizer.state.exp_avg." / "exp_avg_sq." + the parameter's key (same shape and chunks);
@@ -182,7 +182,8 @@ static mg_status write_all(const char *dir, const mg_train_opts *o, const mg_gpt
 {
     char p[8192];
     mg_pk_obj *root = NULL, *common = NULL;
-    if (mkdir(dir, 0777) != 0) return mg_error_errno(errno, "cannot create the directory %s", dir);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) /* mg_train_ckpt_begin made it */
+        return mg_error_errno(errno, "cannot create the directory %s", dir);
     MG_FORWARD(mg_train_ckpt_build_root(w->pg, o, g, opt, st, b, &root));
     MG_FORWARD(write_data(w->m, dir, g, opt));
     snprintf(p, sizeof p, "%s/.metadata", dir);
@@ -208,7 +209,7 @@ mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_opts *o, cons
     writer w = {mg_dcp_meta_create(), mg_pk_graph_create()};
     mg_train_save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
                             mg_calloc(g->nt ? g->nt : 1, sizeof(float)),
-                            mg_train_ckpt_names(g, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE)};
+                            mg_gpt_names(g, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE)};
     for (size_t i = 0; b.steps && i < g->nt; i++) b.steps[i] = (float)opt->step;
     mg_status s = w.m && w.pg && b.order && b.steps && b.names
                       ? write_all(dir, o, g, opt, st, &w, &b) : MG_ERR_NOMEM;
@@ -281,7 +282,7 @@ static mg_status rebuild_optim(loader *l, const mg_gpt *g, mg_pk_obj *root)
     mg_pk_obj *step = g0 && (g0->kind == MG_PK_DICT || g0->kind == MG_PK_ODICT) ? mg_pk_get(g0, "step") : NULL;
     /* rebuild_model names the model dict in TE naming: the TE spec's order */
     size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof(*order));
-    tname *te = mg_train_ckpt_names(g, MG_NAMES_TE);
+    mg_tname *te = mg_gpt_names(g, MG_NAMES_TE);
     mg_status s = state && order && te ? MG_OK : MG_ERR_NOMEM;
     if (s == MG_OK) mg_train_ckpt_param_order(g, te, order);
     for (size_t i = 0; s == MG_OK && i < g->nt && step; i++) {

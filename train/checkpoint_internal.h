@@ -14,17 +14,12 @@
 #include "checkpoint.h"
 #include "mg/pickle.h"
 #include "mg/schema.h"
-
-/* A tensor's checkpoint name. The names of g's tensors in one naming: the TransformerEngine
- * spec's (norms fused into linear_qkv / linear_fc1) or the local spec's (input_layernorm,
- * pre_mlp_layernorm); everything else is named alike. NULL when out of memory; free(). */
-typedef char tname[160];
-tname *mg_train_ckpt_names(const mg_gpt *g, mg_names nm);
+#include "param_order.h" /* the names of a naming (mg_gpt_names) and the parameter order */
 
 typedef struct {
     size_t *order;
     float *steps; /* one per tensor: tensors sharing a pointer share a storage in the file */
-    tname *names; /* in the naming of --transformer-impl */
+    mg_tname *names; /* in the naming of --transformer-impl */
 } mg_train_save_bufs;
 
 /* The torch file's root dict (checkpoint.h) in pg; tensors point at g's and opt's buffers. */
@@ -35,12 +30,12 @@ mg_status mg_train_ckpt_build_root(mg_pk_graph *pg, const mg_train_opts *o, cons
  * the naming its model dict uses (either spec's). */
 mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int release,
                                   mg_gpt *g, mg_gpt_optim *opt, mg_train_ckpt_state *st);
-/* The optimizer's parameter order for the naming of names (indices into g->t); returns the
- * decay tensors' count. */
-size_t mg_train_ckpt_param_order(const mg_gpt *g, const tname *names, size_t *order);
+/* The optimizer's parameter order for the naming of names (indices into g->t): the decay
+ * tensors, then the others, each in param_order.h's order; returns the decay tensors' count. */
+size_t mg_train_ckpt_param_order(const mg_gpt *g, const mg_tname *names, size_t *order);
 
-/* checkpoint_dist.c: writes the torch_dist files into the (new) folder dir; loads the
- * torch_dist folder iterpath; removes what a write left in dir. */
+/* checkpoint_dist.c: writes the torch_dist files into the folder dir (made when missing);
+ * loads the torch_dist folder iterpath; removes what a write left in dir. */
 mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_opts *o, const mg_gpt *g,
                                    const mg_gpt_optim *opt, const mg_train_ckpt_state *st);
 mg_status mg_train_ckpt_load_dist(const char *iterpath, int release, mg_gpt *g,

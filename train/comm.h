@@ -3,18 +3,25 @@
  *
  * Contract:
  *   - mg_comm is an opaque communicator: a group of `size` ranks of which this process is
- *     `rank`. mg_comm_create_single() builds the single-process world (size 1, rank 0);
- *     later MPI / NCCL implementations slot in behind the same functions (a backend field
- *     selects them), so trainer code never calls MPI or NCCL directly.
- *   - Sub-groups: a world owns its tensor-, pipeline- and data-parallel groups and the
- *     model-parallel group (tensor x pipeline), each itself an mg_comm (all of size 1 in a
- *     single process). mg_comm_group() returns them by kind, mg_comm_group_by_name() by
- *     name ("world", "tensor", "pipeline", "data", "model"). Groups belong to the world:
- *     never free them; they are valid until mg_comm_free(world).
+ *     `rank`. Backends behind the same functions (trainer code never calls MPI or NCCL):
+ *       single  mg_comm_create_single(): the one-process world (size 1, rank 0);
+ *       mpi     CPU buffers, ranks from mpirun / srun (comm_mpi.c, built where MPI is);
+ *       nccl    device buffers (comm_nccl.c, built where NCCL is), bootstrapped over MPI or
+ *               from torchrun's RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT
+ *               with the NCCL unique id sent over TCP (comm_tcp.h).
+ *     mg_comm_create() picks the backend from the launch (comm_launch.h) and cfg.
+ *   - Sub-groups: a world owns its tensor-, pipeline- and data-parallel groups, the
+ *     model-parallel group (tensor x pipeline) and the embedding group (first and last
+ *     pipeline stage, for tied embeddings), each itself an mg_comm, built in megatron-core's
+ *     default rank order tp-cp-ep-dp-pp (comm_groups.h). mg_comm_group() returns them by
+ *     kind, mg_comm_group_by_name() by name ("world", "tensor", "pipeline", "data",
+ *     "model", "embedding"). Groups belong to the world: never free them; they are valid
+ *     until mg_comm_free(world).
  *   - Buffers belong to the caller; no call keeps a pointer after it returns. Counts are
  *     element counts (int64_t, >= 0); n = 0 is a valid no-op. Reductions are sums, done in
  *     place: on return every rank's buffer holds the sum over the group's ranks, added in
- *     rank order (so every rank gets bit-identical values).
+ *     rank order (so every rank gets bit-identical values). (nccl: NCCL's own order; every
+ *     rank still gets the same bits, which NCCL's ring and tree algorithms guarantee.)
  *   - all-gather: recv (size * n floats) receives rank r's n floats of send at r * n; send
  *     may be recv + rank * n (in place). reduce-scatter: send holds size * n floats; recv
  *     (n floats) receives the sum over ranks of block `rank`; recv may be send + rank * n.
@@ -27,6 +34,16 @@
  *     queued (copied) and a later recv from self takes the oldest queued message, whose
  *     size must equal `bytes` (MG_ERR_ARG otherwise, or when nothing is queued, which
  *     would deadlock on a real transport).
+ *   - Failures: with a timeout (cfg.timeout_s > 0, --distributed-timeout-minutes) an
+ *     operation not complete by then fails with MG_ERR_IO naming this rank, the group, the
+ *     operation and the peers it still waits for (group and world ranks); a peer that is
+ *     gone (transport error) fails the same way at once. After such an error the world is
+ *     unusable: the tool prints the message and calls mg_comm_abort(), which ends every
+ *     rank of the job (MPI_Abort) with that exit status.
+ *   - Volume: every group of more than one rank counts, per operation, the calls and the
+ *     bytes of their payload (nccl-tests' "size"): all-reduce n x element size, all-gather
+ *     and reduce-scatter the whole size x n buffer, broadcast and send/recv their bytes,
+ *     barrier 0. Calls on a group of one rank move nothing and are not counted.
  *   - Thread safety: one communicator (with its groups) is used by one thread at a time.
  *   - Library code: never prints or exits; errors are mg_status with mg_error_set().
  */
@@ -45,17 +62,42 @@ typedef enum {
     MG_COMM_PIPELINE = 2,  /* pipeline-parallel group (the stages of one model replica) */
     MG_COMM_DATA = 3,      /* data-parallel group (replicas of one model shard) */
     MG_COMM_MODEL = 4,     /* model-parallel group: tensor x pipeline */
-    MG_COMM_NGROUPS = 5
+    MG_COMM_EMBEDDING = 5, /* first and last pipeline stage (a middle stage: itself alone) */
+    MG_COMM_NGROUPS = 6
 } mg_comm_kind;
+
+typedef enum {
+    MG_COMM_BACKEND_AUTO = 0, /* mpi when launched by mpirun/srun, else single */
+    MG_COMM_BACKEND_SINGLE,
+    MG_COMM_BACKEND_MPI,
+    MG_COMM_BACKEND_NCCL
+} mg_comm_backend;
+
+typedef struct {
+    int64_t tp, pp;            /* tensor and pipeline sizes; data = world / (tp x pp) */
+    double timeout_s;          /* per operation; <= 0 waits forever */
+    mg_comm_backend backend;
+    int device;                /* nccl: the CUDA device (-1: LOCAL_RANK) */
+} mg_comm_config;
 
 /* The single-process world: size 1, rank 0, every sub-group of size 1. */
 mg_status mg_comm_create_single(mg_comm **c);
+/* The world of this launch (comm_launch.h) with its groups. A multi-rank launch without the
+ * backend it needs is MG_ERR_UNSUPPORTED naming the launcher and what to install; a world
+ * size that tp x pp does not divide is MG_ERR_ARG. */
+mg_status mg_comm_create(mg_comm **world, const mg_comm_config *cfg);
+/* After a failed collective: ends the whole job with exit status `code` (MPI_Abort; never
+ * returns with more than one rank). With one rank it returns and the caller exits. */
+void mg_comm_abort(mg_comm *world, int code);
 /* Frees a world and its groups; accepts NULL. Must not be called on a sub-group. */
 void mg_comm_free(mg_comm *c);
 
 int64_t mg_comm_size(const mg_comm *c);
 int64_t mg_comm_rank(const mg_comm *c);
 const char *mg_comm_name(const mg_comm *c);
+const char *mg_comm_backend_name(const mg_comm *c);
+/* The world rank of rank r of the group. */
+int64_t mg_comm_world_rank(const mg_comm *c, int64_t r);
 
 /* The group `kind` of the world that c belongs to (c itself for its own kind). */
 mg_comm *mg_comm_group(mg_comm *c, mg_comm_kind kind);
@@ -73,5 +115,23 @@ mg_status mg_comm_barrier(mg_comm *c);
 
 mg_status mg_comm_send(mg_comm *c, const void *buf, int64_t bytes, int64_t peer);
 mg_status mg_comm_recv(mg_comm *c, void *buf, int64_t bytes, int64_t peer);
+
+typedef enum {
+    MG_COMM_OP_ALLREDUCE = 0,
+    MG_COMM_OP_ALLGATHER,
+    MG_COMM_OP_REDUCE_SCATTER,
+    MG_COMM_OP_BROADCAST,
+    MG_COMM_OP_BARRIER,
+    MG_COMM_OP_SEND,
+    MG_COMM_OP_RECV,
+    MG_COMM_NOPS
+} mg_comm_op;
+
+const char *mg_comm_op_name(mg_comm_op op); /* "all-reduce", "all-gather", ... */
+const char *mg_comm_kind_name(mg_comm_kind kind); /* "world", "tensor", ... */
+/* Calls and payload bytes of `op` on group c since the world was made or last reset. */
+void mg_comm_counts(const mg_comm *c, mg_comm_op op, int64_t *calls, int64_t *bytes);
+/* Zeroes the counters of every group of c's world. */
+void mg_comm_reset_counts(mg_comm *c);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "comm_plan.h"
 #include "flops.h"
 #include "memory_plan.h"
 
@@ -77,6 +78,33 @@ static void print_flops(FILE *f, const mg_train_opts *o)
                "num_floating_point_operations, see --help)\n", fl, fl, fl / tokens);
 }
 
+/* The step's communication (comm_plan.h): each purpose, then the totals per group and
+ * operation in the form mg-train's measured line takes. */
+static mg_status print_comm(FILE *f, const mg_train_opts *o)
+{
+    mg_comm_plan p;
+    MG_FORWARD(mg_comm_plan_step(o, &p));
+    fprintf(f, "communication per iteration on rank 0 (payload bytes, as the comm layer "
+               "counts them):%s\n", p.n ? "" : " none (one rank)");
+    int64_t calls[MG_COMM_NGROUPS][MG_COMM_NOPS] = {{0}}, bytes[MG_COMM_NGROUPS][MG_COMM_NOPS] = {{0}};
+    for (int i = 0; i < p.n; i++) {
+        const mg_comm_plan_row *r = &p.rows[i];
+        fprintf(f, "  %s %s: %lld x %lld bytes = %lld bytes, %s%s\n",
+                mg_comm_kind_name(r->group), mg_comm_op_name(r->op), LL(r->calls),
+                LL(r->bytes), LL(r->calls * r->bytes), r->what,
+                r->exact ? "" : " (textbook volume)");
+        calls[r->group][r->op] += r->calls;
+        bytes[r->group][r->op] += r->calls * r->bytes;
+    }
+    for (int g = 0; g < MG_COMM_NGROUPS; g++)
+        for (int op = 0; op < MG_COMM_NOPS; op++)
+            if (calls[g][op])
+                fprintf(f, "  total %s %s: %lld calls, %lld bytes\n",
+                        mg_comm_kind_name((mg_comm_kind)g), mg_comm_op_name((mg_comm_op)op),
+                        LL(calls[g][op]), LL(bytes[g][op]));
+    return MG_OK;
+}
+
 mg_status mg_train_dry_run_report(const mg_train_opts *o, char **text)
 {
     size_t len = 0;
@@ -90,10 +118,13 @@ mg_status mg_train_dry_run_report(const mg_train_opts *o, char **text)
     print_params(f, &o->model);
     print_memory(f, o);
     print_flops(f, o);
-    if (fclose(f) != 0) {
+    mg_status st = print_comm(f, o);
+    if (fclose(f) != 0 || st != MG_OK) {
         free(*text);
         *text = NULL;
-        return mg_error_set(MG_ERR_NOMEM, "out of memory writing the --dry-run report");
+        return st != MG_OK ? st
+                           : mg_error_set(MG_ERR_NOMEM, "out of memory writing the --dry-run "
+                                          "report");
     }
     return MG_OK;
 }

@@ -5,8 +5,19 @@
  * and after the last iteration (once per iteration). A checkpoint whose consumed samples are
  * not iteration x --global-batch-size is refused (MG_ERR_UNSUPPORTED): the data position is
  * derived from the iteration. Every collective goes through comm.h on the run's world
- * communicator (single process for now): the training step's (step.h) and the validation
- * loss's sum over the data-parallel group. */
+ * communicator (the caller's): the training step's (step.h), the validation loss's sum
+ * over the data-parallel group and broadcast from the last pipeline stage and, with
+ * --exit-signal-handler, the stop flag's sum over the world after every iteration.
+ * Data-parallel rank r of D takes, for micro-batch i of a global batch starting at sample
+ * s, the samples s + i x mbs x D + r x mbs ... + mbs - 1 (MegatronPretrainingSampler).
+ * This rank's part of the model comes from its tensor-parallel rank and pipeline stage
+ * (Megatron's layer placement, mg_schema_pp_layers); it keeps one activation arena per
+ * micro-batch its stage has in flight (schedule.h). The log lines are the last rank's
+ * (Megatron's print_rank_last), the progress notes rank 0's; only data-parallel rank 0 of
+ * each model shard writes its mp_rank_TT[_PPP] file of the checkpoint (checkpoint.h's
+ * phases, with barriers) — and with --use-distributed-optimizer megatron-core's
+ * distrib_optim.pt next to it (dist_optim.h) — and every rank waits for it; every rank
+ * loads its shard's file. */
 #include "loop.h"
 
 #include <errno.h>
@@ -19,10 +30,14 @@
 #include "batch.h"
 #include "checkpoint.h"
 #include "comm.h"
+#include "dist_optim.h"
 #include "flops.h"
 #include "log.h"
 #include "mg/cli.h"
+#include "mg/file.h"
+#include "mg/schema.h"
 #include "model.h"
+#include "schedule.h"
 #include "step.h"
 
 /* Set by the SIGTERM/SIGINT handler (--exit-signal-handler); the one mutable global a
@@ -39,6 +54,7 @@ static void install_handlers(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
 }
 
 static double now_s(void)
@@ -52,10 +68,13 @@ typedef struct {
     const mg_train_opts *o;
     mg_train_data *data;
     mg_gpt *g;
-    mg_gpt_optim *opt;
-    mg_gpt_acts *acts;
+    mg_gpt_optim *opt;    /* Adam state in the model layout (NULL with dopt) */
+    mg_dist_optim *dopt;  /* --use-distributed-optimizer: the sharded state */
+    mg_gpt_acts **slots;  /* one arena per micro-batch in flight (sched) */
+    mg_sched sched;
     mg_kctx k;
-    mg_comm *comm;        /* the world; its groups carry the collectives */
+    mg_comm *comm;        /* the world (the caller's); its groups carry the collectives */
+    int note_rank, log_rank; /* this rank prints the progress notes / the log lines */
     mg_train_log *log;
     mg_train_batch *mb;   /* nmicro micro-batches */
     mg_gpt_batch *views;
@@ -64,7 +83,16 @@ typedef struct {
     int64_t start_iter;   /* iteration of the loaded checkpoint (0 without --load) */
     int64_t saved_iter;   /* last iteration saved (-1: none) */
     double flops_so_far;
+    /* the comm counters (comm.h) of the last training step, for the measured-volume note */
+    int64_t step_calls[MG_COMM_NGROUPS][MG_COMM_NOPS], step_bytes[MG_COMM_NGROUPS][MG_COMM_NOPS];
+    int64_t counted_iter;
 } run_state;
+
+/* Progress notes: rank 0's only. */
+#define NOTE(s, ...)                                                                      \
+    do {                                                                                  \
+        if ((s)->note_rank) mg_note(__VA_ARGS__);                                         \
+    } while (0)
 
 static mg_status tokenizer_eod(const mg_train_opts *o, int64_t *eod)
 {
@@ -94,13 +122,22 @@ static mgk_gelu_kind gelu_of(const mg_train_opts *o)
 static mg_status alloc_batches(run_state *s)
 {
     const mg_train_opts *o = s->o;
-    s->nmicro = o->global_batch_size / o->micro_batch_size;
+    s->nmicro = o->global_batch_size / (o->micro_batch_size * o->data_parallel_size);
     s->mb = mg_calloc((size_t)s->nmicro, sizeof *s->mb);
     s->views = mg_calloc((size_t)s->nmicro, sizeof *s->views);
     if (!s->mb || !s->views) return MG_ERR_NOMEM;
     for (int64_t i = 0; i < s->nmicro; i++)
         MG_FORWARD(mg_train_batch_alloc(&s->mb[i], o->micro_batch_size, o->model.seq_length));
     return MG_OK;
+}
+
+/* This rank's model shard: its tensor and pipeline ranks (mp_rank_TT[_PPP]). */
+static mg_train_ckpt_shard shard_of(mg_comm *w)
+{
+    mg_train_ckpt_shard sh = {mg_comm_rank(mg_comm_group(w, MG_COMM_TENSOR)),
+                              mg_comm_rank(mg_comm_group(w, MG_COMM_PIPELINE)),
+                              mg_comm_size(mg_comm_group(w, MG_COMM_PIPELINE))};
+    return sh;
 }
 
 /* --load: weights, and unless --no-load-optim / --finetune the optimizer and position. */
@@ -111,9 +148,16 @@ static mg_status load_checkpoint(run_state *s)
     if (!o->load) return MG_OK;
     mg_train_ckpt_state st;
     int optim = !o->no_load_optim && !o->finetune;
-    MG_FORWARD(mg_train_ckpt_load(o->load, s->g, optim ? s->opt : NULL, &st));
+    mg_gpt_optim *full = s->opt;
+    if (optim && s->dopt) MG_FORWARD(mg_gpt_optim_create(&full, s->g));
+    mg_train_ckpt_shard sh = shard_of(s->comm);
+    mg_status ls = mg_train_ckpt_load_shard(o->load, &sh, s->g, optim ? full : NULL, &st);
+    if (ls == MG_OK && optim && s->dopt && st.optim_loaded)
+        mg_dist_load_moments(s->dopt, s->g, full);
+    if (full != s->opt) mg_gpt_optim_free(full);
+    MG_FORWARD(ls);
     if (o->finetune) {
-        mg_note("loaded %s for fine-tuning: iteration reset to 0, new optimizer", o->load);
+        NOTE(s, "loaded %s for fine-tuning: iteration reset to 0, new optimizer", o->load);
         return MG_OK;
     }
     MG_RETURN_IF(st.consumed_train_samples != 0 &&
@@ -125,7 +169,7 @@ static mg_status load_checkpoint(run_state *s)
     s->start_iter = st.iteration;
     s->valid_cursor = (uint64_t)st.consumed_valid_samples;
     s->flops_so_far = st.flops_so_far;
-    mg_note("loaded %s at iteration %lld%s", o->load, (long long)st.iteration,
+    NOTE(s, "loaded %s at iteration %lld%s", o->load, (long long)st.iteration,
             st.optim_loaded ? "" : " (optimizer not loaded)");
     return MG_OK;
 }
@@ -136,28 +180,92 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
     if (!o->save || s->saved_iter == it) return MG_OK;
     mg_train_ckpt_state st = {it, it * o->global_batch_size, (int64_t)s->valid_cursor,
                               s->flops_so_far, 1};
-    MG_FORWARD(mg_train_ckpt_save(o->save, o, s->g, s->opt, &st));
+    mg_gpt_optim *full = s->opt;
+    mg_status ss = MG_OK;
+    if (s->dopt) { /* every DP rank takes part in gathering the moments */
+        ss = mg_gpt_optim_create(&full, s->g);
+        if (ss == MG_OK) ss = mg_dist_gather_moments(s->dopt, s->g, s->comm, full);
+    }
+    /* rank 0 prepares the folder, data-parallel rank 0 of each model shard writes its
+     * file, rank 0 puts the folder in place; a barrier between the phases */
+    int first = mg_comm_rank(s->comm) == 0;
+    if (ss == MG_OK && first) ss = mg_train_ckpt_begin(o->save, it);
+    if (ss == MG_OK) ss = mg_comm_barrier(s->comm);
+    mg_train_ckpt_shard sh = shard_of(s->comm);
+    if (ss == MG_OK && mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0) {
+        ss = mg_train_ckpt_write(o->save, &sh, o, s->g, full, &st);
+        /* torch_dist holds the moments in its own files (one shard: checkpoint.h) */
+        int dist_file = s->dopt && !o->ckpt_torch_dist;
+        char p[MG_PATH_MAX];
+        if (ss == MG_OK && dist_file)
+            ss = mg_train_ckpt_shard_file(p, sizeof p, o->save, it, &sh, "distrib_optim.pt");
+        if (ss == MG_OK && dist_file) ss = mg_dist_save_state(&s->dopt->lay, s->g, full, p);
+    }
+    if (full != s->opt) mg_gpt_optim_free(full);
+    MG_FORWARD(ss);
+    MG_FORWARD(mg_comm_barrier(s->comm));
+    if (first) MG_FORWARD(mg_train_ckpt_commit(o->save, it));
+    MG_FORWARD(mg_comm_barrier(s->comm));
     s->saved_iter = it;
-    mg_note("saved checkpoint at iteration %lld to %s", (long long)it, o->save);
+    NOTE(s, "saved checkpoint at iteration %lld to %s", (long long)it, o->save);
+    return MG_OK;
+}
+
+/* This rank's part of the model from the world's tensor and pipeline groups. */
+static mg_status layout_of(const mg_train_opts *o, mg_comm *w, mg_gpt_layout *lay)
+{
+    const mg_model_desc *m = &o->model;
+    mg_comm *tp = mg_comm_group(w, MG_COMM_TENSOR), *pp = mg_comm_group(w, MG_COMM_PIPELINE);
+    MG_RETURN_IF(mg_comm_size(tp) != m->tp || mg_comm_size(pp) != m->pp, MG_ERR_ARG,
+                 "--tensor-model-parallel-size %lld x --pipeline-model-parallel-size %lld "
+                 "needs as many processes per model replica (launch them with mpirun); this "
+                 "run's groups have %lld x %lld", (long long)m->tp, (long long)m->pp,
+                 (long long)mg_comm_size(tp), (long long)mg_comm_size(pp));
+    int64_t stage = mg_comm_rank(pp);
+    lay->tp = m->tp;
+    lay->tp_rank = mg_comm_rank(tp);
+    lay->first_stage = stage == 0;
+    lay->last_stage = stage == m->pp - 1;
+    return mg_schema_pp_layers(m->num_layers, m->pp, m->pp_first, m->pp_last, stage,
+                               &lay->layer_first, &lay->layers);
+}
+
+/* The arenas of the micro-batches the stage keeps in flight. */
+static mg_status alloc_slots(run_state *s)
+{
+    const mg_train_opts *o = s->o;
+    mg_comm *pp = mg_comm_group(s->comm, MG_COMM_PIPELINE);
+    int64_t n = mg_sched_slots(mg_comm_size(pp), mg_comm_rank(pp), s->nmicro);
+    mg_gpt_par par = {mg_comm_group(s->comm, MG_COMM_TENSOR), o->sequence_parallel};
+    s->slots = mg_calloc((size_t)n, sizeof *s->slots);
+    if (!s->slots) return MG_ERR_NOMEM;
+    s->sched.slots = s->slots;
+    s->sched.nslots = n;
+    s->sched.sequence_parallel = o->sequence_parallel;
+    for (int64_t i = 0; i < n; i++)
+        MG_FORWARD(mg_gpt_acts_create_par(&s->slots[i], s->g, &s->k, o->micro_batch_size,
+                                          o->model.seq_length, &par));
     return MG_OK;
 }
 
 static mg_status setup(run_state *s)
 {
     const mg_train_opts *o = s->o;
-    MG_FORWARD(mg_comm_create_single(&s->comm));
     MG_FORWARD(open_data(o, &s->data));
-    mg_gpt_layout lay = mg_gpt_layout_full(&o->model);
+    mg_gpt_layout lay;
+    MG_FORWARD(layout_of(o, s->comm, &lay));
     mg_gpt_opts go = {gelu_of(o), o->init_method_std, (uint64_t)o->seed,
                       o->mask_vocab_padding};
     MG_FORWARD(mg_gpt_create(&s->g, &o->model, &lay, &go));
     mg_gpt_init_params(s->g);
-    MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
+    if (o->use_distributed_optimizer)
+        MG_FORWARD(mg_dist_optim_create(&s->dopt, s->g, s->comm,
+                                        o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE));
+    else MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
     MG_FORWARD(load_checkpoint(s));
     MG_FORWARD(mgk_ctx_init(&s->k, MGK_CPU_FAST, 0));
-    MG_FORWARD(mg_gpt_acts_create(&s->acts, s->g, &s->k, o->micro_batch_size,
-                                  o->model.seq_length));
-    return alloc_batches(s);
+    MG_FORWARD(alloc_batches(s));
+    return alloc_slots(s);
 }
 
 static void teardown(run_state *s)
@@ -166,47 +274,43 @@ static void teardown(run_state *s)
     free(s->mb);
     free(s->views);
     mg_train_log_free(s->log);
-    mg_gpt_acts_free(s->acts);
+    for (int64_t i = 0; s->slots && i < s->sched.nslots; i++) mg_gpt_acts_free(s->slots[i]);
+    free(s->slots);
     mgk_ctx_free(&s->k);
     mg_gpt_optim_free(s->opt);
+    mg_dist_optim_free(s->dopt);
     mg_gpt_free(s->g);
     mg_train_data_free(s->data);
-    mg_comm_free(s->comm);
 }
 
-/* Fills the nmicro micro-batches from split k starting at sample `first`. */
+/* Fills this data-parallel rank's nmicro micro-batches of the global batch of split k
+ * starting at sample `first` (MegatronPretrainingSampler's slices). */
 static mg_status fill(run_state *s, int k, uint64_t first)
 {
     uint64_t mbs = (uint64_t)s->o->micro_batch_size;
+    uint64_t dp = (uint64_t)s->o->data_parallel_size;
+    uint64_t r = (uint64_t)mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA));
     for (int64_t i = 0; i < s->nmicro; i++) {
-        MG_FORWARD(mg_train_batch_fill(&s->mb[i], s->data, k, first + (uint64_t)i * mbs));
+        uint64_t at = first + (uint64_t)i * mbs * dp + r * mbs;
+        MG_FORWARD(mg_train_batch_fill(&s->mb[i], s->data, k, at));
         s->views[i] = mg_train_batch_view(&s->mb[i], s->data);
     }
     return MG_OK;
 }
 
-static double mask_sum(const mg_train_batch *b)
-{
-    double n = 0;
-    for (int64_t i = 0; i < b->B * b->T; i++) n += b->loss_mask[i];
-    return n;
-}
-
-/* Megatron's evaluate(): eval_iters global batches, loss = masked token sum / count. */
+/* Megatron's evaluate(): eval_iters global batches, loss = masked token sum / count (on
+ * the last stage, summed over the data-parallel group, then sent to every stage). */
 static mg_status evaluate(run_state *s, int k, uint64_t *cursor, double *loss)
 {
     double acc[2] = {0, 0}; /* masked token loss sum, token count */
+    mg_comm *pp = mg_comm_group(s->comm, MG_COMM_PIPELINE);
     for (int64_t it = 0; it < s->o->eval_iters; it++) {
         MG_FORWARD(fill(s, k, *cursor));
         *cursor += (uint64_t)s->o->global_batch_size;
-        for (int64_t i = 0; i < s->nmicro; i++) {
-            double l, n = mask_sum(&s->mb[i]);
-            MG_FORWARD(mg_gpt_forward(s->g, s->acts, &s->k, &s->views[i], &l));
-            if (n > 0) acc[0] += l * n;
-            acc[1] += n;
-        }
+        MG_FORWARD(mg_sched_eval(s->g, &s->k, s->comm, &s->sched, s->views, s->nmicro, acc));
     }
     MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(s->comm, MG_COMM_DATA), acc, 2));
+    MG_FORWARD(mg_comm_broadcast(pp, acc, 2 * (int64_t)sizeof(double), mg_comm_size(pp) - 1));
     *loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
     return MG_OK;
 }
@@ -216,8 +320,32 @@ static mg_status eval_split(run_state *s, int k, int64_t iteration, uint64_t *cu
     if (s->o->eval_iters <= 0 || mg_gpt_data_len(s->data->d, k) == 0) return MG_OK;
     double loss;
     MG_FORWARD(evaluate(s, k, cursor, &loss));
+    if (!s->log_rank) return MG_OK;
     return mg_train_log_eval(s->log, iteration, k == MG_SPLIT_TEST ? "test" : "validation",
                              loss);
+}
+
+static void snapshot_counts(run_state *s, int64_t it)
+{
+    for (int g = 0; g < MG_COMM_NGROUPS; g++)
+        for (int op = 0; op < MG_COMM_NOPS; op++)
+            mg_comm_counts(mg_comm_group(s->comm, (mg_comm_kind)g), (mg_comm_op)op,
+                           &s->step_calls[g][op], &s->step_bytes[g][op]);
+    s->counted_iter = it;
+}
+
+/* What the comm layer counted in the last training step, in --dry-run's "total" form. */
+static void note_measured(const run_state *s)
+{
+    if (!s->note_rank || !s->counted_iter || mg_comm_size(s->comm) == 1) return;
+    mg_note("communication measured in iteration %lld on rank 0 (payload bytes):",
+            (long long)s->counted_iter);
+    for (int g = 0; g < MG_COMM_NGROUPS; g++)
+        for (int op = 0; op < MG_COMM_NOPS; op++)
+            if (s->step_calls[g][op])
+                mg_note("  measured %s %s: %lld calls, %lld bytes",
+                        mg_comm_kind_name((mg_comm_kind)g), mg_comm_op_name((mg_comm_op)op),
+                        (long long)s->step_calls[g][op], (long long)s->step_bytes[g][op]);
 }
 
 static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, double *secs)
@@ -226,10 +354,18 @@ static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, do
     double t0 = now_s();
     mg_step_hp hp;
     mg_step_hp_at(o, it, &hp);
+    mg_comm_reset_counts(s->comm);
     MG_FORWARD(fill(s, MG_SPLIT_TRAIN, (uint64_t)((it - 1) * o->global_batch_size)));
-    MG_FORWARD(mg_gpt_train_step_comm(s->g, s->opt, s->acts, &s->k, s->comm, s->views,
-                                      s->nmicro, &hp, res));
+    if (s->dopt) {
+        MG_FORWARD(mg_gpt_accumulate(s->g, &s->sched, &s->k, s->comm, s->views, s->nmicro,
+                                     &res->loss));
+        MG_FORWARD(mg_dist_step(s->dopt, s->g, &s->k, s->comm, &hp, res));
+    } else {
+        MG_FORWARD(mg_gpt_train_step_comm(s->g, s->opt, &s->sched, &s->k, s->comm, s->views,
+                                          s->nmicro, &hp, res));
+    }
     *secs = now_s() - t0;
+    snapshot_counts(s, it);
     MG_RETURN_IF(!isfinite(res->loss), MG_ERR_FORMAT,
                  "NaN/Inf loss at iteration %lld (lm loss %g, grad norm %g); stopping",
                  (long long)it, res->loss, res->grad_norm);
@@ -239,6 +375,7 @@ static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, do
 static mg_status log_iteration(run_state *s, int64_t it, const mg_step_result *res, double secs)
 {
     const mg_train_opts *o = s->o;
+    if (!s->log_rank) return MG_OK;
     mg_log_iter li;
     memset(&li, 0, sizeof li);
     li.iteration = it;
@@ -247,7 +384,9 @@ static mg_status log_iteration(run_state *s, int64_t it, const mg_step_result *r
     li.global_batch_size = o->global_batch_size;
     li.tokens = o->global_batch_size * o->model.seq_length;
     li.seconds = secs;
-    li.flops = mg_flops_per_batch(&o->model, o->global_batch_size);
+    /* per rank: the log's TFLOP/s and MFU are per GPU */
+    li.flops = mg_flops_per_batch(&o->model, o->global_batch_size) /
+               (double)mg_comm_size(s->comm);
     li.lr = mg_lr_at(&o->sched, (double)li.consumed_samples);
     li.loss = res->loss;
     li.grad_norm = res->grad_norm;
@@ -255,26 +394,50 @@ static mg_status log_iteration(run_state *s, int64_t it, const mg_step_result *r
     return mg_train_log_iter(s->log, &li);
 }
 
-/* Whether to stop after iteration it (and why, on stderr). */
-static int should_stop(const run_state *s, int64_t it, double t_start)
+/* --exit-signal-handler: whether any rank got a signal (Megatron's DistributedSignalHandler
+ * gathers every rank's flag after each iteration); *sig: the lowest such rank's signal. */
+static mg_status signalled(run_state *s, int *sig)
+{
+    int64_t n = mg_comm_size(s->comm), me = mg_comm_rank(s->comm);
+    double *flags = mg_calloc((size_t)n, sizeof *flags);
+    if (!flags) return MG_ERR_NOMEM;
+    flags[me] = (double)stop_signal;
+    mg_status st = mg_comm_allreduce_sum_f64(s->comm, flags, n);
+    *sig = 0;
+    for (int64_t r = n - 1; st == MG_OK && r >= 0; r--)
+        if (flags[r] != 0) *sig = (int)flags[r];
+    free(flags);
+    return st;
+}
+
+/* Whether to stop after iteration it (and why, on stderr). The duration is rank 0's clock,
+ * shared with the others, so that every rank stops at the same iteration. */
+static mg_status should_stop(run_state *s, int64_t it, double t_start, int *stop)
 {
     const mg_train_opts *o = s->o;
-    if (o->exit_signal_handler && stop_signal) {
-        mg_note("exiting program after receiving signal %d at iteration %lld", (int)stop_signal,
-                (long long)it);
-        return 1;
+    *stop = 1;
+    int sig = 0;
+    if (o->exit_signal_handler) MG_FORWARD(signalled(s, &sig));
+    if (sig) {
+        NOTE(s, "exiting program after receiving signal %d at iteration %lld", sig,
+             (long long)it);
+        return MG_OK;
     }
-    if (o->exit_duration_in_mins > 0 &&
-        (now_s() - t_start) / 60.0 > (double)o->exit_duration_in_mins) {
-        mg_note("exiting program after %lld minutes at iteration %lld",
-                (long long)o->exit_duration_in_mins, (long long)it);
-        return 1;
+    if (o->exit_duration_in_mins > 0) {
+        double minutes = (now_s() - t_start) / 60.0;
+        MG_FORWARD(mg_comm_broadcast(s->comm, &minutes, sizeof minutes, 0));
+        if (minutes > (double)o->exit_duration_in_mins) {
+            NOTE(s, "exiting program after %lld minutes at iteration %lld",
+                 (long long)o->exit_duration_in_mins, (long long)it);
+            return MG_OK;
+        }
     }
     if (o->exit_interval > 0 && it % o->exit_interval == 0) {
-        mg_note("exiting program at iteration %lld", (long long)it);
-        return 1;
+        NOTE(s, "exiting program at iteration %lld", (long long)it);
+        return MG_OK;
     }
-    return 0;
+    *stop = 0;
+    return MG_OK;
 }
 
 static mg_status train(run_state *s, double t_start)
@@ -293,7 +456,9 @@ static mg_status train(run_state *s, double t_start)
             MG_FORWARD(eval_split(s, MG_SPLIT_VALID, it, &s->valid_cursor));
         if (o->save_interval > 0 && it % o->save_interval == 0)
             MG_FORWARD(save_checkpoint(s, it));
-        if (should_stop(s, it, t_start)) return save_checkpoint(s, it);
+        int stop;
+        MG_FORWARD(should_stop(s, it, t_start, &stop));
+        if (stop) return save_checkpoint(s, it);
     }
     MG_FORWARD(save_checkpoint(s, it));
     /* pretrain(): do_valid / do_test after training (also when the last in-loop
@@ -306,25 +471,32 @@ static mg_status run(run_state *s, FILE *out)
 {
     const mg_train_opts *o = s->o;
     double t_start = now_s();
-    mg_note("building datasets and the model");
+    NOTE(s, "building datasets and the model");
     MG_FORWARD(setup(s));
     double peak = mg_measure_gemm_peak(&s->k, 0.3);
-    mg_note("model: %lld parameters, %lld micro-batches of %lld x %lld tokens per iteration; "
-            "gemm peak %.1f GFLOP/s (%s, %d threads)",
-            (long long)s->g->nparams, (long long)s->nmicro, (long long)o->micro_batch_size,
-            (long long)o->model.seq_length, peak / 1e9, mgk_gemm_impl(), s->k.nthreads);
+    NOTE(s, "model: %lld parameters, %lld micro-batches of %lld x %lld tokens per iteration "
+         "per rank; %lld ranks (TP %lld, PP %lld, DP %lld, %s); gemm peak %.1f GFLOP/s (%s, "
+         "%d threads)", (long long)s->g->nparams, (long long)s->nmicro,
+         (long long)o->micro_batch_size, (long long)o->model.seq_length,
+         (long long)mg_comm_size(s->comm), (long long)o->model.tp, (long long)o->model.pp,
+         (long long)o->data_parallel_size, mg_comm_backend_name(s->comm), peak / 1e9,
+         mgk_gemm_impl(), s->k.nthreads);
     MG_FORWARD(mg_train_log_create(&s->log, out, o->log_file, o->log_interval, peak));
     if (o->exit_signal_handler) install_handlers();
     MG_FORWARD(train(s, t_start));
-    mg_note("done");
+    note_measured(s);
+    NOTE(s, "done");
     return MG_OK;
 }
 
-mg_status mg_train_run(const mg_train_opts *o, FILE *out)
+mg_status mg_train_run(const mg_train_opts *o, mg_comm *comm, FILE *out)
 {
     run_state s;
     memset(&s, 0, sizeof s);
     s.o = o;
+    s.comm = comm;
+    s.note_rank = mg_comm_rank(comm) == 0;
+    s.log_rank = mg_comm_rank(comm) == mg_comm_size(comm) - 1;
     mg_status st = run(&s, out);
     teardown(&s);
     return st;

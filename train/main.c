@@ -2,17 +2,21 @@
  * (the plan: parameters, memory per rank, FLOPs per iteration), --dump-samples N (the first
  * N training samples as JSON lines) and training (loop.h: log lines on stdout, progress on
  * stderr) with Megatron `torch`-format checkpoints (--save/--load, checkpoint.h).
+ * Under mpirun / srun every rank runs this main; the world (comm.h) is made after the
+ * options, and a failure on any rank prints its message and ends the whole job.
  * Exit status: 0 done, 1 runtime failure (including a NaN/Inf loss), 2 usage error or
  * unsupported feature.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "comm.h"
 #include "dry_run.h"
 #include "help.h"
 #include "loop.h"
 #include "mg/cli.h"
 #include "options.h"
+#include "rank_check.h"
 
 static void die_parse(mg_status st)
 {
@@ -35,18 +39,56 @@ static int dry_run(mg_train_opts *o)
     return MG_EXIT_OK;
 }
 
-static int train(mg_train_opts *o)
+/* The world of this launch; with several ranks the messages name this one. */
+static mg_status make_world(const mg_train_opts *o, mg_comm **world)
+{
+    static char prog[64];
+    mg_comm_config cfg = {o->model.tp, o->model.pp,
+                          60.0 * o->distributed_timeout_minutes,
+                          MG_COMM_BACKEND_AUTO, -1};
+    MG_FORWARD(mg_comm_create(world, &cfg));
+    if (mg_comm_size(*world) > 1) {
+        snprintf(prog, sizeof prog, "mg-train (rank %lld of %lld)",
+                 (long long)mg_comm_rank(*world), (long long)mg_comm_size(*world));
+        mg_cli_init(prog);
+    }
+    return MG_OK;
+}
+
+/* A failure on one rank of several ends the whole job (comm.h): the message first. */
+static void die_run(mg_status st, mg_comm *world)
+{
+    if (world && mg_comm_size(world) > 1) {
+        const char *msg = mg_last_error();
+        fprintf(stderr, "%s: error: %s\n", mg_cli_prog(), *msg ? msg : mg_strerror(st));
+        fflush(stderr);
+        mg_comm_abort(world, mg_exit_code(st));
+    }
+    mg_comm_free(world);
+    if (st == MG_ERR_ARG) mg_usage_error("%s", mg_last_error());
+    mg_die_status(st);
+}
+
+static int train(mg_train_opts *o, int argc, char **argv)
 {
     mg_status st = mg_train_resolve_vocab(o);
     if (st != MG_OK) {
         mg_train_opts_free(o);
         die_parse(st);
     }
-    if (o->dump_samples > 0) st = mg_train_dump_samples(o, stdout);
-    else st = mg_train_run(o, stdout);
+    if (o->dump_samples > 0) {
+        st = mg_train_dump_samples(o, stdout);
+        mg_train_opts_free(o);
+        if (st != MG_OK) die_run(st, NULL);
+        return MG_EXIT_OK;
+    }
+    mg_comm *world = NULL;
+    st = make_world(o, &world);
+    if (st == MG_OK) st = mg_train_check_ranks(world, o, argc, argv);
+    if (st == MG_OK) st = mg_train_run(o, world, stdout);
     mg_train_opts_free(o);
-    if (st == MG_ERR_ARG) mg_usage_error("%s", mg_last_error());
-    if (st != MG_OK) mg_die_status(st);
+    if (st != MG_OK) die_run(st, world);
+    mg_comm_free(world);
     return MG_EXIT_OK;
 }
 
@@ -81,5 +123,5 @@ int main(int argc, char **argv)
         mg_train_opts_free(&o);
         return MG_EXIT_USAGE;
     }
-    return train(&o);
+    return train(&o, argc, argv);
 }

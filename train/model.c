@@ -7,6 +7,7 @@
  */
 #include "model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,12 +98,29 @@ static mg_status check_layout(const mg_model_desc *m, const mg_gpt_layout *l)
     return mg_schema_check_tp(m, l->tp);
 }
 
+/* The last stage's copy of the tied word embeddings (PP > 1; docs/FORMATS.md §5.3):
+ * Megatron-Core's output_layer.weight there, initialised like the embeddings (same schema
+ * entry, so the same values) and kept equal to them by the embedding-group gradient sum. */
+static void add_tied_copy(mg_gpt *g, const mg_param *ps, size_t np, int64_t *off)
+{
+    if (!g->m.tied_embeddings || !g->lay.last_stage || g->lay.first_stage) return;
+    for (size_t i = 0; i < np; i++) {
+        if (strcmp(ps[i].spec->key, "word_embeddings.weight") != 0) continue;
+        mg_gpt_tensor *v = &g->t[g->nt++];
+        fill_view(v, g, &ps[i], off);
+        snprintf(v->name, sizeof v->name, "output_layer.weight");
+        v->tied_copy = 1;
+        g->nparams += v->numel;
+        return;
+    }
+}
+
 static mg_status build_views(mg_gpt *g)
 {
     mg_param *ps = NULL;
     size_t np = 0;
     MG_FORWARD(mg_schema_params(&g->m, &ps, &np));
-    g->t = mg_calloc(np ? np : 1, sizeof(*g->t));
+    g->t = mg_calloc(np + 1, sizeof(*g->t));
     if (!g->t) {
         free(ps);
         return MG_ERR_NOMEM;
@@ -114,13 +132,14 @@ static mg_status build_views(mg_gpt *g)
         g->nparams += g->t[g->nt].numel;
         g->nt++;
     }
+    add_tied_copy(g, ps, np, &off);
     free(ps);
     g->numel = off;
     return MG_OK;
 }
 
-mg_status mg_gpt_create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay,
-                        const mg_gpt_opts *opt)
+static mg_status create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay,
+                        const mg_gpt_opts *opt, int buffers)
 {
     *out = NULL;
     MG_FORWARD(check_layout(m, lay));
@@ -130,7 +149,7 @@ mg_status mg_gpt_create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layou
     g->lay = *lay;
     g->opt = *opt;
     if (st == MG_OK) st = build_views(g);
-    if (st == MG_OK) {
+    if (st == MG_OK && buffers) {
         g->params = mg_calloc((size_t)(g->numel ? g->numel : 1), sizeof(float));
         g->grads = mg_calloc((size_t)(g->numel ? g->numel : 1), sizeof(float));
         if (!g->params || !g->grads) st = MG_ERR_NOMEM;
@@ -141,6 +160,18 @@ mg_status mg_gpt_create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layou
     }
     *out = g;
     return MG_OK;
+}
+
+mg_status mg_gpt_create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay,
+                        const mg_gpt_opts *opt)
+{
+    return create(out, m, lay, opt, 1);
+}
+
+mg_status mg_gpt_create_views(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay)
+{
+    mg_gpt_opts opt = {MGK_GELU_TANH, 0.02, 0, 0};
+    return create(out, m, lay, &opt, 0);
 }
 
 void mg_gpt_free(mg_gpt *g)
@@ -158,6 +189,18 @@ const mg_gpt_tensor *mg_gpt_find(const mg_gpt *g, const char *name)
     for (size_t i = 0; i < g->nt; i++)
         if (strcmp(g->t[i].name, name) == 0) return &g->t[i];
     return NULL;
+}
+
+int mg_gpt_tensor_in_norm(const mg_gpt *g, const mg_gpt_tensor *t)
+{
+    if (t->tied_copy) return 0;
+    return t->param.spec->split != MG_SPLIT_REPLICATED || g->lay.tp_rank == 0;
+}
+
+int mg_gpt_tensor_sp_reduced(const mg_gpt_tensor *t)
+{
+    return t->param.spec->split == MG_SPLIT_REPLICATED &&
+           strcmp(t->param.spec->key, "position_embeddings.weight") != 0;
 }
 
 void mg_gpt_zero_grads(mg_gpt *g)

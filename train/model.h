@@ -22,10 +22,31 @@
  *     unsplit tensor; a vocabulary tensor's canonical rows continue past V into the padding)
  *     through a counter-based generator (Philox4x32-10 + Box-Muller), so that every TP/PP
  *     layout with the same padded vocabulary holds slices of the same model.
- *   - Forward/backward (forward.c, backward.c) run only on the full layout (TP = 1, one
- *     stage holding all layers) for now; other layouts answer MG_ERR_UNSUPPORTED. Model
- *     code calls kernels only through kernels.h with the caller's context. Activations
- *     saved for backward live in one arena (mg_gpt_acts) sized up front for (B, T).
+ *   - A last pipeline stage that is not the first holds, with tied embeddings, a copy of
+ *     the word-embedding shard named output_layer.weight (tied_copy = 1; Megatron-Core's
+ *     duplicate of the shared weight): same values at initialisation; the training step
+ *     keeps it equal by summing its gradient with the first stage's (the embedding group).
+ *   - Forward/backward (forward.c, backward.c, model_tp.c) run one pipeline stage of one
+ *     tensor-parallel rank for one micro-batch. Model code calls kernels only through
+ *     kernels.h with the caller's context and communicates only through comm.h on the
+ *     tensor-parallel group given to mg_gpt_acts_create_par (Megatron's tensor_parallel
+ *     math, docs/DISTRIBUTED.md): column-parallel QKV / fc1 / output layer, row-
+ *     parallel proj / fc2 with their reduction before the (replicated) bias is added once,
+ *     local attention heads and query groups, vocabulary-parallel embedding (partial rows,
+ *     then the sum) and cross-entropy (max by all-gather, then the sums of exp and of the
+ *     target logits, over the columns of mg_gpt_loss_vocab). With sequence parallelism the
+ *     residual stream holds N / tp rows
+ *     (this rank's contiguous chunk of the B*T token rows: with micro-batch 1 exactly
+ *     Megatron's chunk of the sequence): all-gather before each column-parallel layer,
+ *     reduce-scatter after each row-parallel one and after the word embedding, and the
+ *     gradients of the replicated norm weights / row-parallel biases are partial sums that
+ *     the step adds over the group (mg_gpt_tensor_sp_reduced). With tp = 1 the calls and
+ *     their order are the single-process ones (bit-identical results).
+ *     Activations saved for backward live in one arena (mg_gpt_acts) per in-flight micro-
+ *     batch, sized up front for (B, T). A stage that is not the first takes its input
+ *     residual stream in mg_gpt_stage_input(); one that is not the last leaves its output in
+ *     mg_gpt_stage_output(), takes the gradient of that output in mg_gpt_stage_dout() and
+ *     gives the gradient of its input in mg_gpt_stage_din().
  *   - The loss is the mean token cross-entropy over EVERY column of the padded vocabulary,
  *     as Megatron's vocab_parallel_cross_entropy (it masks nothing), or over the V real
  *     columns with opt.mask_vocab_padding (Hugging Face's): sum(loss_i * mask_i) /
@@ -79,6 +100,7 @@ typedef struct {
     int64_t offset, numel;        /* in floats, in params and grads */
     int64_t row0;                 /* first canonical row (vocab / column / qkv shards) */
     int decay;                    /* weight decay applies (2-D weights) */
+    int tied_copy;                /* last stage's copy of the tied word embeddings */
     mg_gpt_init_kind init;
 } mg_gpt_tensor;
 
@@ -102,10 +124,19 @@ mgk_gelu_kind mg_gpt_default_gelu(const mg_model_desc *m);
  * padded_vocab_size. */
 mg_status mg_gpt_create(mg_gpt **g, const mg_model_desc *m, const mg_gpt_layout *lay,
                         const mg_gpt_opts *opt);
+/* The views alone (params and grads NULL): shapes and offsets for planning (--dry-run). */
+mg_status mg_gpt_create_views(mg_gpt **g, const mg_model_desc *m, const mg_gpt_layout *lay);
 void mg_gpt_free(mg_gpt *g); /* accepts NULL */
 /* The view with Megatron-Core name `name`, NULL if absent. */
 const mg_gpt_tensor *mg_gpt_find(const mg_gpt *g, const char *name);
 void mg_gpt_zero_grads(mg_gpt *g);
+/* Whether t's gradient counts in the global norm: not a tensor-parallel duplicate (a
+ * replicated tensor counts on TP rank 0 only) and not the tied copy (Megatron's
+ * param_is_not_shared / param_is_not_tensor_parallel_duplicate). */
+int mg_gpt_tensor_in_norm(const mg_gpt *g, const mg_gpt_tensor *t);
+/* Whether t's gradient is a partial sum over the sequence chunk under sequence parallelism
+ * (norms and row-parallel biases: Megatron's `sequence_parallel` parameters). */
+int mg_gpt_tensor_sp_reduced(const mg_gpt_tensor *t);
 
 /* model_init.c: Megatron's initialisation of every tensor (see the contract). */
 void mg_gpt_init_params(mg_gpt *g);
@@ -122,16 +153,36 @@ double mg_gpt_normal(uint64_t seed, uint64_t stream, uint64_t counter);
 
 typedef struct mg_gpt_acts mg_gpt_acts; /* opaque arena for one micro-batch shape */
 
+struct mg_comm;
+typedef struct {
+    struct mg_comm *tp;           /* tensor-parallel group (size g->lay.tp); NULL if tp = 1 */
+    int sequence_parallel;        /* --sequence-parallel (needs tp > 1; N % tp == 0) */
+} mg_gpt_par;
+
 /* Sizes the arena for micro-batches of B sequences of T tokens (T <= seq_length) and
  * reserves the kernel scratch the backward needs in k. The arena belongs to g: passing it
  * with another model is a bug (MG_ASSERT). */
 mg_status mg_gpt_acts_create(mg_gpt_acts **a, const mg_gpt *g, mg_kctx *k, int64_t B,
                              int64_t T);
+/* The same on a tensor-parallel group (par NULL: tp must be 1). */
+mg_status mg_gpt_acts_create_par(mg_gpt_acts **a, const mg_gpt *g, mg_kctx *k, int64_t B,
+                                 int64_t T, const mg_gpt_par *par);
 void mg_gpt_acts_free(mg_gpt_acts *a); /* accepts NULL */
 /* Bytes of the arena (saved activations + backward work buffers). */
 int64_t mg_gpt_acts_bytes(const mg_gpt_acts *a);
 /* Arena bytes for (B, T) without allocating. */
 int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T);
+/* Pipeline stage boundaries: the residual stream's floats (rows of this rank x hidden),
+ * the input a stage that is not the first reads, the output a stage that is not the last
+ * writes, the gradient of that output (written by the caller before mg_gpt_backward) and
+ * the gradient of the input (after mg_gpt_backward on a stage that is not the first). */
+int64_t mg_gpt_stage_numel(const mg_gpt_acts *a);
+float *mg_gpt_stage_input(mg_gpt_acts *a);
+const float *mg_gpt_stage_output(const mg_gpt_acts *a);
+float *mg_gpt_stage_dout(mg_gpt_acts *a);
+const float *mg_gpt_stage_din(const mg_gpt_acts *a);
+/* Loss denominator of the last forward (the masked token count; last stage only). */
+double mg_gpt_loss_denom(const mg_gpt_acts *a);
 
 typedef struct {
     const int32_t *ids;       /* (B, T) token ids < vocab_size */
@@ -141,11 +192,13 @@ typedef struct {
     const int32_t *seg;       /* (B, T) document segments (--reset-attention-mask) or NULL */
 } mg_gpt_batch;
 
-/* Runs the forward pass; *loss receives the mean masked cross-entropy (double). The batch
- * pointers must stay valid until mg_gpt_backward. */
+/* Runs the forward pass of the stage; on the last stage *loss receives the mean masked
+ * cross-entropy (double), elsewhere 0. The batch pointers must stay valid until
+ * mg_gpt_backward. Every rank of the tensor-parallel group calls it together. */
 mg_status mg_gpt_forward(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
                          const mg_gpt_batch *b, double *loss);
-/* Logits (B, T, padded vocab) of the last forward; overwritten by mg_gpt_backward. */
+/* Logits (B, T, padded vocab / tp: this rank's columns) of the last forward on the last
+ * stage; overwritten by mg_gpt_backward. */
 const float *mg_gpt_logits(const mg_gpt_acts *a);
 /* Adds grad_scale * d(loss)/d(params) into g->grads. Needs the forward just before. */
 mg_status mg_gpt_backward(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale);

@@ -1,9 +1,11 @@
-/* model_internal.h — shared between forward.c and backward.c: the activation arena of one
- * micro-batch shape and the parameter slots of each layer.
+/* model_internal.h — shared between forward.c, backward.c and model_tp.c: the activation
+ * arena of one micro-batch shape, the parameter slots of each layer and the tensor-
+ * parallel communication steps.
  *
  * Contract: every pointer below points into one allocation (arena) sized up front by
- * mg_gpt_acts_create; offsets of parameters are indices into g->params / g->grads (-1 when
- * the model has no such tensor).
+ * mg_gpt_acts_create_par; offsets of parameters are indices into g->params / g->grads (-1
+ * when the model has no such tensor). Buffers marked "(SP)" exist only under sequence
+ * parallelism; otherwise they alias their unsharded twin (ln1g = ln1, dxg = dx, ...).
  */
 #ifndef MG_TRAIN_MODEL_INTERNAL_H
 #define MG_TRAIN_MODEL_INTERNAL_H
@@ -15,7 +17,8 @@ enum { P_IN_W, P_IN_B, P_QKV_W, P_QKV_B, P_PROJ_W, P_PROJ_B, P_POST_W, P_POST_B,
 enum { P_WTE, P_WPE, P_LNF_W, P_LNF_B, P_OUT, P_NGLOBAL };
 
 typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd; /* input norm output and statistics */
+    float *ln1, *ln1_mean, *ln1_rstd; /* input norm output and statistics (Ns rows) */
+    float *ln1g, *ln2g;               /* the norm outputs gathered to N rows (SP) */
     float *q, *k, *v;                 /* after RoPE */
     float *att;                       /* attention's saved buffer */
     float *ao;                        /* attention output (N, Hq*D) */
@@ -27,15 +30,23 @@ typedef struct {
 struct mg_gpt_acts {
     const mg_gpt *owner;              /* the model the arena was planned for */
     int64_t B, T, N;
+    int64_t Ns;                       /* rows of the residual stream: N / tp with SP, else N */
+    /* Hq, Hkv, QKV, F, F1, Vp: this tensor-parallel rank's share (heads, groups, rows) */
     int64_t H, Hq, Hkv, D, QKV, F, F1, Vp, L;
+    int64_t tp, tp_rank, vocab0;      /* group size, rank, first vocabulary row / column */
+    struct mg_comm *tpc;              /* tensor-parallel group, NULL when tp = 1 */
+    int sp;                           /* sequence parallel */
     mgk_attn_dims ad;
     float *arena;
     int64_t arena_numel;
     mg_layer_acts *la;                /* L entries */
     float **x;                        /* L + 1 residual streams (N, H) */
-    float *lnf, *lnf_mean, *lnf_rstd, *logits, *lse, *loss;
+    float *lnf, *lnf_mean, *lnf_rstd, *lnfg, *logits, *lse, *loss;
+    float *tmp;                       /* (N, H) row-parallel / embedding partial sums (SP) */
+    float *xmax, *xsum, *xgmax, *xall; /* vocab-parallel loss: N, 2N, N, tp * N (tp > 1) */
     /* backward work buffers */
     float *dx, *dln, *dfc1, *dact, *dao, *dq, *dk, *dv, *dq0, *dk0, *qkv;
+    float *dxg, *dlng;                /* dx gathered / dln before its reduce-scatter (SP) */
     int32_t *pos_default;             /* (N): t for every sequence */
     int64_t poff[P_NGLOBAL], *loff;   /* parameter offsets, loff: L * P_NLAYER */
     mg_gpt_batch batch;               /* of the last forward */
@@ -55,5 +66,22 @@ static inline float *mg_gp(float *base, const struct mg_gpt_acts *a, int slot)
     int64_t o = a->poff[slot];
     return o < 0 ? NULL : base + o;
 }
+
+/* ---- tensor-parallel steps (model_tp.c); no-ops or copies when tp = 1 ---- */
+
+/* full (N rows) <- the group's chunks (SP all-gather; full == local otherwise). */
+mg_status mg_tp_gather(const struct mg_gpt_acts *a, float *full, const float *local,
+                       int64_t C);
+/* out (Ns rows) <- sum over the group of partial (N rows): all-reduce in place, or
+ * reduce-scatter under SP. */
+mg_status mg_tp_reduce(const struct mg_gpt_acts *a, float *out, float *partial, int64_t C);
+/* out (Ns, C) = the row-parallel linear inp (N, IN) * W^T summed over the group, + bias
+ * once after the sum (tp = 1: mgk_linear_fwd with its bias, as the single process). */
+mg_status mg_tp_row_linear_fwd(const struct mg_gpt_acts *a, const mg_kctx *k, float *out,
+                               const float *inp, const float *W, const float *bias,
+                               int64_t IN, int64_t C);
+/* Vocabulary-parallel cross-entropy of a->logits into a->loss and a->lse. */
+mg_status mg_tp_xent_fwd(const struct mg_gpt_acts *a, const mg_kctx *k,
+                         const int32_t *targets, int64_t vocab);
 
 #endif

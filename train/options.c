@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_launch.h"
 #include "mg/argv.h"
 #include "mg/cli.h"
 #include "options_internal.h"
@@ -114,6 +115,11 @@ static const struct flag flags[] = {
     {"--null-tokenizer-eod-id", K_I64, F(tok.null_eod_id), 0, NULL, NULL},
     {"--tensor-model-parallel-size", K_I64, F(model.tp), 1, NULL, NULL},
     {"--pipeline-model-parallel-size", K_I64, F(model.pp), 1, NULL, NULL},
+    {"--decoder-first-pipeline-num-layers", K_I64, F(model.pp_first), 1, NULL, NULL},
+    {"--decoder-last-pipeline-num-layers", K_I64, F(model.pp_last), 1, NULL, NULL},
+    {"--sequence-parallel", K_ON, F(sequence_parallel), 0, NULL, NULL},
+    {"--use-distributed-optimizer", K_ON, F(use_distributed_optimizer), 0, NULL, NULL},
+    {"--distributed-timeout-minutes", K_F64, F(distributed_timeout_minutes), 0, NULL, NULL},
     /* training */
     {"--micro-batch-size", K_I64, F(micro_batch_size), 1, NULL, NULL},
     {"--global-batch-size", K_I64, F(global_batch_size), 1, NULL, NULL},
@@ -191,6 +197,8 @@ static void set_defaults(mg_train_opts *o)
     mg_tok_opts_init(&o->tok);
     o->init_method_std = 0.02;
     o->data_parallel_size = 1;
+    o->world_size = 1;
+    o->distributed_timeout_minutes = 10;
     o->lr = NAN;
     o->lr_warmup_fraction = -1;
     o->lr_wsd_decay_iters = o->lr_wsd_decay_samples = -1;
@@ -315,6 +323,9 @@ static mg_status take(mg_train_opts *o, const mg_argv *a)
 mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
 {
     set_defaults(o);
+    mg_comm_launch l; /* the world size, as Megatron's WORLD_SIZE */
+    MG_FORWARD(mg_comm_launch_detect(&l));
+    o->world_size = l.world_size;
     mg_argv_flag table[N_FLAGS];
     mg_argv_spec spec;
     argv_table(table, &spec);

@@ -12,7 +12,9 @@
  *     (opts->help ...).
  *   - Derived values (as validate_args / get_optimizer_param_scheduler): ffn_hidden_size 4h
  *     (SwiGLU: int(4h*2/3/64)*64), kv_channels h/heads, num_query_groups = heads without
- *     --group-query-attention, global batch size = micro batch size x DP by default and a
+ *     --group-query-attention, the data-parallel size DP = world size / (TP x PP) with the
+ *     world size of the launch (comm_launch.h: mpirun, srun, torchrun's WORLD_SIZE; 1
+ *     otherwise), global batch size = micro batch size x DP by default and a
  *     multiple of it, train_iters = train_samples / global batch size, the scheduler in
  *     samples (warmup from --lr-warmup-fraction x decay samples), weight decay start/end for
  *     the constant style, split "969, 30, 1" when --data-path comes without --split.
@@ -37,6 +39,7 @@ typedef struct {
     /* model (flag list 1); model.seq_length, model.padded_vocab_size derived */
     mg_model_desc model;
     int group_query_attention;
+    int sequence_parallel;         /* --sequence-parallel (off when TP = 1, as Megatron) */
     double init_method_std;        /* --init-method-std, 0.02 */
     double hidden_dropout, attention_dropout; /* only 0 is implemented */
     int local_spec;                /* --transformer-impl local: checkpoint names of the local
@@ -50,6 +53,10 @@ typedef struct {
     size_t n_special_tokens;
     /* training (list 3) */
     int64_t micro_batch_size, global_batch_size, data_parallel_size;
+    int64_t world_size;            /* from the launch (comm_launch.h); DP = world / (TP x PP) */
+    int use_distributed_optimizer; /* --use-distributed-optimizer */
+    double distributed_timeout_minutes; /* --distributed-timeout-minutes, 10 (Megatron: an
+                                           int; fractions accepted here, for tests) */
     int64_t train_iters, train_samples; /* 0 = not given; train_iters derived */
     double lr, min_lr, lr_warmup_init, lr_warmup_fraction; /* fraction < 0: not given */
     int64_t lr_warmup_iters, lr_warmup_samples, lr_decay_iters, lr_decay_samples;

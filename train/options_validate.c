@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "mg/schema.h"
 #include "options_internal.h"
 
 #define LL(x) ((long long)(x))
@@ -60,12 +61,30 @@ static mg_status model_derive(mg_train_opts *o)
                  "--num-attention-heads %lld and the query groups %lld must be multiples of "
                  "--tensor-model-parallel-size %lld", LL(m->num_attention_heads),
                  LL(m->num_query_groups), LL(m->tp));
-    MG_RETURN_IF(m->num_layers % m->pp, MG_ERR_ARG,
-                 "--num-layers %lld is not a multiple of --pipeline-model-parallel-size %lld",
-                 LL(m->num_layers), LL(m->pp));
     MG_RETURN_IF(m->max_position_embeddings < m->seq_length, MG_ERR_ARG,
                  "max_position_embeddings (%lld) must be greater than or equal to seq_length "
                  "(%lld)", LL(m->max_position_embeddings), LL(m->seq_length));
+    return MG_OK;
+}
+
+/* Megatron's layer placement (get_num_layers_to_build) must give every stage its layers;
+ * sequence parallelism needs TP > 1 (validate_args turns it off otherwise) and a
+ * sequence that divides over the tensor-parallel ranks. */
+static mg_status check_parallel(mg_train_opts *o)
+{
+    mg_model_desc *m = &o->model;
+    MG_RETURN_IF(m->pp == 1 && (m->pp_first || m->pp_last), MG_ERR_ARG,
+                 "--decoder-first/last-pipeline-num-layers need "
+                 "--pipeline-model-parallel-size > 1");
+    for (int64_t p = 0; p < m->pp; p++) {
+        int64_t off, n;
+        MG_FORWARD(mg_schema_pp_layers(m->num_layers, m->pp, m->pp_first, m->pp_last, p, &off,
+                                       &n));
+    }
+    if (m->tp == 1) o->sequence_parallel = 0;
+    MG_RETURN_IF(o->sequence_parallel && m->seq_length % m->tp, MG_ERR_ARG,
+                 "--sequence-parallel: --seq-length %lld is not a multiple of "
+                 "--tensor-model-parallel-size %lld", LL(m->seq_length), LL(m->tp));
     return MG_OK;
 }
 
@@ -82,6 +101,14 @@ static void model_label(mg_train_opts *o)
 static mg_status check_batch(mg_train_opts *o)
 {
     MG_FORWARD(require_i64(o->micro_batch_size, "--micro-batch-size"));
+    int64_t mp = o->model.tp * o->model.pp;
+    /* one process (no launcher) plans any layout with DP 1 (--dry-run); training refuses
+     * it when the world is made (comm.h) */
+    MG_RETURN_IF(o->world_size > 1 && o->world_size % mp, MG_ERR_ARG,
+                 "world size (%lld) is not divisible by tensor model parallel size (%lld) "
+                 "times pipeline model parallel size (%lld)", LL(o->world_size),
+                 LL(o->model.tp), LL(o->model.pp));
+    o->data_parallel_size = o->world_size > 1 ? o->world_size / mp : 1;
     int64_t unit = o->micro_batch_size * o->data_parallel_size;
     if (o->global_batch_size == 0) o->global_batch_size = unit;
     MG_RETURN_IF(o->global_batch_size % unit, MG_ERR_ARG,
@@ -193,12 +220,20 @@ static mg_status check_adam(const mg_train_opts *o)
 
 static mg_status check_data_ckpt(mg_train_opts *o)
 {
+    MG_RETURN_IF(!(o->distributed_timeout_minutes > 0), MG_ERR_ARG,
+                 "--distributed-timeout-minutes must be positive (got %g)",
+                 o->distributed_timeout_minutes);
     MG_RETURN_IF(o->mock_data && o->n_data_path, MG_ERR_ARG,
                  "a single data source must be provided: --mock-data or --data-path");
     MG_RETURN_IF(o->mock_data && !o->tok.type, MG_ERR_ARG, "--mock-data needs --tokenizer-type "
                  "(Megatron's mock documents end with the tokenizer's eod)");
     if (o->n_data_path && !o->split) o->split = "969, 30, 1"; /* Megatron's legacy default */
     MG_RETURN_IF(o->save && !o->save_interval, MG_ERR_ARG, "--save needs --save-interval");
+    /* one model shard writes torch_dist for now (checkpoint.h) */
+    MG_RETURN_IF(o->save && o->ckpt_torch_dist && o->model.tp * o->model.pp > 1,
+                 MG_ERR_UNSUPPORTED, "not supported yet: --ckpt-format torch_dist with tensor "
+                 "or pipeline parallelism (--tensor-model-parallel-size %lld "
+                 "--pipeline-model-parallel-size %lld)", LL(o->model.tp), LL(o->model.pp));
     return MG_OK;
 }
 
@@ -206,6 +241,7 @@ mg_status mg_train_validate(mg_train_opts *o)
 {
     MG_FORWARD(model_required(o));
     MG_FORWARD(model_derive(o));
+    MG_FORWARD(check_parallel(o));
     model_label(o);
     MG_FORWARD(check_batch(o));
     MG_FORWARD(check_length(o));

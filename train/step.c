@@ -2,15 +2,16 @@
  *
  * Contract (step.h). The per-tensor sums of squares are added in tensor order in double,
  * so the norm does not depend on the thread count; the collectives (comm.h) come after all
- * the micro-batches: gradients and loss over the data-parallel group, then the norm's sum
- * of squares over the model-parallel group.
+ * the micro-batches: gradients over the data-parallel group, the model-parallel partial
+ * gradients (grad_sync.h), the loss over the data-parallel group and from the last stage,
+ * then the norm's sum of squares over the model-parallel group.
  */
 #include "step.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "model_internal.h"
+#include "grad_sync.h"
 
 mg_status mg_gpt_optim_create(mg_gpt_optim **out, const mg_gpt *g)
 {
@@ -50,19 +51,21 @@ void mg_step_hp_at(const mg_train_opts *opts, int64_t iteration, mg_step_hp *hp)
 mg_status mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k, mg_comm *comm, double *norm)
 {
     double s = 0;
-    for (size_t i = 0; i < g->nt; i++) s += mgk_sumsq(k, g->grads + g->t[i].offset, g->t[i].numel);
+    for (size_t i = 0; i < g->nt; i++)
+        if (mg_gpt_tensor_in_norm(g, &g->t[i]))
+            s += mgk_sumsq(k, g->grads + g->t[i].offset, g->t[i].numel);
     MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(comm, MG_COMM_MODEL), &s, 1));
     *norm = sqrt(s);
     return MG_OK;
 }
 
-/* Data-parallel gradient average: sum over the replicas, divided by their number. */
+/* Data-parallel gradient average as megatron-core's DDP (average_in_collective False):
+ * each replica scales by 1 / DP, then the replicas are summed. */
 static mg_status reduce_grads(mg_gpt *g, const mg_kctx *k, mg_comm *comm)
 {
     mg_comm *dp = mg_comm_group(comm, MG_COMM_DATA);
-    MG_FORWARD(mg_comm_allreduce_sum_f32(dp, g->grads, g->numel));
     if (mg_comm_size(dp) > 1) mgk_scale(k, g->grads, g->numel, 1.0f / (float)mg_comm_size(dp));
-    return MG_OK;
+    return mg_comm_allreduce_sum_f32(dp, g->grads, g->numel);
 }
 
 static void adamw_all(mg_gpt *g, mg_gpt_optim *o, const mg_kctx *k, const mg_step_hp *hp,
@@ -82,34 +85,51 @@ mg_status mg_gpt_train_step(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a, const mg
 {
     mg_comm *comm = NULL;
     MG_FORWARD(mg_comm_create_single(&comm));
-    mg_status st = mg_gpt_train_step_comm(g, o, a, k, comm, micro, nmicro, hp, res);
+    mg_sched sched = {&a, 1, 0};
+    mg_status st = mg_gpt_train_step_comm(g, o, &sched, k, comm, micro, nmicro, hp, res);
     mg_comm_free(comm);
     return st;
 }
 
-mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a,
+double mg_clip_coeff(double clip_grad, double grad_norm)
+{
+    double coeff = clip_grad > 0 ? clip_grad / (grad_norm + 1.0e-6) : 1.0;
+    return coeff < 1.0 ? coeff : 1.0;
+}
+
+/* Megatron's lm loss: summed over the data-parallel replicas on the last stage, then
+ * broadcast from it to the other stages. */
+static mg_status reduce_loss(mg_comm *comm, double lsum[2])
+{
+    mg_comm *pp = mg_comm_group(comm, MG_COMM_PIPELINE);
+    MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(comm, MG_COMM_DATA), lsum, 2));
+    return mg_comm_broadcast(pp, lsum, 2 * (int64_t)sizeof(double), mg_comm_size(pp) - 1);
+}
+
+mg_status mg_gpt_accumulate(mg_gpt *g, const mg_sched *sched, const mg_kctx *k, mg_comm *comm,
+                            const mg_gpt_batch *micro, int64_t nmicro, double *loss)
+{
+    MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
+    double lsum[2] = {0, 0}; /* masked token loss sum, token count (last stage) */
+    mg_gpt_zero_grads(g);
+    MG_FORWARD(mg_sched_train(g, k, comm, sched, micro, nmicro, 1.0 / (double)nmicro, lsum));
+    MG_FORWARD(mg_gpt_sync_grads(g, comm, sched->sequence_parallel));
+    MG_FORWARD(reduce_loss(comm, lsum));
+    *loss = lsum[1] > 0 ? lsum[0] / lsum[1] : 0.0;
+    return MG_OK;
+}
+
+mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, const mg_sched *sched,
                                  const mg_kctx *k, mg_comm *comm, const mg_gpt_batch *micro,
                                  int64_t nmicro, const mg_step_hp *hp, mg_step_result *res)
 {
-    MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
     MG_RETURN_IF(o->numel != g->numel, MG_ERR_ARG, "train step: optimizer of another model");
-    double lsum[2] = {0, 0}; /* masked token loss sum, token count */
-    mg_gpt_zero_grads(g);
-    for (int64_t i = 0; i < nmicro; i++) {
-        double loss;
-        MG_FORWARD(mg_gpt_forward(g, a, k, &micro[i], &loss));
-        lsum[0] += loss * a->denom;
-        lsum[1] += a->denom;
-        MG_FORWARD(mg_gpt_backward(g, a, k, 1.0 / (double)nmicro));
-    }
+    MG_FORWARD(mg_gpt_accumulate(g, sched, k, comm, micro, nmicro, &res->loss));
     MG_FORWARD(reduce_grads(g, k, comm));
-    MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(comm, MG_COMM_DATA), lsum, 2));
-    res->loss = lsum[1] > 0 ? lsum[0] / lsum[1] : 0.0;
     MG_FORWARD(mg_gpt_grad_norm(g, k, comm, &res->grad_norm));
     res->skipped = !isfinite(res->grad_norm);
     if (res->skipped) return MG_OK;
-    double coeff = hp->clip_grad > 0 ? hp->clip_grad / (res->grad_norm + 1.0e-6) : 1.0;
     o->step++;
-    adamw_all(g, o, k, hp, coeff < 1.0 ? coeff : 1.0);
+    adamw_all(g, o, k, hp, mg_clip_coeff(hp->clip_grad, res->grad_norm));
     return MG_OK;
 }

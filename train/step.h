@@ -18,14 +18,20 @@
  *     (Megatron's scheduler steps after the optimizer).
  *   - The optimizer state (m, v) has the model's buffer layout.
  *   - Collectives go through comm.h on the groups of the world communicator passed to
- *     mg_gpt_train_step_comm(): after the micro-batches the gradients are all-reduced
- *     (summed, then divided by the group size when it is > 1) over the data-parallel group,
- *     the loss numerator and token count are summed over the data-parallel group, and the
- *     gradient sum of squares over the model-parallel group (tensor x pipeline; data-
- *     parallel replicas hold the same reduced gradients, so they are not added again;
- *     tensor-parallel duplicates such as norms are not excluded yet: TP = 1 only). With the
- *     single-process communicator these are no-ops and the results are bit-identical.
- *     mg_gpt_train_step() is the same step on a single-process communicator of its own.
+ *     mg_gpt_train_step_comm(): the micro-batches run through the pipeline schedule
+ *     (schedule.h: 1F1B over the pipeline group, tensor-parallel collectives inside the
+ *     model); then the sequence-parallel and tied-embedding partial gradients are
+ *     completed (grad_sync.h), the loss numerator and token count summed over the data-
+ *     parallel group on the last stage and broadcast from it over the pipeline group
+ *     (every rank reports Megatron's lm loss: mg_gpt_accumulate), the gradients scaled by
+ *     1 / DP and summed over the data-parallel group (megatron-core's DDP order), and the
+ *     gradient sum of squares
+ *     summed over the model-parallel group (tensor x pipeline) counting each parameter
+ *     once: replicated tensors on tensor-parallel rank 0 only, not the tied copy (data-
+ *     parallel replicas hold the same reduced gradients, so they are not added again).
+ *     With the single-process communicator these are no-ops and the results are
+ *     bit-identical to the plain loop. mg_gpt_train_step() is the same step on one arena
+ *     and a single-process communicator of its own.
  */
 #ifndef MG_TRAIN_STEP_H
 #define MG_TRAIN_STEP_H
@@ -35,6 +41,7 @@
 #include "comm.h"
 #include "model.h"
 #include "options.h"
+#include "schedule.h"
 
 typedef struct {
     float *m, *v;      /* Adam moments, g->numel floats each */
@@ -64,8 +71,16 @@ mg_status mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k, mg_comm *comm, dou
 mg_status mg_gpt_train_step(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a, const mg_kctx *k,
                             const mg_gpt_batch *micro, int64_t nmicro, const mg_step_hp *hp,
                             mg_step_result *res);
-/* The step with its collectives on comm's groups (see the contract). */
-mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a,
+/* Megatron's clip coefficient: clip_grad / (norm + 1e-6), at most 1 (clip_grad 0: 1). */
+double mg_clip_coeff(double clip_grad, double grad_norm);
+/* The first half of a step: zeroed gradients, the micro-batches through the schedule
+ * (backward scale 1/nmicro), the model-parallel gradient sums (grad_sync.h) and the lm
+ * loss (data-parallel sum on the last stage, broadcast over the pipeline) into *loss. */
+mg_status mg_gpt_accumulate(mg_gpt *g, const mg_sched *sched, const mg_kctx *k, mg_comm *comm,
+                            const mg_gpt_batch *micro, int64_t nmicro, double *loss);
+/* The step with its collectives on comm's groups and the arenas of sched (see the
+ * contract). */
+mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, const mg_sched *sched,
                                  const mg_kctx *k, mg_comm *comm, const mg_gpt_batch *micro,
                                  int64_t nmicro, const mg_step_hp *hp, mg_step_result *res);
 

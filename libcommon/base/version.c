@@ -13,6 +13,8 @@ static const mg_feature features[] = {
     MG_FEATURE(UTF8PROC, "utf8proc"),
     MG_FEATURE(BLAS, "OpenBLAS"),
     MG_FEATURE(OPENMP, "OpenMP"),
+    MG_FEATURE(MPI, "MPI"),   /* mg-train's communication (COMM_DEFS of mk/config.mk) */
+    MG_FEATURE(NCCL, "NCCL"),
 };
 
 const char *mg_revision(void)

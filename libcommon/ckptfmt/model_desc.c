@@ -2,7 +2,7 @@
  * `args` Namespace reader/writer. config.json lives in model_desc_hf.c.
  *
  * Contract (mg/model_desc.h): args written carry every model argument Megatron's
- * load_args_from_checkpoint / check_checkpoint_args reads (spec §2.2); args read must
+ * load_args_from_checkpoint / check_checkpoint_args reads (docs/FORMATS.md §5.2); args read must
  * describe a dense GPT model of a supported family (MoE, virtual pipeline, rotary
  * interleaving, layernorm-1p, qk-layernorm refused as "not supported yet").
  */

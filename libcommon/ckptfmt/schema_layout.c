@@ -1,7 +1,7 @@
 /* schema_layout.c — mg/schema.h: TP shard shapes and divisibility, pipeline placement
  * (even, or uneven first/last stage), and the `_extra_state` keys of each stage.
  *
- * Contract (mg/schema.h; spec §2.4.2, §2.4.5, §2.5, §2.9): TE layers carry extra states on
+ * Contract (mg/schema.h; docs/FORMATS.md §5.3-5.8): TE layers carry extra states on
  * linear_qkv, core_attention, linear_proj, linear_fc1, linear_fc2; local layers on the four
  * linears; the last stage also on output_layer (both specs, tied or not).
  */

@@ -2,7 +2,7 @@
  * idxds_merge.c, idxds_spill.c and idxds_view.c. Never included by the tools.
  *
  * Contract:
- *   - MG_IDX_MAGIC / MG_IDX_HEADER_SIZE: the fixed 34-byte .idx header (spec §1.2).
+ *   - MG_IDX_MAGIC / MG_IDX_HEADER_SIZE: the fixed 34-byte .idx header (docs/FORMATS.md §1.2).
  *   - mg_idx_path_alloc(): malloc'd "prefix" + "suffix" (caller frees); NULL with
  *     MG_ERR_NOMEM set on failure.
  *   - mg_idx_is_multimodal(): whether an opened dataset carries a modes array (inferred from

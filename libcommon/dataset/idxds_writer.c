@@ -331,7 +331,7 @@ typedef struct {
     int64_t next; /* pointer of the next sequence */
 } pointer_pass;
 
-/* Pointers of one chunk of lengths (spec §1.3), written a block at a time. */
+/* Pointers of one chunk of lengths (docs/FORMATS.md §1.2), written a block at a time. */
 static mg_status write_pointer_chunk(void *ctx, const void *data, size_t len)
 {
     pointer_pass *pp = ctx;

@@ -389,7 +389,7 @@ def expected_megatron(family, hf_dir, tp, pp, impl="transformer_engine", divisib
 
 
 def expected_args(family, hf_dir, tp, pp):
-    """Model args Megatron needs to rebuild the model (spec §2.2), from config.json."""
+    """Model args Megatron needs to rebuild the model (docs/FORMATS.md §5.2), from config.json."""
     c = hf_config(hf_dir)
     if family == "gpt2":
         H = c["n_embd"]

@@ -64,10 +64,11 @@ def mcore(tmp_path_factory):
         dist.destroy_process_group()
 
 
-def build_gpt_model(mcore, args, init=False):
+def build_gpt_model(mcore, args, init=False, **config):
     """GPTModel (local spec) from a checkpoint's args, the way Megatron maps args to its config;
     init: megatron-core's own initialisation (--use-cpu-initialization: init_method N(0, 0.02)
-    over each whole tensor, the padded vocabulary rows included, from torch's CPU generator)."""
+    over each whole tensor, the padded vocabulary rows included, from torch's CPU generator);
+    config: more TransformerConfig fields, e.g. tensor_model_parallel_size."""
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.transformer_config import TransformerConfig
@@ -82,7 +83,8 @@ def build_gpt_model(mcore, args, init=False):
         bf16=bool(args.bf16), fp16=bool(args.fp16),
         use_cpu_initialization=True, perform_initialization=init, hidden_dropout=0.0, attention_dropout=0.0,
         bias_dropout_fusion=False, apply_rope_fusion=False, masked_softmax_fusion=False,
-        bias_activation_fusion=False, persist_layer_norm=False, gradient_accumulation_fusion=False)
+        bias_activation_fusion=False, persist_layer_norm=False, gradient_accumulation_fusion=False,
+        **config)
     model = GPTModel(
         config=cfg, transformer_layer_spec=get_gpt_layer_local_spec(normalization=args.normalization),
         vocab_size=args.padded_vocab_size, max_sequence_length=args.max_position_embeddings,

@@ -15,7 +15,7 @@ MG_TEST(comm_single_groups)
     MG_CHECK_EQ_INT(t, mg_comm_size(w), 1);
     MG_CHECK_EQ_INT(t, mg_comm_rank(w), 0);
     MG_CHECK_EQ_STR(t, mg_comm_name(w), "world");
-    const char *names[] = {"world", "tensor", "pipeline", "data", "model"};
+    const char *names[] = {"world", "tensor", "pipeline", "data", "model", "embedding"};
     for (int i = 0; i < MG_COMM_NGROUPS; i++) {
         mg_comm *g = mg_comm_group(w, (mg_comm_kind)i), *byname = NULL;
         MG_CHECK_EQ_STR(t, mg_comm_name(g), names[i]);

@@ -13,6 +13,7 @@
 #include "memory_plan.h"
 #include "model.h"
 #include "options.h"
+#include "schedule.h"
 #include "step.h"
 #include "train_cmdline.h"
 
@@ -260,11 +261,44 @@ MG_TEST(model_init_same_on_pp_stage)
         MG_CHECK(t, v && v->param.layer == 1 &&
                         memcmp(s->params + v->offset, x, (size_t)v->numel * 4) == 0);
         MG_CHECK(t, mg_gpt_find(s, "decoder.final_layernorm.weight") != NULL);
+        /* the last stage's copy of the tied embeddings: same values, not in the norm */
+        const mg_gpt_tensor *c = mg_gpt_find(s, "output_layer.weight");
+        const mg_gpt_tensor *e = mg_gpt_find(full, "embedding.word_embeddings.weight");
+        MG_CHECK(t, c && e && c->tied_copy && !mg_gpt_tensor_in_norm(s, c) &&
+                        c->numel == e->numel &&
+                        memcmp(s->params + c->offset, full->params + e->offset,
+                               (size_t)e->numel * 4) == 0);
+        MG_CHECK(t, mg_gpt_tensor_in_norm(full, e) && !e->tied_copy);
     }
     mg_gpt_free(full);
     mg_gpt_free(s);
     mg_train_opts_free(&o1);
     mg_train_opts_free(&o2);
+}
+
+/* Which tensors count in the gradient norm and which SP gradients are partial sums. */
+MG_TEST(model_tp_duplicates_and_sp_tensors)
+{
+    mg_train_opts o;
+    mg_gpt_layout lay = {2, 1, 0, 2, 1, 1};
+    mg_gpt *s = make(t, &o, BASE, &lay);
+    if (!s) return;
+    const mg_gpt_tensor *norm = mg_gpt_find(s, "decoder.final_layernorm.weight");
+    const mg_gpt_tensor *bias = mg_gpt_find(s, "decoder.layers.0.mlp.linear_fc2.bias");
+    const mg_gpt_tensor *pos = mg_gpt_find(s, "embedding.position_embeddings.weight");
+    const mg_gpt_tensor *qkv = mg_gpt_find(s, "decoder.layers.0.self_attention.linear_qkv.bias");
+    MG_CHECK(t, norm && bias && pos && qkv);
+    if (norm && bias && pos && qkv) {
+        MG_CHECK(t, !mg_gpt_tensor_in_norm(s, norm) && !mg_gpt_tensor_in_norm(s, pos));
+        MG_CHECK(t, mg_gpt_tensor_in_norm(s, qkv)); /* sharded: every rank counts its part */
+        MG_CHECK(t, mg_gpt_tensor_sp_reduced(norm) && mg_gpt_tensor_sp_reduced(bias));
+        MG_CHECK(t, !mg_gpt_tensor_sp_reduced(pos) && !mg_gpt_tensor_sp_reduced(qkv));
+    }
+    MG_CHECK_EQ_INT(t, mg_sched_slots(4, 0, 6), 4);
+    MG_CHECK_EQ_INT(t, mg_sched_slots(4, 3, 6), 1);
+    MG_CHECK_EQ_INT(t, mg_sched_slots(4, 0, 2), 2);
+    mg_gpt_free(s);
+    mg_train_opts_free(&o);
 }
 
 /* An HF file has no padding rows (loading leaves them zero): the round trip is exact for a
@@ -407,7 +441,7 @@ MG_TEST(model_refusals)
     mg_gpt_layout lay = {2, 0, 0, 2, 1, 1};
     mg_gpt *s = NULL;
     MG_CHECK_OK(t, mg_gpt_create(&s, &o.model, &lay, &g->opt));
-    if (s) MG_CHECK_ERR(t, mg_gpt_acts_create(&a, s, &k, 1, 4), MG_ERR_UNSUPPORTED, "tensor");
+    if (s) MG_CHECK_ERR(t, mg_gpt_acts_create(&a, s, &k, 1, 4), MG_ERR_ARG, "without its group");
     mg_gpt_free(s);
     lay.tp = 3;
     MG_CHECK_ERR(t, mg_gpt_create(&s, &o.model, &lay, &g->opt), MG_ERR_ARG, "padded vocabulary");

@@ -1,6 +1,6 @@
 /* test_schema.c — mg/schema.h: parameter lists and canonical shapes per family, names in
  * every format, shard shapes, TP divisibility, pipeline placement (spec Appendix A.3),
- * vocabulary padding (spec §2.8 table) and extra-state keys. */
+ * vocabulary padding (docs/FORMATS.md §5.7) and extra-state keys. */
 #include <stdlib.h>
 #include <string.h>
 

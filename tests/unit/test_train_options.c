@@ -143,6 +143,32 @@ MG_TEST(train_options_errors)
            "required: --lr");
 }
 
+/* Megatron's layer placement, uneven stages and sequence parallelism's conditions. */
+MG_TEST(train_options_parallel)
+{
+    expect(t, BASE "--pipeline-model-parallel-size 4", MG_ERR_ARG,
+           "2 layers cannot be split evenly over 4 pipeline stages");
+    expect(t, BASE "--decoder-first-pipeline-num-layers 1", MG_ERR_ARG,
+           "need --pipeline-model-parallel-size > 1");
+    expect(t, BASE "--num-layers 6 --pipeline-model-parallel-size 4 "
+              "--decoder-first-pipeline-num-layers 1", MG_ERR_ARG,
+           "6 layers cannot be placed on 4 pipeline stages with 1 first and 0 last");
+    expect(t, BASE "--tensor-model-parallel-size 2 --save d --save-interval 1 "
+              "--ckpt-format torch_dist", MG_ERR_UNSUPPORTED,
+           "not supported yet: --ckpt-format torch_dist with tensor or pipeline parallelism");
+    expect(t, BASE "--tensor-model-parallel-size 2 --sequence-parallel --seq-length 31 "
+              "--max-position-embeddings 32", MG_ERR_ARG, "--seq-length 31 is not a multiple");
+    mg_train_opts o;
+    MG_CHECK_OK(t, parse(&o, BASE "--num-layers 6 --pipeline-model-parallel-size 4 "
+                             "--decoder-first-pipeline-num-layers 1 "
+                             "--decoder-last-pipeline-num-layers 1 --sequence-parallel"));
+    MG_CHECK(t, o.model.pp_first == 1 && o.model.pp_last == 1 && !o.sequence_parallel);
+    mg_train_opts_free(&o);
+    MG_CHECK_OK(t, parse(&o, BASE "--tensor-model-parallel-size 2 --sequence-parallel"));
+    MG_CHECK(t, o.sequence_parallel);
+    mg_train_opts_free(&o);
+}
+
 MG_TEST(train_options_vocab)
 {
     mg_train_opts o;

@@ -2,7 +2,7 @@
  * mg-convert and mg-train: which folder is a torch_dist checkpoint, the keys of a parameter
  * and of the `_extra_state` objects, metadata.json.
  *
- * Contract (../shared/specs/megatron-ckpt.md §1.3, §4.4):
+ * Contract (docs/FORMATS.md §5.10):
  *   - A folder holds torch_dist when it has metadata.json naming "sharded_backend":
  *     "torch_dist" (what Megatron's dist_checkpointing.check_is_distributed_checkpoint and
  *     load look at).

@@ -1,0 +1,62 @@
+/* ckpt_shards.c — writes mg-train's checkpoint of a freshly initialised model as the
+ * writers of a TP x PP run would (train/checkpoint.h's begin / write per shard / commit),
+ * from one process, for tests/interop/test_dist_ckpt.py.
+ *
+ * Usage: ckpt_shards DIR ITERATION MEGATRON-FLAGS...
+ *   The model and its layout (--tensor-model-parallel-size, --pipeline-model-parallel-size;
+ *   layers split evenly over the stages) come from the flags; every shard holds Megatron's
+ *   initialisation from --seed (layout-independent), zero moments at step 0. Exit 0, or 2
+ *   with a message.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "train/checkpoint.h"
+#include "train/options.h"
+
+static void ok(mg_status st, const char *what)
+{
+    if (st == MG_OK) return;
+    fprintf(stderr, "ckpt_shards: error: %s: %s\n", what, mg_last_error());
+    exit(2);
+}
+
+static void write_one(const char *dir, const mg_train_opts *o, int64_t tp_rank,
+                      int64_t pp_rank, const mg_train_ckpt_state *st)
+{
+    const mg_model_desc *m = &o->model;
+    int64_t per = m->num_layers / m->pp;
+    mg_gpt_layout lay = {m->tp, tp_rank, pp_rank * per, per, pp_rank == 0,
+                         pp_rank == m->pp - 1};
+    mg_gpt_opts mo = {mg_gpt_default_gelu(m), o->init_method_std, (uint64_t)o->seed,
+                      o->mask_vocab_padding};
+    mg_gpt *g = NULL;
+    mg_gpt_optim *opt = NULL;
+    ok(mg_gpt_create(&g, m, &lay, &mo), "model");
+    mg_gpt_init_params(g);
+    ok(mg_gpt_optim_create(&opt, g), "optimizer");
+    mg_train_ckpt_shard sh = {tp_rank, pp_rank, m->pp};
+    ok(mg_train_ckpt_write(dir, &sh, o, g, opt, st), "write");
+    mg_gpt_optim_free(opt);
+    mg_gpt_free(g);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: ckpt_shards DIR ITERATION MEGATRON-FLAGS...\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    int64_t it = atoll(argv[2]);
+    mg_train_opts o;
+    ok(mg_train_parse(&o, argc - 2, argv + 2), "flags");
+    ok(mg_train_resolve_vocab(&o), "vocabulary");
+    mg_train_ckpt_state st = {it, it * o.global_batch_size, 0, 0, 1};
+    ok(mg_train_ckpt_begin(dir, it), "begin");
+    for (int64_t p = 0; p < o.model.pp; p++)
+        for (int64_t r = 0; r < o.model.tp; r++) write_one(dir, &o, r, p, &st);
+    ok(mg_train_ckpt_commit(dir, it), "commit");
+    mg_train_opts_free(&o);
+    return 0;
+}

@@ -1,0 +1,297 @@
+/* comm_nccl.c — the NCCL backend (comm_internal.h): device buffers (CUDA pointers).
+ *
+ * Bootstrap: rank 0 makes the NCCL unique id and hands it to the others, over MPI when the
+ * launch is MPI's (mpirun / srun, in a build with MPI) or over TCP from torchrun's
+ * MASTER_ADDR / MASTER_PORT (comm_tcp.h). The device is cfg->device, else LOCAL_RANK.
+ * Communicators are non-blocking (ncclConfig_t.blocking = 0): every call is enqueued on the
+ * group's stream and completion is polled (cudaStreamQuery, ncclCommGetAsyncError) against
+ * the world's deadline; a timeout aborts the communicator (ncclCommAbort) and names the
+ * rank, group and operation (NCCL does not say which peer is missing). Groups are
+ * ncclCommSplit of the world with the same color / key as the MPI backend. NCCL's own
+ * reduction order: every rank gets the same bits, not necessarily in rank order.
+ * Abort: MPI_Abort under MPI, else exit (torchrun ends the other ranks).
+ */
+#include "comm_internal.h"
+
+#if MG_HAVE_NCCL
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "comm_tcp.h"
+
+#if MG_HAVE_MPI
+#include <mpi.h>
+#endif
+
+typedef struct {
+    ncclComm_t comm;
+    cudaStream_t stream;
+    float *one;        /* a device float for the barrier */
+    int mpi_finalize;  /* world: MPI was initialised here for the bootstrap */
+} nccl_group;
+
+static nccl_group *G(mg_comm *c) { return c->impl; }
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static mg_status fail(mg_comm *c, const char *op, const char *what)
+{
+    char me[64];
+    comm_peer_str(c, c->rank, me, sizeof me);
+    return mg_error_set(MG_ERR_IO, "%s on the %s group (%lld ranks, NCCL) %s on %s of %lld", op,
+                        mg_comm_name(c), (long long)c->size, what, me,
+                        (long long)c->world->size);
+}
+
+static mg_status nccl_ok(mg_comm *c, const char *op, ncclResult_t r)
+{
+    if (r == ncclSuccess || r == ncclInProgress) return MG_OK;
+    char what[256];
+    snprintf(what, sizeof what, "failed: %s", ncclGetErrorString(r));
+    return fail(c, op, what);
+}
+
+/* Polls the group's stream and communicator until the enqueued work is done. */
+static mg_status wait_stream(mg_comm *c, const char *op)
+{
+    nccl_group *g = G(c);
+    double timeout = c->world->timeout_s, deadline = now_s() + timeout;
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(g->stream);
+        if (e == cudaSuccess) return MG_OK;
+        if (e != cudaErrorNotReady) {
+            char what[256];
+            snprintf(what, sizeof what, "failed: CUDA %s", cudaGetErrorString(e));
+            return fail(c, op, what);
+        }
+        ncclResult_t async = ncclSuccess;
+        ncclCommGetAsyncError(g->comm, &async);
+        MG_FORWARD(nccl_ok(c, op, async));
+        if (timeout > 0 && now_s() > deadline) {
+            ncclCommAbort(g->comm);
+            g->comm = NULL;
+            char what[96];
+            snprintf(what, sizeof what,
+                     "timed out after %g s (--distributed-timeout-minutes)", timeout);
+            return fail(c, op, what);
+        }
+        struct timespec ts = {0, 50 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Waits for a non-blocking communicator call (init, split) to finish. */
+static mg_status wait_comm(mg_comm *c, ncclComm_t comm, const char *op, double deadline)
+{
+    for (;;) {
+        ncclResult_t r = ncclInProgress;
+        ncclCommGetAsyncError(comm, &r);
+        if (r == ncclSuccess) return MG_OK;
+        MG_FORWARD(nccl_ok(c, op, r));
+        if (now_s() > deadline) {
+            ncclCommAbort(comm);
+            return fail(c, op, "timed out (--distributed-timeout-minutes)");
+        }
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static ncclDataType_t nccl_type(comm_dtype t) { return t == COMM_F32 ? ncclFloat : ncclDouble; }
+
+static mg_status n_allreduce(mg_comm *c, void *buf, int64_t n, comm_dtype t)
+{
+    MG_FORWARD(nccl_ok(c, "all-reduce", ncclAllReduce(buf, buf, (size_t)n, nccl_type(t), ncclSum,
+                                                      G(c)->comm, G(c)->stream)));
+    return wait_stream(c, "all-reduce");
+}
+
+static mg_status n_allgather(mg_comm *c, void *recv, const void *send, int64_t bytes)
+{
+    MG_FORWARD(nccl_ok(c, "all-gather", ncclAllGather(send, recv, (size_t)bytes, ncclUint8,
+                                                      G(c)->comm, G(c)->stream)));
+    return wait_stream(c, "all-gather");
+}
+
+static mg_status n_reduce_scatter(mg_comm *c, float *recv, const float *send, int64_t n)
+{
+    MG_FORWARD(nccl_ok(c, "reduce-scatter",
+                       ncclReduceScatter(send, recv, (size_t)n, ncclFloat, ncclSum, G(c)->comm,
+                                         G(c)->stream)));
+    return wait_stream(c, "reduce-scatter");
+}
+
+static mg_status n_broadcast(mg_comm *c, void *buf, int64_t bytes, int64_t root)
+{
+    MG_FORWARD(nccl_ok(c, "broadcast", ncclBroadcast(buf, buf, (size_t)bytes, ncclUint8,
+                                                     (int)root, G(c)->comm, G(c)->stream)));
+    return wait_stream(c, "broadcast");
+}
+
+static mg_status n_barrier(mg_comm *c)
+{
+    nccl_group *g = G(c);
+    if (!g->one && cudaMalloc((void **)&g->one, sizeof(float)) != cudaSuccess)
+        return fail(c, "barrier", "failed: cudaMalloc");
+    MG_FORWARD(nccl_ok(c, "barrier", ncclAllReduce(g->one, g->one, 1, ncclFloat, ncclSum,
+                                                   g->comm, g->stream)));
+    return wait_stream(c, "barrier");
+}
+
+static mg_status n_send(mg_comm *c, const void *buf, int64_t bytes, int64_t peer)
+{
+    MG_FORWARD(nccl_ok(c, "send", ncclSend(buf, (size_t)bytes, ncclUint8, (int)peer,
+                                           G(c)->comm, G(c)->stream)));
+    return wait_stream(c, "send");
+}
+
+static mg_status n_recv(mg_comm *c, void *buf, int64_t bytes, int64_t peer)
+{
+    MG_FORWARD(nccl_ok(c, "recv", ncclRecv(buf, (size_t)bytes, ncclUint8, (int)peer,
+                                           G(c)->comm, G(c)->stream)));
+    return wait_stream(c, "recv");
+}
+
+static ncclConfig_t nonblocking(void)
+{
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    return cfg;
+}
+
+static double deadline_of(const mg_comm *w)
+{
+    return now_s() + (w->timeout_s > 0 ? w->timeout_s : 1e9);
+}
+
+static mg_status n_make_group(mg_comm *c)
+{
+    nccl_group *w = G(c->world), *g = mg_calloc(1, sizeof *g);
+    if (!g) return MG_ERR_NOMEM;
+    c->impl = g;
+    if (cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking) != cudaSuccess)
+        return fail(c, "split", "failed: cudaStreamCreate");
+    ncclConfig_t cfg = nonblocking();
+    MG_FORWARD(nccl_ok(c, "split", ncclCommSplit(w->comm, (int)c->world_ranks[0], (int)c->rank,
+                                                 &g->comm, &cfg)));
+    return wait_comm(c, g->comm, "split", deadline_of(c->world));
+}
+
+static void n_free_group(mg_comm *c)
+{
+    nccl_group *g = G(c);
+    if (!g) return;
+    if (g->comm) ncclCommDestroy(g->comm);
+    if (g->stream) cudaStreamDestroy(g->stream);
+    if (g->one) cudaFree(g->one);
+#if MG_HAVE_MPI
+    if (g->mpi_finalize) MPI_Finalize();
+#endif
+    free(g);
+    c->impl = NULL;
+}
+
+static void n_abort(mg_comm *world, int code)
+{
+    for (int i = MG_COMM_NGROUPS - 1; i >= 0; i--) {
+        nccl_group *g = G(world->groups[i]);
+        if (g && g->comm) ncclCommAbort(g->comm);
+        if (g) g->comm = NULL;
+    }
+#if MG_HAVE_MPI
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (inited) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+    _exit(code);
+}
+
+static const comm_backend nccl_backend = {
+    "nccl", n_allreduce, n_allgather, n_reduce_scatter, n_broadcast, n_barrier,
+    n_send, n_recv, n_make_group, n_free_group, n_abort};
+
+/* Rank 0's unique id to every rank: over MPI for an MPI launch, else TCP. */
+static mg_status share_id(const mg_comm_launch *l, double timeout, ncclUniqueId *id,
+                          int *mpi_finalize)
+{
+    *mpi_finalize = 0;
+    if (l->kind == MG_LAUNCH_MPI) {
+#if MG_HAVE_MPI
+        int inited = 0;
+        MPI_Initialized(&inited);
+        if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS)
+            return mg_error_set(MG_ERR_IO, "MPI_Init failed (launched by %s)", l->launcher);
+        *mpi_finalize = !inited;
+        MG_RETURN_IF(MPI_Bcast(id, sizeof *id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS,
+                     MG_ERR_IO, "MPI_Bcast of the NCCL unique id failed");
+        return MG_OK;
+#else
+        return mg_error_set(MG_ERR_UNSUPPORTED, "not supported yet: an NCCL bootstrap under %s "
+                            "in a build without MPI: use torchrun's environment (WORLD_SIZE, "
+                            "RANK, MASTER_ADDR, MASTER_PORT)", l->launcher);
+#endif
+    }
+    return mg_comm_tcp_bcast(l->master_addr ? l->master_addr : "127.0.0.1",
+                             l->master_port ? l->master_port : 29500, l->rank, l->world_size,
+                             id, sizeof *id, timeout);
+}
+
+mg_status comm_nccl_create(mg_comm **out, const mg_comm_launch *l, const mg_comm_config *cfg)
+{
+    *out = NULL;
+    int device = cfg->device >= 0 ? cfg->device : (int)l->local_rank;
+    cudaError_t ce = cudaSetDevice(device);
+    MG_RETURN_IF(ce != cudaSuccess, MG_ERR_IO, "NCCL backend: cannot use CUDA device %d: %s",
+                 device, cudaGetErrorString(ce));
+    ncclUniqueId id;
+    if (l->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+        return mg_error_set(MG_ERR_IO, "ncclGetUniqueId failed");
+    nccl_group *w = mg_calloc(1, sizeof *w);
+    if (!w) return MG_ERR_NOMEM;
+    mg_status st = share_id(l, cfg->timeout_s, &id, &w->mpi_finalize);
+    if (st == MG_OK && cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking) != cudaSuccess)
+        st = mg_error_set(MG_ERR_IO, "NCCL backend: cudaStreamCreate failed");
+    ncclConfig_t nc = nonblocking();
+    if (st == MG_OK) {
+        ncclResult_t r = ncclCommInitRankConfig(&w->comm, (int)l->world_size, id, (int)l->rank,
+                                                &nc);
+        if (r != ncclSuccess && r != ncclInProgress)
+            st = mg_error_set(MG_ERR_IO, "ncclCommInitRank: %s", ncclGetErrorString(r));
+    }
+    if (st == MG_OK) {
+        mg_comm tmp = {.kind = MG_COMM_WORLD, .size = l->world_size, .rank = l->rank,
+                       .impl = w};
+        tmp.world = &tmp;
+        tmp.timeout_s = cfg->timeout_s;
+        st = wait_comm(&tmp, w->comm, "init", deadline_of(&tmp));
+        if (st != MG_OK) w->comm = NULL;
+    }
+    if (st != MG_OK) {
+        mg_comm tmp = {.impl = w};
+        n_free_group(&tmp);
+        return st;
+    }
+    return comm_world_build(out, &nccl_backend, w, l->world_size, l->rank, cfg);
+}
+
+#else /* !MG_HAVE_NCCL */
+
+mg_status comm_nccl_create(mg_comm **out, const mg_comm_launch *l, const mg_comm_config *cfg)
+{
+    (void)l, (void)cfg;
+    *out = NULL;
+    return mg_error_set(MG_ERR_UNSUPPORTED, "not supported yet: the NCCL backend: this "
+                        "mg-train was built without NCCL (nccl.h and libnccl)");
+}
+
+#endif

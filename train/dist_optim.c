@@ -1,0 +1,349 @@
+/* dist_optim.c — dist_optim.h: megatron-core's distributed optimizer layout and step. */
+#include "dist_optim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg/pickle.h"
+#include "mg/torchfile.h"
+#include "model_internal.h"
+#include "param_order.h"
+
+static int64_t pad_to(int64_t x, int64_t d) { return (x + d - 1) / d * d; }
+
+static int64_t gcd(int64_t a, int64_t b) { return b ? gcd(b, a % b) : a; }
+
+/* LanguageModule.setup_embeddings_and_output_layer: with tied embeddings and PP > 1 the
+ * first stage's word embedding and the last stage's output layer are "shared_embedding". */
+static int shared_embedding(const mg_gpt *g, const mg_gpt_tensor *t)
+{
+    if (!g->m.tied_embeddings || (g->lay.first_stage && g->lay.last_stage)) return 0;
+    if (g->lay.first_stage) return strcmp(t->name, "embedding.word_embeddings.weight") == 0;
+    return g->lay.last_stage && strcmp(t->name, "output_layer.weight") == 0;
+}
+
+mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, mg_names nm)
+{
+    memset(l, 0, sizeof *l);
+    l->dp = dp;
+    l->start = mg_calloc(g->nt ? g->nt : 1, sizeof *l->start);
+    l->bucket = mg_calloc(g->nt + 2, sizeof *l->bucket);
+    l->unpadded = mg_calloc(g->nt + 2, sizeof *l->unpadded);
+    size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
+    mg_tname *names = mg_gpt_names(g, nm);
+    if (!l->start || !l->bucket || !l->unpadded || !order || !names) {
+        free(order);
+        free(names);
+        mg_dist_layout_free(l);
+        return MG_ERR_NOMEM;
+    }
+    mg_gpt_param_order(g, names, -1, order, 0);
+    free(names);
+    int64_t div = dp / gcd(dp, 128) * 128; /* lcm(DP, 128) */
+    int64_t pos = 0, in_bucket = 0;
+    for (size_t i = g->nt; i-- > 0;) { /* params[::-1] in Megatron's parameter order */
+        size_t j = order[i];
+        const mg_gpt_tensor *t = &g->t[j];
+        int own = shared_embedding(g, t);
+        pos = pad_to(pos, 64);
+        if (own && in_bucket) { /* close the bucket before it */
+            l->unpadded[l->nbuckets] = pos - l->bucket[l->nbuckets];
+            pos = pad_to(pos, div);
+            l->bucket[++l->nbuckets] = pos;
+            in_bucket = 0;
+        }
+        l->start[j] = pos;
+        pos += t->numel;
+        in_bucket++;
+        if (own) { /* and after it */
+            l->unpadded[l->nbuckets] = pos - l->bucket[l->nbuckets];
+            pos = pad_to(pos, div);
+            l->bucket[++l->nbuckets] = pos;
+            in_bucket = 0;
+        }
+    }
+    if (in_bucket) {
+        l->unpadded[l->nbuckets] = pos - l->bucket[l->nbuckets];
+        l->bucket[l->nbuckets + 1] = pad_to(pos, div);
+        l->nbuckets++;
+    }
+    l->numel = l->bucket[l->nbuckets];
+    free(order);
+    return MG_OK;
+}
+
+void mg_dist_layout_free(mg_dist_layout *l)
+{
+    free(l->start);
+    free(l->bucket);
+    free(l->unpadded);
+    memset(l, 0, sizeof *l);
+}
+
+mg_status mg_dist_optim_create(mg_dist_optim **out, const mg_gpt *g, mg_comm *world,
+                               mg_names nm)
+{
+    *out = NULL;
+    mg_comm *dp = mg_comm_group(world, MG_COMM_DATA);
+    mg_dist_optim *o = mg_calloc(1, sizeof *o);
+    if (!o) return MG_ERR_NOMEM;
+    mg_status st = mg_dist_layout_build(&o->lay, g, mg_comm_size(dp), nm);
+    if (st == MG_OK) {
+        o->dp_rank = mg_comm_rank(dp);
+        o->shard = o->lay.numel / o->lay.dp;
+        o->buf = mg_calloc((size_t)(o->lay.numel ? o->lay.numel : 1), sizeof(float));
+        o->gshard = mg_calloc((size_t)(o->shard ? o->shard : 1), sizeof(float));
+        o->m = mg_calloc((size_t)(o->shard ? o->shard : 1), sizeof(float));
+        o->v = mg_calloc((size_t)(o->shard ? o->shard : 1), sizeof(float));
+        if (!o->buf || !o->gshard || !o->m || !o->v) st = MG_ERR_NOMEM;
+    }
+    if (st != MG_OK) {
+        mg_dist_optim_free(o);
+        return st;
+    }
+    *out = o;
+    return MG_OK;
+}
+
+void mg_dist_optim_free(mg_dist_optim *o)
+{
+    if (!o) return;
+    mg_dist_layout_free(&o->lay);
+    free(o->buf);
+    free(o->gshard);
+    free(o->m);
+    free(o->v);
+    free(o);
+}
+
+/* Bucket b's slice owned by this rank: buffer range [*lo, *lo + *n) and its offset in the
+ * shard arrays. */
+static void slice(const mg_dist_optim *o, int64_t b, int64_t *lo, int64_t *n, int64_t *at)
+{
+    const int64_t *bk = o->lay.bucket;
+    *n = (bk[b + 1] - bk[b]) / o->lay.dp;
+    *lo = bk[b] + o->dp_rank * *n;
+    *at = bk[b] / o->lay.dp;
+}
+
+/* Model layout <-> buffer layout, tensor by tensor (padding untouched). */
+static void pack(const mg_dist_optim *o, const mg_gpt *g, float *buf, const float *model)
+{
+    for (size_t j = 0; j < g->nt; j++)
+        memcpy(buf + o->lay.start[j], model + g->t[j].offset,
+               (size_t)g->t[j].numel * sizeof(float));
+}
+
+static void unpack(const mg_dist_optim *o, const mg_gpt *g, float *model, const float *buf)
+{
+    for (size_t j = 0; j < g->nt; j++)
+        memcpy(model + g->t[j].offset, buf + o->lay.start[j],
+               (size_t)g->t[j].numel * sizeof(float));
+}
+
+/* Calls fn on every piece of a tensor inside this rank's slices: the tensor's element
+ * index e0, the shard index s0 and the length. */
+typedef void (*piece_fn)(void *ctx, const mg_gpt_tensor *t, int64_t e0, int64_t s0, int64_t n);
+
+static void for_pieces(const mg_dist_optim *o, const mg_gpt *g, piece_fn fn, void *ctx)
+{
+    for (int64_t b = 0; b < o->lay.nbuckets; b++) {
+        int64_t lo, n, at;
+        slice(o, b, &lo, &n, &at);
+        for (size_t j = 0; j < g->nt; j++) {
+            int64_t ts = o->lay.start[j], te = ts + g->t[j].numel;
+            int64_t a = ts > lo ? ts : lo, e = te < lo + n ? te : lo + n;
+            if (a < e) fn(ctx, &g->t[j], a - ts, at + (a - lo), e - a);
+        }
+    }
+}
+
+typedef struct {
+    mg_dist_optim *o;
+    mg_gpt *g;
+    const mg_kctx *k;
+    mgk_adamw_hp hp;
+} adam_ctx;
+
+static void adam_piece(void *vc, const mg_gpt_tensor *t, int64_t e0, int64_t s0, int64_t n)
+{
+    adam_ctx *c = vc;
+    mgk_adamw(c->k, c->g->params + t->offset + e0, c->o->m + s0, c->o->v + s0,
+              c->o->gshard + s0, n, &c->hp, t->decay);
+}
+
+/* The shard's parameters into this rank's slices of buf (padding zero). */
+static void param_piece(void *vc, const mg_gpt_tensor *t, int64_t e0, int64_t s0, int64_t n)
+{
+    adam_ctx *c = vc;
+    (void)s0;
+    int64_t j = t - c->g->t;
+    memcpy(c->o->buf + c->o->lay.start[j] + e0, c->g->params + t->offset + e0,
+           (size_t)n * sizeof(float));
+}
+
+static mg_status reduce_scatter_grads(mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k,
+                                      mg_comm *dp)
+{
+    pack(o, g, o->buf, g->grads); /* the padding stays zero: nothing writes it */
+    if (o->lay.dp > 1) mgk_scale(k, o->buf, o->lay.numel, 1.0f / (float)o->lay.dp);
+    for (int64_t b = 0; b < o->lay.nbuckets; b++) {
+        int64_t lo, n, at;
+        slice(o, b, &lo, &n, &at);
+        MG_FORWARD(mg_comm_reduce_scatter_sum_f32(dp, o->gshard + at, o->buf + o->lay.bucket[b],
+                                                  n));
+    }
+    return MG_OK;
+}
+
+static mg_status gather_params(mg_dist_optim *o, mg_gpt *g, mg_comm *dp, adam_ctx *c)
+{
+    for_pieces(o, g, param_piece, c);
+    for (int64_t b = 0; b < o->lay.nbuckets; b++) {
+        int64_t lo, n, at;
+        slice(o, b, &lo, &n, &at);
+        MG_FORWARD(mg_comm_allgather_f32(dp, o->buf + o->lay.bucket[b], o->buf + lo, n));
+    }
+    unpack(o, g, g->params, o->buf);
+    return MG_OK;
+}
+
+typedef struct {
+    const mg_dist_optim *o;
+    const mg_gpt *g;
+    const mg_kctx *k;
+    double sumsq;
+} norm_ctx;
+
+/* The reduced gradients of a piece, where its tensor counts in the norm on this rank
+ * (mg_gpt_tensor_in_norm: a replicated tensor on TP rank 0 only, never the tied copy). */
+static void norm_piece(void *vc, const mg_gpt_tensor *t, int64_t e0, int64_t s0, int64_t n)
+{
+    norm_ctx *c = vc;
+    (void)e0;
+    if (mg_gpt_tensor_in_norm(c->g, t)) c->sumsq += mgk_sumsq(c->k, c->o->gshard + s0, n);
+}
+
+mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *world,
+                       const mg_step_hp *hp, mg_step_result *res)
+{
+    mg_comm *dp = mg_comm_group(world, MG_COMM_DATA);
+    MG_FORWARD(reduce_scatter_grads(o, g, k, dp));
+    norm_ctx nc = {o, g, k, 0.0};
+    for_pieces(o, g, norm_piece, &nc);
+    double s = nc.sumsq;
+    MG_FORWARD(mg_comm_allreduce_sum_f64(dp, &s, 1));
+    MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(world, MG_COMM_MODEL), &s, 1));
+    res->grad_norm = sqrt(s);
+    res->skipped = !isfinite(res->grad_norm);
+    if (res->skipped) return MG_OK;
+    double coeff = mg_clip_coeff(hp->clip_grad, res->grad_norm);
+    o->step++;
+    adam_ctx c = {o, g, k, {hp->lr, hp->beta1, hp->beta2, hp->eps, hp->weight_decay, o->step,
+                            coeff}};
+    for_pieces(o, g, adam_piece, &c);
+    return gather_params(o, g, dp, &c);
+}
+
+static mg_status gather_one(const mg_dist_optim *o, const mg_gpt *g, mg_comm *dp,
+                            const float *shard, float *buf, float *model)
+{
+    for (int64_t b = 0; b < o->lay.nbuckets; b++) {
+        int64_t lo, n, at;
+        slice(o, b, &lo, &n, &at);
+        MG_FORWARD(mg_comm_allgather_f32(dp, buf + o->lay.bucket[b], shard + at, n));
+    }
+    unpack(o, g, model, buf);
+    return MG_OK;
+}
+
+mg_status mg_dist_gather_moments(const mg_dist_optim *o, const mg_gpt *g, mg_comm *world,
+                                 mg_gpt_optim *full)
+{
+    mg_comm *dp = mg_comm_group(world, MG_COMM_DATA);
+    float *buf = mg_calloc((size_t)(o->lay.numel ? o->lay.numel : 1), sizeof(float));
+    if (!buf) return MG_ERR_NOMEM;
+    mg_status st = gather_one(o, g, dp, o->m, buf, full->m);
+    if (st == MG_OK) st = gather_one(o, g, dp, o->v, buf, full->v);
+    full->step = o->step;
+    free(buf);
+    return st;
+}
+
+static void take_one(const mg_dist_optim *o, const mg_gpt *g, float *buf, const float *model,
+                     float *shard)
+{
+    memset(buf, 0, (size_t)o->lay.numel * sizeof(float));
+    pack(o, g, buf, model);
+    for (int64_t b = 0; b < o->lay.nbuckets; b++) {
+        int64_t lo, n, at;
+        slice(o, b, &lo, &n, &at);
+        memcpy(shard + at, buf + lo, (size_t)n * sizeof(float));
+    }
+}
+
+void mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim *full)
+{
+    take_one(o, g, o->buf, full->m, o->m);
+    take_one(o, g, o->buf, full->v, o->v);
+    o->step = full->step;
+}
+
+/* One world tensor: the model-layout x packed into the buffer, bucket after bucket cut at
+ * numel_unpadded, into dst (sum of the unpadded sizes). */
+static void coalesce(const mg_dist_layout *l, const mg_gpt *g, const float *x, float *buf,
+                     float *dst)
+{
+    memset(buf, 0, (size_t)l->numel * sizeof(float));
+    for (size_t j = 0; j < g->nt; j++)
+        memcpy(buf + l->start[j], x + g->t[j].offset, (size_t)g->t[j].numel * sizeof(float));
+    for (int64_t b = 0, at = 0; b < l->nbuckets; at += l->unpadded[b], b++)
+        memcpy(dst + at, buf + l->bucket[b], (size_t)l->unpadded[b] * sizeof(float));
+}
+
+static mg_status state_root(mg_pk_graph *pg, const mg_dist_layout *l, const mg_gpt *g,
+                            const mg_gpt_optim *full, float *world[3], float *buf,
+                            mg_pk_obj **root)
+{
+    static const char *const keys[3] = {"param", "exp_avg", "exp_avg_sq"};
+    const float *src[3] = {g->params, full->m, full->v};
+    int64_t n = 0;
+    for (int64_t b = 0; b < l->nbuckets; b++) n += l->unpadded[b];
+    mg_pk_obj *r = mg_pk_container(pg, MG_PK_DICT), *gbuf = mg_pk_container(pg, MG_PK_DICT);
+    mg_pk_obj *t = mg_pk_container(pg, MG_PK_DICT), *key = mg_pk_container(pg, MG_PK_TUPLE);
+    if (!r || !gbuf || !t || !key) return MG_ERR_NOMEM;
+    for (int i = 0; i < 2; i++) /* (param dtype, grad dtype) */
+        MG_FORWARD(mg_pk_append(pg, key, mg_pk_global(pg, "torch", "float32")));
+    for (int k = 0; k < 3; k++) {
+        coalesce(l, g, src[k], buf, world[k]);
+        mg_pk_obj *x = mg_pk_tensor_new(pg, MG_TD_F32, 1, &n, world[k]);
+        if (!x) return MG_ERR_NOMEM;
+        MG_FORWARD(mg_pk_set(pg, t, keys[k], x));
+    }
+    MG_FORWARD(mg_pk_set(pg, t, "numel_unpadded", mg_pk_int(pg, n)));
+    MG_FORWARD(mg_pk_set_obj(pg, gbuf, key, t));
+    MG_FORWARD(mg_pk_set(pg, r, "buckets_coalesced", mg_pk_bool(pg, 1)));
+    MG_FORWARD(mg_pk_set_obj(pg, r, mg_pk_int(pg, 0), gbuf));
+    *root = r;
+    return MG_OK;
+}
+
+mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_gpt_optim *full,
+                             const char *path)
+{
+    size_t n = (size_t)(l->numel ? l->numel : 1);
+    float *buf = mg_malloc(4 * n * sizeof(float));
+    mg_pk_graph *pg = mg_pk_graph_create();
+    mg_status st = buf && pg ? MG_OK : MG_ERR_NOMEM;
+    mg_pk_obj *root = NULL;
+    if (st == MG_OK) {
+        float *world[3] = {buf + n, buf + 2 * n, buf + 3 * n};
+        st = state_root(pg, l, g, full, world, buf, &root);
+    }
+    mg_torch_save_opts so = {.archive_name = "distrib_optim"};
+    if (st == MG_OK) st = mg_torch_save(path, root, &so);
+    mg_pk_graph_free(pg);
+    free(buf);
+    return st;
+}

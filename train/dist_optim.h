@@ -1,0 +1,88 @@
+/* dist_optim.h — megatron-core's DistributedOptimizer (--use-distributed-optimizer) for
+ * mg-train's model: fp32 Adam state sharded over the data-parallel group, gradients
+ * reduce-scattered and parameters all-gathered.
+ *
+ * Contract:
+ *   - Layout (mg_dist_layout): megatron-core 0.16.1's _ParamAndGradBuffer with
+ *     use_distributed_optimizer and without --overlap-grad-reduce (bucket_size None: one
+ *     bucket): the rank's parameters in REVERSE order of megatron-core's parameters
+ *     (param_order.h: the registration order of the layer spec of the naming nm, i.e. of
+ *     --transformer-impl; reversed ≈ backward order), each
+ *     starting at a multiple of 64 elements, the bucket's end padded to a multiple of
+ *     lcm(DP, 128). A shared embedding (tied embeddings with PP > 1: the word embedding of
+ *     the first stage, the output layer of the last) gets a bucket of its own, as
+ *     _does_param_require_new_bucket. Data-parallel rank r owns the r-th of DP equal slices
+ *     of every bucket (its "shard"); padding belongs to no parameter.
+ *   - State: the fp32 Adam moments of the shard only (numel / DP floats each, bucket after
+ *     bucket) and the step count. In fp32 training the model's parameters are the master
+ *     weights: each rank updates the elements of its shard and the all-gather gives every
+ *     rank the whole updated parameters.
+ *   - mg_dist_step(): after the micro-batches (gradients accumulated in g->grads, loss
+ *     summed over DP: mg_gpt_accumulate), the gradients scaled by 1 / DP are packed into the
+ *     buffer and reduce-scattered bucket by bucket over DP (sum in rank order: the same bits
+ *     as the all-reduce of the plain data-parallel step); the gradient norm is the sum of
+ *     squares of the shard's elements of the tensors that count in the norm on this rank
+ *     (mg_gpt_tensor_in_norm: a tensor replicated over TP on tensor rank 0 only, never the
+ *     last stage's tied copy; the padding not at all), summed over the data-parallel group
+ *     and then the model-parallel group — the plain step's norm up to the summation order; clipping and AdamW (step.h semantics) on the shard;
+ *     the updated parameters all-gathered bucket by bucket. Communication per step: one
+ *     reduce-scatter and one all-gather of numel floats per bucket over DP.
+ *   - Checkpoints keep the model layout (checkpoint.h): mg_dist_gather_moments() assembles
+ *     the full moments on every DP rank (an all-gather per bucket of m and of v);
+ *     mg_dist_load_moments() takes this rank's shard from full moments (no communication).
+ *   - mg_dist_save_state() writes megatron-core's distrib_optim.pt of the shard (torch
+ *     format, DistributedOptimizer.save_parameter_state / get_parameter_state_dp_zero):
+ *     {'buckets_coalesced': True, 0: {(torch.float32, torch.float32): {'param': fp32[N],
+ *     'exp_avg': fp32[N], 'exp_avg_sq': fp32[N], 'numel_unpadded': N}}}, each tensor the
+ *     buckets of the buffer one after the other, each cut at its numel_unpadded (N their
+ *     sum), from full parameters and moments in the model layout.
+ */
+#ifndef MG_TRAIN_DIST_OPTIM_H
+#define MG_TRAIN_DIST_OPTIM_H
+
+#include <stdint.h>
+
+#include "comm.h"
+#include "model.h"
+#include "step.h"
+
+typedef struct {
+    int64_t dp, numel;    /* data-parallel size; the padded buffer length */
+    int64_t nbuckets;
+    int64_t *bucket;      /* nbuckets + 1 boundaries: bucket b = [bucket[b], bucket[b+1]) */
+    int64_t *unpadded;    /* per bucket: up to the end of its last parameter (numel_unpadded) */
+    int64_t *start;       /* per model tensor (g->t order): its offset in the buffer */
+} mg_dist_layout;
+
+/* The layout of g's tensors for a data-parallel size dp and the parameter order of the
+ * naming nm (the layer spec of --transformer-impl). */
+mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, mg_names nm);
+void mg_dist_layout_free(mg_dist_layout *l);
+
+typedef struct {
+    mg_dist_layout lay;
+    int64_t dp_rank, shard;  /* shard: numel / DP, this rank's slices of all buckets */
+    float *buf;              /* numel: packed gradients, then the gathered parameters */
+    float *gshard;           /* shard: the reduced gradients of this rank's slices */
+    float *m, *v;            /* shard: Adam moments */
+    int64_t step;
+} mg_dist_optim;
+
+mg_status mg_dist_optim_create(mg_dist_optim **o, const mg_gpt *g, mg_comm *world,
+                               mg_names nm);
+void mg_dist_optim_free(mg_dist_optim *o); /* accepts NULL */
+
+/* The optimizer half of a training step (see the contract); res->grad_norm, ->skipped. */
+mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *world,
+                       const mg_step_hp *hp, mg_step_result *res);
+
+/* full (model layout, g->numel) <- the moments of every shard. */
+mg_status mg_dist_gather_moments(const mg_dist_optim *o, const mg_gpt *g, mg_comm *world,
+                                 mg_gpt_optim *full);
+/* This rank's shard <- full moments (model layout). */
+void mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim *full);
+/* distrib_optim.pt at path from g's parameters and full moments (see the contract). */
+mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_gpt_optim *full,
+                             const char *path);
+
+#endif
