@@ -207,7 +207,7 @@ extern "C" void mgk_cuda_attn_fwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dim
                                             const int32_t *seg)
 {
     if (d->D != 64 && d->D != 128) {
-        mgk_cuda_attn_fwd_bf16(k, d, out, saved, q, kk, v, seg);
+        mgk_cuda_attn_fwd_bf16_portable(k, d, out, saved, q, kk, v, seg);
         return;
     }
     if (d->B * d->T * d->Hq <= 0) return;
@@ -379,7 +379,7 @@ extern "C" void mgk_cuda_attn_bwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dim
                                             const mgk_bf16 *v, const int32_t *seg)
 {
     if (d->D != 64 && d->D != 128) {
-        mgk_cuda_attn_bwd_bf16(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
+        mgk_cuda_attn_bwd_bf16_portable(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
         return;
     }
     if (d->B * d->T * d->Hq <= 0) return;
