@@ -28,13 +28,18 @@ static __global__ void scale_kernel(T *x, int64_t n, float alpha)
     MGK_FOR_EACH(i, n) mgk_st(x + i, mgk_ld(x + i) * alpha);
 }
 
-template <typename T>
+template <typename T, int W>
 static __global__ void bias_add_kernel(T *x, const T *bias, int64_t N, int64_t C)
 {
-    int64_t c = MGK_COL();
+    int64_t c = MGK_COL() * W;
     if (c < C) {
-        float b = mgk_ld(bias + c);
-        MGK_FOR_ROWS(r, N) mgk_st(x + r * C + c, mgk_ld(x + r * C + c) + b);
+        float b[W], v[W];
+        mgk_ldw<T, W>(b, bias + c);
+        MGK_FOR_ROWS(r, N) {
+            mgk_ldw<T, W>(v, x + r * C + c);
+            for (int e = 0; e < W; e++) v[e] += b[e];
+            mgk_stw<T, W>(x + r * C + c, v);
+        }
     }
 }
 
@@ -71,8 +76,14 @@ template <typename T>
 static void bias_add_launch(const mg_kctx *k, T *x, const T *bias, int64_t N, int64_t C)
 {
     if (N <= 0 || C <= 0) return;
-    MGK_LAUNCH(bias_add_kernel<T>, mgk_grid_rows(N, C, THREADS), THREADS, 0, mgk_stream(k), x,
-               bias, N, C);
+    const int E = vec16<T>::N;
+    if (mgk_rows_vec_ok(C, E, x, bias))
+        MGK_LAUNCH((bias_add_kernel<T, E>),
+                   mgk_grid_rows_cap(N, C / E, MGK_VTHREADS, MGK_VROWS_CAP), MGK_VTHREADS, 0,
+                   mgk_stream(k), x, bias, N, C);
+    else
+        MGK_LAUNCH((bias_add_kernel<T, 1>), mgk_grid_rows(N, C, THREADS), THREADS, 0,
+                   mgk_stream(k), x, bias, N, C);
     MGK_LAUNCH_CHECK();
 }
 

@@ -21,17 +21,25 @@
 #define SORT_MAX 1024
 #define ROW_BLOCKS 2048 /* blocks striding over the table rows (most are empty) */
 
-template <typename T, typename TT>
+template <typename T, typename TT, int W>
 static __global__ void embedding_fwd_kernel(T *out, const int32_t *ids, const TT *table,
                                             int64_t N, int64_t C, int64_t row0, int64_t nrows,
                                             int accumulate)
 {
-    int64_t c = MGK_COL();
+    int64_t c = MGK_COL() * W;
     if (c < C) {
         MGK_FOR_ROWS(i, N) {
             int64_t r = (int64_t)ids[i] - row0;
-            float v = r >= 0 && r < nrows ? mgk_ld(table + r * C + c) : 0.0f;
-            mgk_st(out + i * C + c, accumulate ? mgk_ld(out + i * C + c) + v : v);
+            float v[W], o[W];
+            if (r >= 0 && r < nrows)
+                mgk_ldw<TT, W>(v, table + r * C + c);
+            else
+                for (int e = 0; e < W; e++) v[e] = 0.0f;
+            if (accumulate) {
+                mgk_ldw<T, W>(o, out + i * C + c);
+                for (int e = 0; e < W; e++) v[e] = o[e] + v[e];
+            }
+            mgk_stw<T, W>(out + i * C + c, v);
         }
     }
 }
@@ -139,8 +147,14 @@ static void embedding_fwd(const mg_kctx *k, T *out, const int32_t *ids, const TT
                           int64_t N, int64_t C, int64_t row0, int64_t nrows, int accumulate)
 {
     if (N <= 0 || C <= 0) return;
-    MGK_LAUNCH((embedding_fwd_kernel<T, TT>), mgk_grid_rows(N, C, THREADS), THREADS, 0,
-               mgk_stream(k), out, ids, table, N, C, row0, nrows, accumulate);
+    const int E = vec16<T>::N; /* T and TT are the same type: E elements of either */
+    if (sizeof(T) == sizeof(TT) && mgk_rows_vec_ok(C, E, out, table))
+        MGK_LAUNCH((embedding_fwd_kernel<T, TT, E>),
+                   mgk_grid_rows_cap(N, C / E, MGK_VTHREADS, MGK_VROWS_CAP), MGK_VTHREADS, 0,
+                   mgk_stream(k), out, ids, table, N, C, row0, nrows, accumulate);
+    else
+        MGK_LAUNCH((embedding_fwd_kernel<T, TT, 1>), mgk_grid_rows(N, C, THREADS), THREADS, 0,
+                   mgk_stream(k), out, ids, table, N, C, row0, nrows, accumulate);
     MGK_LAUNCH_CHECK();
 }
 

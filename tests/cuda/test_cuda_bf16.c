@@ -117,8 +117,8 @@ MG_TEST(cuda_bf16_norms)
 {
     ct c;
     ct_begin(&c, t);
-    static const int64_t shapes[][2] = {{5, 33}, {37, 1000}, {300, 77}};
-    for (int s = 0; c.ok && s < 3; s++)
+    static const int64_t shapes[][2] = {{5, 33}, {37, 1000}, {300, 77}, {70, 768}, {9, 64}};
+    for (int s = 0; c.ok && s < 5; s++)
         for (int rms = 0; rms < 2; rms++) {
             norm_bf16_case(&c, shapes[s][0], shapes[s][1], rms);
             residual_case(&c, shapes[s][0], shapes[s][1], rms, 0);
@@ -131,7 +131,7 @@ MG_TEST(cuda_bf16_activations_rope_qkv)
 {
     ct c;
     ct_begin(&c, t);
-    int64_t n = 1003, N = 37, F = 300;
+    int64_t n = 1003, N = 37, F = 296; /* F: 16-byte rows of bf16 */
     for (int kind = 0; c.ok && kind < 2; kind++) {
         mgk_bf16 *Dx, *Ddy, *Ddx;
         float *x = ct_bf_in(&c, n, 1, 4.0f, &Dx), *dy = ct_bf_in(&c, n, 2, 1.0f, &Ddy);
@@ -168,8 +168,13 @@ MG_TEST(cuda_bf16_activations_rope_qkv)
         mgk_cuda_rope_bwd_bf16(&c.dev, Rd, Rx, NULL, 2, 7, 3, 64, 48, 10000.0f);
         mgk_rope_bwd(&c.ref, rd, rx, NULL, 2, 7, 3, 64, 48, 10000.0f);
         KT_CLOSE(t, "rope bwd bf16", ct_down_bf16(&c, Rd, nr), rd, nr, BF_ATOL, BF_RTOL);
-        /* QKV (7 rows, 6 query heads in 2 groups, D 5): copies, bitwise */
-        int64_t nf = 7 * 10 * 5, nq = 7 * 6 * 5, nk = 7 * 2 * 5;
+    }
+    /* QKV copies, bitwise: 7 rows, 6 query heads in 2 groups, D 5 (one feature per thread)
+     * and D 16 (16-byte units) */
+    static const int64_t qs[2][4] = {{7, 6, 2, 5}, {3, 4, 2, 16}};
+    for (int s = 0; c.ok && s < 2; s++) {
+        int64_t Nr = qs[s][0], Hq = qs[s][1], Hkv = qs[s][2], D = qs[s][3];
+        int64_t nf = Nr * (Hq + 2 * Hkv) * D, nq = Nr * Hq * D, nk = Nr * Hkv * D;
         mgk_bf16 *Qf;
         float *f = ct_bf_in(&c, nf, 12, 1.0f, &Qf), *q = ct_rand(&c, nq, 13, 1.0f);
         float *k = ct_rand(&c, nk, 14, 1.0f), *v = ct_rand(&c, nk, 15, 1.0f);
@@ -177,10 +182,10 @@ MG_TEST(cuda_bf16_activations_rope_qkv)
         mgk_bf16 *Qk = (mgk_bf16 *)ct_dalloc(&c, (size_t)nk * 2);
         mgk_bf16 *Qv = (mgk_bf16 *)ct_dalloc(&c, (size_t)nk * 2);
         mgk_bf16 *Qg = (mgk_bf16 *)ct_dalloc(&c, (size_t)nf * 2);
-        mgk_cuda_qkv_split_bf16(&c.dev, Qq, Qk, Qv, Qf, 7, 6, 2, 5);
-        mgk_qkv_split(&c.ref, q, k, v, f, 7, 6, 2, 5);
+        mgk_cuda_qkv_split_bf16(&c.dev, Qq, Qk, Qv, Qf, Nr, Hq, Hkv, D);
+        mgk_qkv_split(&c.ref, q, k, v, f, Nr, Hq, Hkv, D);
         KT_SAME(t, "qkv split bf16", ct_down_bf16(&c, Qk, nk), k, nk);
-        mgk_cuda_qkv_merge_bf16(&c.dev, Qg, Qq, Qk, Qv, 7, 6, 2, 5);
+        mgk_cuda_qkv_merge_bf16(&c.dev, Qg, Qq, Qk, Qv, Nr, Hq, Hkv, D);
         KT_SAME(t, "qkv merge bf16 (round trip)", ct_down_bf16(&c, Qg, nf), f, nf);
     }
     ct_end(&c);

@@ -53,8 +53,10 @@ MG_TEST(cuda_norms)
 {
     ct c;
     ct_begin(&c, t);
-    static const int64_t shapes[][2] = {{1, 1}, {5, 33}, {37, 1000}, {300, 77}};
-    for (int s = 0; c.ok && s < 4; s++) {
+    /* C = 1000, 768, 32: the warp-per-row kernels (N = 2100 > the backward's 512 x 4 warps) */
+    static const int64_t shapes[][2] = {{1, 1}, {5, 33}, {37, 1000}, {300, 77}, {70, 768},
+                                        {2100, 32}};
+    for (int s = 0; c.ok && s < 6; s++) {
         layernorm_case(&c, shapes[s][0], shapes[s][1], s & 1);
         rmsnorm_case(&c, shapes[s][0], shapes[s][1]);
     }
@@ -139,8 +141,9 @@ MG_TEST(cuda_rope_qkv)
     if (c.ok) rope_case(&c, 2, 5, 3, 10, 8, 0);
     if (c.ok) rope_case(&c, 2, 7, 2, 64, 64, 1);
     if (c.ok) rope_case(&c, 1, 3, 5, 130, 100, 1);
-    static const int64_t shapes[][4] = {{1, 1, 1, 1}, {7, 6, 2, 5}, {3, 3, 3, 8}, {5, 8, 1, 33}};
-    for (int s = 0; c.ok && s < 4; s++)
+    static const int64_t shapes[][4] = {{1, 1, 1, 1}, {7, 6, 2, 5}, {3, 3, 3, 8}, {5, 8, 1, 33},
+                                        {4, 4, 2, 12}};
+    for (int s = 0; c.ok && s < 5; s++)
         qkv_case(&c, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
     ct_end(&c);
 }
