@@ -1,7 +1,8 @@
 /* act.cu — GeLU (exact erf and tanh approximation) and SwiGLU, forward and backward
  * (kernels.h semantics), fp32 and bf16, in fp32 arithmetic (erff, tanhf, expf).
  *
- * Kernels: GeLU is a grid-stride loop (block 256, at most 8192 blocks); SwiGLU is a rows x F
+ * Kernels: GeLU is a grid-stride loop (block 256, at most 8192 blocks) over 16-byte vectors on
+ * aligned tensors (the n % 4 or n % 8 last elements one per thread); SwiGLU is a rows x F
  * launch (block 256 over the F columns, blockIdx.y over rows), or, when F is a multiple of 16
  * bytes and the tensors are aligned, block 64 over 16-byte vectors of columns and at most 4096
  * row blocks striding over the rows. One pass over the data each.
@@ -32,18 +33,39 @@ static __device__ inline float gelu_grad(float x, int tanh_kind)
     return 0.5f * (1.0f + erff(x * INV_SQRT_2)) + x * expf(-0.5f * x * x) * INV_SQRT_2PI;
 }
 
-template <typename T>
+/* W elements at a time (16-byte vectors when W > 1), then the n % W last ones. */
+template <typename T, int W>
 static __global__ void gelu_fwd_kernel(T *out, const T *inp, int64_t n, int tanh_kind)
 {
-    MGK_FOR_EACH(i, n) mgk_st(out + i, gelu_value(mgk_ld(inp + i), tanh_kind));
+    MGK_FOR_EACH(v, n / W) {
+        float x[W];
+        mgk_ldw<T, W>(x, inp + v * W);
+        for (int e = 0; e < W; e++) x[e] = gelu_value(x[e], tanh_kind);
+        mgk_stw<T, W>(out + v * W, x);
+    }
+    MGK_FOR_EACH(i, n % W) {
+        int64_t j = n / W * W + i;
+        mgk_st(out + j, gelu_value(mgk_ld(inp + j), tanh_kind));
+    }
 }
 
-template <typename T>
+template <typename T, int W>
 static __global__ void gelu_bwd_kernel(T *dinp, const T *dout, const T *inp, int64_t n,
                                        int tanh_kind)
 {
-    MGK_FOR_EACH(i, n)
-    mgk_st(dinp + i, mgk_ld(dinp + i) + gelu_grad(mgk_ld(inp + i), tanh_kind) * mgk_ld(dout + i));
+    MGK_FOR_EACH(v, n / W) {
+        float x[W], dy[W], dx[W];
+        mgk_ldw<T, W>(x, inp + v * W);
+        mgk_ldw<T, W>(dy, dout + v * W);
+        mgk_ldw<T, W>(dx, dinp + v * W);
+        for (int e = 0; e < W; e++) dx[e] += gelu_grad(x[e], tanh_kind) * dy[e];
+        mgk_stw<T, W>(dinp + v * W, dx);
+    }
+    MGK_FOR_EACH(i, n % W) {
+        int64_t j = n / W * W + i;
+        float g = gelu_grad(mgk_ld(inp + j), tanh_kind) * mgk_ld(dout + j);
+        mgk_st(dinp + j, mgk_ld(dinp + j) + g);
+    }
 }
 
 template <typename T, int W>
@@ -93,12 +115,21 @@ static void gelu_launch(const mg_kctx *k, T *out, const T *dout, const T *inp, i
                         mgk_gelu_kind kind)
 {
     if (n <= 0) return;
-    unsigned grid = mgk_grid(n, THREADS, MGK_GRID_CAP);
-    int tk = kind == MGK_GELU_TANH;
-    if (dout)
-        MGK_LAUNCH(gelu_bwd_kernel<T>, grid, THREADS, 0, mgk_stream(k), out, dout, inp, n, tk);
+    const int E = vec16<T>::N;
+    int tk = kind == MGK_GELU_TANH, vec = mgk_aligned16(out) && mgk_aligned16(dout) &&
+                                          mgk_aligned16(inp);
+    unsigned grid = vec ? mgk_grid(n / E + 1, THREADS, MGK_GRID_CAP)
+                        : mgk_grid(n, THREADS, MGK_GRID_CAP);
+    if (dout && vec)
+        MGK_LAUNCH((gelu_bwd_kernel<T, E>), grid, THREADS, 0, mgk_stream(k), out, dout, inp, n,
+                   tk);
+    else if (dout)
+        MGK_LAUNCH((gelu_bwd_kernel<T, 1>), grid, THREADS, 0, mgk_stream(k), out, dout, inp, n,
+                   tk);
+    else if (vec)
+        MGK_LAUNCH((gelu_fwd_kernel<T, E>), grid, THREADS, 0, mgk_stream(k), out, inp, n, tk);
     else
-        MGK_LAUNCH(gelu_fwd_kernel<T>, grid, THREADS, 0, mgk_stream(k), out, inp, n, tk);
+        MGK_LAUNCH((gelu_fwd_kernel<T, 1>), grid, THREADS, 0, mgk_stream(k), out, inp, n, tk);
     MGK_LAUNCH_CHECK();
 }
 

@@ -195,7 +195,7 @@ MG_TEST(cuda_bf16_xent_adamw)
 {
     ct c;
     ct_begin(&c, t);
-    int64_t N = 13, Vp = 1030, V = 1000, n = 1001;
+    int64_t N = 13, Vp = 1032, V = 1003, n = 1001; /* Vp: rows of 16-byte vectors */
     if (c.ok) {
         mgk_bf16 *Dx;
         float *x = ct_bf_in(&c, N * Vp, 1, 8.0f, &Dx), *mask = ct_rand(&c, N, 2, 1.0f);
@@ -265,7 +265,8 @@ MG_TEST(cuda_bf16_gemm_linear)
         if (gelu)
             KT_CLOSE(t, "linear bf16 pre-gelu", ct_down_bf16(&c, Dpre, N_ * OUT), pre, N_ * OUT,
                      BF_ATOL, BF_RTOL);
-        float *dy = ct_bf_in(&c, N_ * OUT, 9, 1.0f, &Ddy), *dx = ct_bf_in(&c, N_ * IN, 10, 1.0f, &Ddx);
+        float *dy = ct_bf_in(&c, N_ * OUT, 9, 1.0f, &Ddy);
+        float *dx = ct_bf_in(&c, N_ * IN, 10, 1.0f, &Ddx);
         float *dW = ct_rand(&c, OUT * IN, 11, 1.0f), *db = ct_rand(&c, OUT, 12, 1.0f);
         float *DdW = CT_UPF(&c, dW, OUT * IN), *Ddb = CT_UPF(&c, db, OUT);
         mgk_cuda_linear_bwd_bf16(&c.dev, Ddx, DdW, Ddb, Ddy, Dx, DW, N_, IN, OUT);
