@@ -4,25 +4,27 @@
  * (attn.cu: lse, output copy), so any backward follows any forward. The emulator runs these
  * kernels through mma_sm80.cuh's portable versions of the instructions.
  *
- * All three kernels: blocks of 4 warps, tiles of 64 rows in shared memory (bf16 rows padded to
- * D + 8 elements: the 8 rows an ldmatrix reads fall in distinct banks), loaded by 16-byte
- * cp.async one tile ahead of its use (double buffers), warp w owning rows 16w..16w+15 of the
- * block's 64. A lane holds rows g and g + 8 (g = lane / 4) of every 16 x 8 accumulator tile,
- * columns 2u, 2u + 1 (u = lane % 4); two neighbouring accumulator tiles of S, rounded to bf16,
- * are exactly the A operand of the next product (no shared-memory round trip).
- *   forward  grid (ceil(T/64), B*Hq), heaviest query tiles first: Q fragments in registers,
- *            per key tile of 64 up to the diagonal S = Q K^T (16 x 64 per warp), the online
+ * All three kernels: blocks of 4 warps, tiles in shared memory (bf16 rows padded to D + 8
+ * elements: the 8 rows an ldmatrix reads fall in distinct banks), loaded by 16-byte cp.async
+ * one tile ahead of their use (double buffers). A lane holds rows g and g + 8 (g = lane / 4)
+ * of every 16 x 8 accumulator tile, columns 2u, 2u + 1 (u = lane % 4); two neighbouring
+ * accumulator tiles of S, rounded to bf16, are exactly the A operand of the next product (no
+ * shared-memory round trip).
+ *   forward  grid (ceil(T/128), B*Hq), heaviest query tiles first; warp w owns query rows
+ *            32w..32w+31 (two accumulator tiles, so every K and V fragment read from shared
+ *            memory feeds two products); per key tile of 32 up to the diagonal (a warp skips
+ *            the tiles wholly above its rows) S = Q K^T (32 x 32 per warp), the online
  *            softmax in registers (row max and sum over the 4 lanes of a row by shuffles,
- *            exp2 with the scale folded in), O (16 x D per warp, fp32) += P V.
- *   dK, dV   grid (ceil(T/64), B*Hkv): warp w owns keys 16w..; over the group's query heads
- *            and the query tiles from the diagonal, in halves of 32 queries: S^T = K Q^T,
- *            dP^T = V dO^T, P^T, dS^T = P^T (dP^T - delta) in registers, dV += P^T dO,
- *            dK += dS^T Q (accumulators 2 x 16 x D per warp in registers).
- *   dQ       grid (ceil(T/64), B*Hq): warp w owns query rows 16w..; per key tile, in halves of
- *            32 keys: S, dP, dS in registers, dQ += dS K.
+ *            exp2 with the scale folded in), O (32 x D per warp, fp32) += P V.
+ *   dK, dV   grid (ceil(T/64), B*Hkv): warp w owns keys 16w..16w+15 of the block's 64; over
+ *            the group's query heads and the query tiles of 64 from the diagonal, in halves of
+ *            32 queries: S^T = K Q^T, dP^T = V dO^T, P^T, dS^T = P^T (dP^T - delta) in
+ *            registers, dV += P^T dO, dK += dS^T Q (accumulators 2 x 16 x D per warp).
+ *   dQ       grid (ceil(T/64), B*Hq): warp w owns query rows 16w..16w+15; per key tile of 64,
+ *            in halves of 32 keys: S, dP, dS in registers, dQ += dS K.
  * No atomics (dQ is its own pass, as attn.cu): deterministic. P and dS enter the products
- * rounded to bf16 (the tests' bf16 tolerances). Shared memory at D = 128: 85 KB (forward),
- * 103 KB (each backward pass).
+ * rounded to bf16 (the tests' bf16 tolerances). Shared memory at D = 128: 68 KB (forward),
+ * 102 KB (each backward pass); registers (sm_90) 254 forward, 246 dK/dV, 162 dQ, no spills.
  */
 #include "cuda_portable.h"
 
@@ -35,15 +37,15 @@
 #define MLOG2E 1.4426950408889634f
 #define MLN2 0.6931471805599453f
 
-/* rows [row0, row0 + 64) of a (B, T, H, DK) head (src: its (b, 0, head) row, stride elements
- * between rows) into dst (row stride DK + 8) by 16-byte cp.async, zeros past nrows; all threads
- * of the block. */
-template <int DK>
+/* rows [row0, row0 + R) (R = 64 unless given) of a (B, T, H, DK) head (src: its (b, 0, head)
+ * row, stride elements between rows) into dst (row stride DK + 8) by 16-byte cp.async, zeros
+ * past nrows; all threads of the block. */
+template <int DK, int R = MB>
 static __device__ void tile_async(bf16 *dst, const bf16 *src, int64_t stride, int64_t row0,
                                   int64_t nrows)
 {
     const int CH = DK / 8;
-    for (int i = threadIdx.x; i < MB * CH; i += blockDim.x) {
+    for (int i = threadIdx.x; i < R * CH; i += blockDim.x) {
         int r = i / CH, c = (i - r * CH) * 8;
         int ok = row0 + r < nrows;
         cp_async16(dst + r * (DK + 8) + c, src + (ok ? (row0 + r) * stride + c : 0), ok);
@@ -69,6 +71,12 @@ static __device__ void add_acc_rows(bf16 *base, int64_t stride, int64_t row0, in
     }
 }
 
+/* Forward tiles: FM query rows per block (FMT = 2 accumulator tiles of 16 rows per warp, so
+ * each K and V fragment read from shared memory feeds two products), FN keys per tile. */
+#define FMT 2
+#define FM (16 * FMT * MWARPS)
+#define FN 32
+
 template <int DK>
 static __global__ void __launch_bounds__(MTHREADS)
     attn_fwd_mma_kernel(bf16 *out, float *saved, const bf16 *q, const bf16 *kk, const bf16 *v,
@@ -76,105 +84,150 @@ static __global__ void __launch_bounds__(MTHREADS)
 {
     const int LD = DK + 8;
     MGK_DYN_SHARED(bf16, sm);
-    bf16 *Qs = sm, *Ks = Qs + MB * LD, *Vs = Ks + 2 * MB * LD;
+    bf16 *Qs = sm, *Ks = Qs + FM * LD, *Vs = Ks + 2 * FN * LD;
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, u = lane & 3;
     int64_t rep = a.Hq / a.Hkv, b = blockIdx.y / a.Hq, h = blockIdx.y % a.Hq;
-    int64_t t0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * MB; /* heaviest tiles first */
-    int64_t kstride = a.Hkv * DK, rows[2] = {t0 + 16 * w + g, t0 + 16 * w + g + 8};
+    int64_t t0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * FM; /* heaviest tiles first */
+    int64_t kstride = a.Hkv * DK, wrow0 = t0 + 16 * FMT * w; /* this warp's first row */
     const bf16 *kb = kk + (b * a.T * a.Hkv + h / rep) * DK,
                *vb = v + (b * a.T * a.Hkv + h / rep) * DK;
-    int64_t kend = t0 + MB < a.T ? t0 + MB : a.T;
-    int ntiles = (int)((kend + MB - 1) / MB);
-    tile_async<DK>(Qs, q + (b * a.T * a.Hq + h) * DK, a.Hq * DK, t0, a.T);
-    tile_async<DK>(Ks, kb, kstride, 0, a.T);
-    tile_async<DK>(Vs, vb, kstride, 0, a.T);
+    int64_t kend = t0 + FM < a.T ? t0 + FM : a.T;
+    int ntiles = (int)((kend + FN - 1) / FN);
+    tile_async<DK, FM>(Qs, q + (b * a.T * a.Hq + h) * DK, a.Hq * DK, t0, a.T);
+    tile_async<DK, FN>(Ks, kb, kstride, 0, a.T);
+    tile_async<DK, FN>(Vs, vb, kstride, 0, a.T);
     cp_async_commit();
     const float sl2 = a.scale * MLOG2E;
-    uint32_t qf[DK / 16][4];
-    float o[DK / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-    for (int n = 0; n < DK / 8; n++)
-        for (int i = 0; i < 4; i++) o[n][i] = 0.0f;
+    /* per accumulator tile mt and half hh: row wrow0 + 16 mt + 8 hh + g */
+    float o[FMT][DK / 8][4], m[FMT][2], l[FMT][2];
+    #pragma unroll
+    for (int mt = 0; mt < FMT; mt++) {
+        #pragma unroll
+        for (int n = 0; n < DK / 8; n++)
+            #pragma unroll
+            for (int i = 0; i < 4; i++) o[mt][n][i] = 0.0f;
+        m[mt][0] = m[mt][1] = -INFINITY;
+        l[mt][0] = l[mt][1] = 0.0f;
+    }
     for (int n = 0; n < ntiles; n++) {
         cp_async_wait_all();
         __syncthreads(); /* tile n is in; every warp is done with tile n - 1 */
-        if (n == 0)
-            for (int kx = 0; kx < DK / 16; kx++)
-                ldsm_x4(qf[kx], ldsm_rows_first(Qs, LD, 16 * w, 16 * kx));
         if (n + 1 < ntiles) {
             int nb = (n + 1) & 1;
-            tile_async<DK>(Ks + nb * MB * LD, kb, kstride, (int64_t)(n + 1) * MB, a.T);
-            tile_async<DK>(Vs + nb * MB * LD, vb, kstride, (int64_t)(n + 1) * MB, a.T);
+            tile_async<DK, FN>(Ks + nb * FN * LD, kb, kstride, (int64_t)(n + 1) * FN, a.T);
+            tile_async<DK, FN>(Vs + nb * FN * LD, vb, kstride, (int64_t)(n + 1) * FN, a.T);
             cp_async_commit();
         }
-        const bf16 *Kt = Ks + (n & 1) * MB * LD, *Vt = Vs + (n & 1) * MB * LD;
-        int64_t s0 = (int64_t)n * MB;
-        float s[8][4];
-        for (int j = 0; j < 8; j++)
-            for (int i = 0; i < 4; i++) s[j][i] = 0.0f;
-        for (int kx = 0; kx < DK / 16; kx++)
-            for (int np = 0; np < 4; np++) {
+        int64_t s0 = (int64_t)n * FN;
+        if (s0 > wrow0 + 16 * FMT - 1) continue; /* every key above this warp's rows */
+        const bf16 *Kt = Ks + (n & 1) * FN * LD, *Vt = Vs + (n & 1) * FN * LD;
+        float s[FMT][FN / 8][4];
+        #pragma unroll
+        for (int mt = 0; mt < FMT; mt++)
+            #pragma unroll
+            for (int j = 0; j < FN / 8; j++)
+                #pragma unroll
+                for (int i = 0; i < 4; i++) s[mt][j][i] = 0.0f;
+        #pragma unroll
+        for (int kx = 0; kx < DK / 16; kx++) {
+            uint32_t qf[FMT][4];
+            #pragma unroll
+            for (int mt = 0; mt < FMT; mt++)
+                ldsm_x4(qf[mt], ldsm_rows_first(Qs, LD, 16 * (FMT * w + mt), 16 * kx));
+            #pragma unroll
+            for (int np = 0; np < FN / 16; np++) {
                 uint32_t kf[4];
                 ldsm_x4(kf, ldsm_cols_first(Kt, LD, 16 * np, 16 * kx));
-                mma_16816(s[2 * np], qf[kx], kf[0], kf[1]);
-                mma_16816(s[2 * np + 1], qf[kx], kf[2], kf[3]);
-            }
-        /* online softmax over this tile's 64 keys, rows g and g + 8 */
-        int need = a.seg || s0 + MB - 1 > t0 + 16 * w || s0 + MB > a.T;
-        float mx[2] = {m[0], m[1]};
-        for (int j = 0; j < 8; j++)
-            for (int i = 0; i < 4; i++) {
-                float x = s[j][i] * sl2;
-                if (need && !visible(a, b, s0 + 8 * j + 2 * u + (i & 1), rows[i >> 1]))
-                    x = -INFINITY;
-                s[j][i] = x;
-                mx[i >> 1] = fmaxf(mx[i >> 1], x);
-            }
-        float mu[2], alpha[2];
-        for (int hh = 0; hh < 2; hh++) {
-            mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(MGK_FULL_MASK, mx[hh], 1));
-            mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(MGK_FULL_MASK, mx[hh], 2));
-            mu[hh] = mx[hh] == -INFINITY ? 0.0f : mx[hh];
-            alpha[hh] = exp2f(m[hh] - mu[hh]);
-            m[hh] = mx[hh];
-            l[hh] *= alpha[hh];
-        }
-        for (int j = 0; j < 8; j++)
-            for (int i = 0; i < 4; i++) {
-                float p = exp2f(s[j][i] - mu[i >> 1]);
-                l[i >> 1] += p;
-                s[j][i] = p;
-            }
-        for (int n2 = 0; n2 < DK / 8; n2++)
-            for (int i = 0; i < 4; i++) o[n2][i] *= alpha[i >> 1];
-        /* O += P V, P from the score accumulators */
-        for (int kh = 0; kh < 2; kh++) {
-            uint32_t pf[2][4];
-            acc_to_a(pf, *reinterpret_cast<float(*)[4][4]>(&s[4 * kh]));
-            for (int kx = 0; kx < 2; kx++)
-                for (int dp = 0; dp < DK / 16; dp++) {
-                    uint32_t vf[4];
-                    ldsm_x4_t(vf, ldsm_rows_first(Vt, LD, 32 * kh + 16 * kx, 16 * dp));
-                    mma_16816(o[2 * dp], pf[kx], vf[0], vf[1]);
-                    mma_16816(o[2 * dp + 1], pf[kx], vf[2], vf[3]);
+                #pragma unroll
+                for (int mt = 0; mt < FMT; mt++) {
+                    mma_16816(s[mt][2 * np], qf[mt], kf[0], kf[1]);
+                    mma_16816(s[mt][2 * np + 1], qf[mt], kf[2], kf[3]);
                 }
+            }
+        }
+        /* online softmax over this tile's keys, rows g and g + 8 of each accumulator tile */
+        int need = a.seg || s0 + FN - 1 > wrow0 || s0 + FN > a.T;
+        #pragma unroll
+        for (int mt = 0; mt < FMT; mt++) {
+            float mx[2] = {m[mt][0], m[mt][1]};
+            #pragma unroll
+            for (int j = 0; j < FN / 8; j++)
+                #pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    float x = s[mt][j][i] * sl2;
+                    int64_t t = wrow0 + 16 * mt + 8 * (i >> 1) + g;
+                    if (need && !visible(a, b, s0 + 8 * j + 2 * u + (i & 1), t)) x = -INFINITY;
+                    s[mt][j][i] = x;
+                    mx[i >> 1] = fmaxf(mx[i >> 1], x);
+                }
+            float mu[2], alpha[2];
+            #pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(MGK_FULL_MASK, mx[hh], 1));
+                mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(MGK_FULL_MASK, mx[hh], 2));
+                mu[hh] = mx[hh] == -INFINITY ? 0.0f : mx[hh];
+                alpha[hh] = exp2f(m[mt][hh] - mu[hh]);
+                m[mt][hh] = mx[hh];
+                l[mt][hh] *= alpha[hh];
+            }
+            #pragma unroll
+            for (int j = 0; j < FN / 8; j++)
+                #pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    float p = exp2f(s[mt][j][i] - mu[i >> 1]);
+                    l[mt][i >> 1] += p;
+                    s[mt][j][i] = p;
+                }
+            #pragma unroll
+            for (int n2 = 0; n2 < DK / 8; n2++)
+                #pragma unroll
+                for (int i = 0; i < 4; i++) o[mt][n2][i] *= alpha[i >> 1];
+        }
+        /* O += P V, P from the score accumulators (16 keys per product) */
+        #pragma unroll
+        for (int kx = 0; kx < FN / 16; kx++) {
+            uint32_t pf[FMT][4];
+            #pragma unroll
+            for (int mt = 0; mt < FMT; mt++) {
+                pf[mt][0] = pack_bf16x2(s[mt][2 * kx][0], s[mt][2 * kx][1]);
+                pf[mt][1] = pack_bf16x2(s[mt][2 * kx][2], s[mt][2 * kx][3]);
+                pf[mt][2] = pack_bf16x2(s[mt][2 * kx + 1][0], s[mt][2 * kx + 1][1]);
+                pf[mt][3] = pack_bf16x2(s[mt][2 * kx + 1][2], s[mt][2 * kx + 1][3]);
+            }
+            #pragma unroll
+            for (int dp = 0; dp < DK / 16; dp++) {
+                uint32_t vf[4];
+                ldsm_x4_t(vf, ldsm_rows_first(Vt, LD, 16 * kx, 16 * dp));
+                #pragma unroll
+                for (int mt = 0; mt < FMT; mt++) {
+                    mma_16816(o[mt][2 * dp], pf[mt], vf[0], vf[1]);
+                    mma_16816(o[mt][2 * dp + 1], pf[mt], vf[2], vf[3]);
+                }
+            }
         }
     }
     float *lse = saved, *ocopy = saved + a.B * a.Hq * a.T;
-    for (int hh = 0; hh < 2; hh++) {
-        l[hh] += __shfl_xor_sync(MGK_FULL_MASK, l[hh], 1);
-        l[hh] += __shfl_xor_sync(MGK_FULL_MASK, l[hh], 2);
-        int64_t t = rows[hh];
-        if (t >= a.T) continue;
-        float inv = 1.0f / l[hh];
-        int64_t o0 = ((b * a.T + t) * a.Hq + h) * DK + 2 * u;
-        for (int n = 0; n < DK / 8; n++) {
-            float y0 = o[n][2 * hh] * inv, y1 = o[n][2 * hh + 1] * inv;
-            *reinterpret_cast<__nv_bfloat162 *>(out + o0 + 8 * n) = __floats2bfloat162_rn(y0, y1);
-            ocopy[o0 + 8 * n] = y0;
-            ocopy[o0 + 8 * n + 1] = y1;
+    #pragma unroll
+    for (int mt = 0; mt < FMT; mt++)
+        #pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            float lsum = l[mt][hh];
+            lsum += __shfl_xor_sync(MGK_FULL_MASK, lsum, 1);
+            lsum += __shfl_xor_sync(MGK_FULL_MASK, lsum, 2);
+            int64_t t = wrow0 + 16 * mt + 8 * hh + g;
+            if (t >= a.T) continue;
+            float inv = 1.0f / lsum;
+            int64_t o0 = ((b * a.T + t) * a.Hq + h) * DK + 2 * u;
+            #pragma unroll
+            for (int n = 0; n < DK / 8; n++) {
+                float y0 = o[mt][n][2 * hh] * inv, y1 = o[mt][n][2 * hh + 1] * inv;
+                *reinterpret_cast<__nv_bfloat162 *>(out + o0 + 8 * n) =
+                    __floats2bfloat162_rn(y0, y1);
+                ocopy[o0 + 8 * n] = y0;
+                ocopy[o0 + 8 * n + 1] = y1;
+            }
+            if (u == 0) lse[(b * a.Hq + h) * a.T + t] = (m[mt][hh] + log2f(lsum)) * MLN2;
         }
-        if (u == 0) lse[(b * a.Hq + h) * a.T + t] = (m[hh] + log2f(l[hh])) * MLN2;
-    }
 }
 
 /* The backward's two score products for one warp: x = A1 B1^T and y = A2 B2^T (16 x 32, fp32)
@@ -376,9 +429,9 @@ template <int DK>
 static void attn_fwd_mma(const mg_kctx *k, const attn_args &a, bf16 *out, float *saved,
                          const bf16 *q, const bf16 *kk, const bf16 *v)
 {
-    size_t sm = mma_smem<DK>(5);
+    size_t sm = (size_t)(FM + 4 * FN) * (DK + 8) * sizeof(bf16);
     set_smem_limit(attn_fwd_mma_kernel<DK>, sm);
-    dim3 grid((unsigned)((a.T + MB - 1) / MB), (unsigned)(a.B * a.Hq));
+    dim3 grid((unsigned)((a.T + FM - 1) / FM), (unsigned)(a.B * a.Hq));
     MGK_LAUNCH(attn_fwd_mma_kernel<DK>, grid, MTHREADS, sm, mgk_stream(k), out, saved, q, kk, v,
                a);
     MGK_LAUNCH_CHECK();
