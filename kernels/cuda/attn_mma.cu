@@ -468,17 +468,12 @@ static int device_has_mma(void)
     return cached;
 }
 
-static int aligned16(const void *p)
-{
-    return ((uintptr_t)p & 15) == 0;
-}
-
 /* These kernels serve d (D = 64 or 128, 16-byte aligned tensors, an sm_80+ device). */
 static int mma_serves(const mgk_attn_dims *d, const void *p0, const void *p1, const void *p2,
                       const void *p3)
 {
-    return (d->D == 64 || d->D == 128) && aligned16(p0) && aligned16(p1) && aligned16(p2) &&
-           aligned16(p3) && device_has_mma();
+    return (d->D == 64 || d->D == 128) && mgk_aligned16(p0) && mgk_aligned16(p1) &&
+           mgk_aligned16(p2) && mgk_aligned16(p3) && device_has_mma();
 }
 
 extern "C" int mgk_cuda_attn_mma_serves(const mgk_attn_dims *d)
@@ -509,7 +504,8 @@ extern "C" void mgk_cuda_attn_bwd_bf16_mma(const mg_kctx *k, const mgk_attn_dims
                                            const mgk_bf16 *q, const mgk_bf16 *kk,
                                            const mgk_bf16 *v, const int32_t *seg)
 {
-    if (!mma_serves(d, dout, q, kk, v) || !aligned16(dq) || !aligned16(dk) || !aligned16(dv)) {
+    if (!mma_serves(d, dout, q, kk, v) || !mgk_aligned16(dq) || !mgk_aligned16(dk) ||
+        !mgk_aligned16(dv)) {
         mgk_cuda_attn_bwd_bf16_portable(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
         return;
     }

@@ -328,7 +328,7 @@ static void norm_dinp_warp(const mg_kctx *k, int nv, unsigned nblk, T *dinp, flo
 {
     size_t sm = part ? (size_t)(WTHREADS / 32) * 2 * C * sizeof(float) : 0;
 #define BWD_WARP(NV)                                                                      \
-    set_smem_limit(norm_dinp_warp_kernel<T, NV>, sm);                                     \
+    if (sm) set_smem_limit(norm_dinp_warp_kernel<T, NV>, sm);                             \
     MGK_LAUNCH((norm_dinp_warp_kernel<T, NV>), nblk, WTHREADS, sm, mgk_stream(k), dinp, part, \
                dout, inp, w, mean, rstd, N, C, mean != NULL)
     switch (nv) {
