@@ -20,11 +20,12 @@
  *            the group's query heads and the query tiles of 64 from the diagonal, in halves of
  *            32 queries: S^T = K Q^T, dP^T = V dO^T, P^T, dS^T = P^T (dP^T - delta) in
  *            registers, dV += P^T dO, dK += dS^T Q (accumulators 2 x 16 x D per warp).
- *   dQ       grid (ceil(T/64), B*Hq): warp w owns query rows 16w..16w+15; per key tile of 64,
- *            in halves of 32 keys: S, dP, dS in registers, dQ += dS K.
+ *   dQ       grid (ceil(T/128), B*Hq), the forward's shape: warp w owns query rows
+ *            32w..32w+31 (two accumulator tiles); per key tile of 32 up to the diagonal: S, dP,
+ *            dS in registers, dQ += dS K.
  * No atomics (dQ is its own pass, as attn.cu): deterministic. P and dS enter the products
  * rounded to bf16 (the tests' bf16 tolerances). Shared memory at D = 128: 68 KB (forward),
- * 102 KB (each backward pass); registers (sm_90) 254 forward, 246 dK/dV, 162 dQ, no spills.
+ * 102 KB (dK/dV), 102 KB (dQ); registers (sm_90) 254 forward, 246 dK/dV, 254 dQ, no spills.
  */
 #include "cuda_portable.h"
 
@@ -351,6 +352,8 @@ static __global__ void __launch_bounds__(MTHREADS)
     add_acc_rows<DK>(dv + kvo, a.Hkv * DK, s0 + 16 * w, a.T, adv, 1.0f);
 }
 
+/* The dQ pass has the forward's shape: FM query rows per block, FMT accumulator tiles per warp
+ * (each K and V fragment feeds FMT products), key tiles of FN. */
 template <int DK>
 static __global__ void __launch_bounds__(MTHREADS)
     attn_bwd_q_mma_kernel(bf16 *dq, const bf16 *dout, const float *lse, const float *delta,
@@ -358,63 +361,114 @@ static __global__ void __launch_bounds__(MTHREADS)
 {
     const int LD = DK + 8;
     MGK_DYN_SHARED(bf16, sm);
-    bf16 *Qs = sm, *dOs = Qs + MB * LD, *Ks = dOs + MB * LD, *Vs = Ks + 2 * MB * LD;
+    bf16 *Qs = sm, *dOs = Qs + FM * LD, *Ks = dOs + FM * LD, *Vs = Ks + 2 * FN * LD;
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, u = lane & 3;
     int64_t rep = a.Hq / a.Hkv, b = blockIdx.y / a.Hq, h = blockIdx.y % a.Hq;
-    int64_t t0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * MB;
+    int64_t t0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * FM, wrow0 = t0 + 16 * FMT * w;
     int64_t qo = (b * a.T * a.Hq + h) * DK, kvo = (b * a.T * a.Hkv + h / rep) * DK;
-    int64_t kstride = a.Hkv * DK, rows[2] = {t0 + 16 * w + g, t0 + 16 * w + g + 8};
-    int64_t kend = t0 + MB < a.T ? t0 + MB : a.T;
-    int ntiles = (int)((kend + MB - 1) / MB);
-    tile_async<DK>(Qs, q + qo, a.Hq * DK, t0, a.T);
-    tile_async<DK>(dOs, dout + qo, a.Hq * DK, t0, a.T);
-    tile_async<DK>(Ks, kk + kvo, kstride, 0, a.T);
-    tile_async<DK>(Vs, v + kvo, kstride, 0, a.T);
+    int64_t kstride = a.Hkv * DK;
+    int64_t kend = t0 + FM < a.T ? t0 + FM : a.T;
+    int ntiles = (int)((kend + FN - 1) / FN);
+    tile_async<DK, FM>(Qs, q + qo, a.Hq * DK, t0, a.T);
+    tile_async<DK, FM>(dOs, dout + qo, a.Hq * DK, t0, a.T);
+    tile_async<DK, FN>(Ks, kk + kvo, kstride, 0, a.T);
+    tile_async<DK, FN>(Vs, v + kvo, kstride, 0, a.T);
     cp_async_commit();
     const float sl2 = a.scale * MLOG2E;
-    float rl[2], rd[2], adq[DK / 8][4];
-    for (int hh = 0; hh < 2; hh++) {
-        int64_t o = (b * a.Hq + h) * a.T + rows[hh];
-        rl[hh] = rows[hh] < a.T ? lse[o] * MLOG2E : 0.0f;
-        rd[hh] = rows[hh] < a.T ? delta[o] : 0.0f;
+    float rl[FMT][2], rd[FMT][2], adq[FMT][DK / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < FMT; mt++) {
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            int64_t t = wrow0 + 16 * mt + 8 * hh + g, o = (b * a.Hq + h) * a.T + t;
+            rl[mt][hh] = t < a.T ? lse[o] * MLOG2E : 0.0f;
+            rd[mt][hh] = t < a.T ? delta[o] : 0.0f;
+        }
+#pragma unroll
+        for (int n = 0; n < DK / 8; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) adq[mt][n][i] = 0.0f;
     }
-    for (int n = 0; n < DK / 8; n++)
-        for (int i = 0; i < 4; i++) adq[n][i] = 0.0f;
     for (int n = 0; n < ntiles; n++) {
         cp_async_wait_all();
         __syncthreads();
         if (n + 1 < ntiles) {
             int nb = (n + 1) & 1;
-            tile_async<DK>(Ks + nb * MB * LD, kk + kvo, kstride, (int64_t)(n + 1) * MB, a.T);
-            tile_async<DK>(Vs + nb * MB * LD, v + kvo, kstride, (int64_t)(n + 1) * MB, a.T);
+            tile_async<DK, FN>(Ks + nb * FN * LD, kk + kvo, kstride, (int64_t)(n + 1) * FN, a.T);
+            tile_async<DK, FN>(Vs + nb * FN * LD, v + kvo, kstride, (int64_t)(n + 1) * FN, a.T);
             cp_async_commit();
         }
-        const bf16 *Kt = Ks + (n & 1) * MB * LD, *Vt = Vs + (n & 1) * MB * LD;
-        for (int kh = 0; kh < 2; kh++) {
-            int c0 = 32 * kh;
-            int64_t k0 = (int64_t)n * MB + c0;
-            float sc[4][4], dp[4][4];
-            products_16x32<DK>(sc, dp, Qs, dOs, 16 * w, Kt, Vt, c0);
-            int need = a.seg || k0 + 31 > t0 + 16 * w || k0 + 32 > a.T || t0 + 16 * w + 16 > a.T;
-            for (int j = 0; j < 4; j++)
-                for (int i = 0; i < 4; i++) {
-                    float p = exp2f(sc[j][i] * sl2 - rl[i >> 1]);
-                    if (need && !visible(a, b, k0 + 8 * j + 2 * u + (i & 1), rows[i >> 1]))
-                        p = 0.0f;
-                    dp[j][i] = p * (dp[j][i] - rd[i >> 1]);
+        int64_t k0 = (int64_t)n * FN;
+        if (k0 > wrow0 + 16 * FMT - 1) continue; /* every key above this warp's rows */
+        const bf16 *Kt = Ks + (n & 1) * FN * LD, *Vt = Vs + (n & 1) * FN * LD;
+        float sc[FMT][FN / 8][4], dp[FMT][FN / 8][4];
+#pragma unroll
+        for (int mt = 0; mt < FMT; mt++)
+#pragma unroll
+            for (int j = 0; j < FN / 8; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) sc[mt][j][i] = 0.0f, dp[mt][j][i] = 0.0f;
+#pragma unroll
+        for (int kx = 0; kx < DK / 16; kx++) {
+            uint32_t qf[FMT][4], of[FMT][4];
+#pragma unroll
+            for (int mt = 0; mt < FMT; mt++) {
+                ldsm_x4(qf[mt], ldsm_rows_first(Qs, LD, 16 * (FMT * w + mt), 16 * kx));
+                ldsm_x4(of[mt], ldsm_rows_first(dOs, LD, 16 * (FMT * w + mt), 16 * kx));
+            }
+#pragma unroll
+            for (int np = 0; np < FN / 16; np++) {
+                uint32_t kf[4], vf[4];
+                ldsm_x4(kf, ldsm_cols_first(Kt, LD, 16 * np, 16 * kx));
+                ldsm_x4(vf, ldsm_cols_first(Vt, LD, 16 * np, 16 * kx));
+#pragma unroll
+                for (int mt = 0; mt < FMT; mt++) {
+                    mma_16816(sc[mt][2 * np], qf[mt], kf[0], kf[1]);
+                    mma_16816(sc[mt][2 * np + 1], qf[mt], kf[2], kf[3]);
+                    mma_16816(dp[mt][2 * np], of[mt], vf[0], vf[1]);
+                    mma_16816(dp[mt][2 * np + 1], of[mt], vf[2], vf[3]);
                 }
-            uint32_t sa[2][4];
-            acc_to_a(sa, dp);
-            for (int kx = 0; kx < 2; kx++)
-                for (int dd = 0; dd < DK / 16; dd++) {
-                    uint32_t kf[4];
-                    ldsm_x4_t(kf, ldsm_rows_first(Kt, LD, c0 + 16 * kx, 16 * dd));
-                    mma_16816(adq[2 * dd], sa[kx], kf[0], kf[1]);
-                    mma_16816(adq[2 * dd + 1], sa[kx], kf[2], kf[3]);
-                }
+            }
         }
+        int need = a.seg || k0 + FN - 1 > wrow0 || k0 + FN > a.T || wrow0 + 16 * FMT > a.T;
+        uint32_t sa[FMT][FN / 16][4];
+#pragma unroll
+        for (int mt = 0; mt < FMT; mt++) {
+#pragma unroll
+            for (int j = 0; j < FN / 8; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    int hh = i >> 1;
+                    float p = exp2f(sc[mt][j][i] * sl2 - rl[mt][hh]);
+                    int64_t t = wrow0 + 16 * mt + 8 * hh + g;
+                    if (need && !visible(a, b, k0 + 8 * j + 2 * u + (i & 1), t)) p = 0.0f;
+                    dp[mt][j][i] = p * (dp[mt][j][i] - rd[mt][hh]);
+                }
+#pragma unroll
+            for (int kx = 0; kx < FN / 16; kx++) {
+                sa[mt][kx][0] = pack_bf16x2(dp[mt][2 * kx][0], dp[mt][2 * kx][1]);
+                sa[mt][kx][1] = pack_bf16x2(dp[mt][2 * kx][2], dp[mt][2 * kx][3]);
+                sa[mt][kx][2] = pack_bf16x2(dp[mt][2 * kx + 1][0], dp[mt][2 * kx + 1][1]);
+                sa[mt][kx][3] = pack_bf16x2(dp[mt][2 * kx + 1][2], dp[mt][2 * kx + 1][3]);
+            }
+        }
+        /* dQ += dS K */
+#pragma unroll
+        for (int kx = 0; kx < FN / 16; kx++)
+#pragma unroll
+            for (int dd = 0; dd < DK / 16; dd++) {
+                uint32_t kf[4];
+                ldsm_x4_t(kf, ldsm_rows_first(Kt, LD, 16 * kx, 16 * dd));
+#pragma unroll
+                for (int mt = 0; mt < FMT; mt++) {
+                    mma_16816(adq[mt][2 * dd], sa[mt][kx], kf[0], kf[1]);
+                    mma_16816(adq[mt][2 * dd + 1], sa[mt][kx], kf[2], kf[3]);
+                }
+            }
     }
-    add_acc_rows<DK>(dq + qo, a.Hq * DK, t0 + 16 * w, a.T, adq, a.scale);
+#pragma unroll
+    for (int mt = 0; mt < FMT; mt++)
+        add_acc_rows<DK>(dq + qo, a.Hq * DK, wrow0 + 16 * mt, a.T, adq[mt], a.scale);
 }
 
 /* ---- launchers ---------------------------------------------------------------------------- */
@@ -442,14 +496,15 @@ static void attn_bwd_mma(const mg_kctx *k, const attn_args &a, bf16 *dq, bf16 *d
                          const bf16 *dout, const float *saved, const float *delta, const bf16 *q,
                          const bf16 *kk, const bf16 *v)
 {
-    size_t smkv = mma_smem<DK>(6) + 4 * MB * sizeof(float), smq = mma_smem<DK>(6);
+    size_t smkv = mma_smem<DK>(6) + 4 * MB * sizeof(float);
+    size_t smq = (size_t)(2 * FM + 4 * FN) * (DK + 8) * sizeof(bf16);
     set_smem_limit(attn_bwd_kv_mma_kernel<DK>, smkv);
     set_smem_limit(attn_bwd_q_mma_kernel<DK>, smq);
     dim3 gkv((unsigned)((a.T + MB - 1) / MB), (unsigned)(a.B * a.Hkv));
     MGK_LAUNCH(attn_bwd_kv_mma_kernel<DK>, gkv, MTHREADS, smkv, mgk_stream(k), dk, dv, dout,
                saved, delta, q, kk, v, a);
     MGK_LAUNCH_CHECK();
-    dim3 gq((unsigned)((a.T + MB - 1) / MB), (unsigned)(a.B * a.Hq));
+    dim3 gq((unsigned)((a.T + FM - 1) / FM), (unsigned)(a.B * a.Hq));
     MGK_LAUNCH(attn_bwd_q_mma_kernel<DK>, gq, MTHREADS, smq, mgk_stream(k), dq, dout, saved,
                delta, q, kk, v, a);
     MGK_LAUNCH_CHECK();
