@@ -248,7 +248,7 @@ static int attn_row(mg_kctx *k, const char *name, void (*const fn[3])(void *), b
         double ms = time_ms(k, name, fn[i], x);
         if (ms < 0) {
             fail = 1;
-            printf(" %23s", "FAILED");
+            printf(" %19s", "FAILED");
             continue;
         }
         double tf = flops / (ms * 1e-3);
