@@ -29,6 +29,10 @@ static void layernorm_case(ct *c, int64_t N, int64_t C, int with_bias)
     KT_CLOSE(c->t, "layernorm dinp", ct_down(c, Ddx, N * C), dx, N * C, ATOL, RTOL);
     KT_CLOSE(c->t, "layernorm dw", ct_down(c, Ddw, C), dw, C, 1e-4, RTOL);
     KT_CLOSE(c->t, "layernorm db", ct_down(c, Ddb, C), db, C, 1e-4, RTOL);
+    /* the input gradient alone (no parameter gradients) */
+    mgk_layernorm_bwd(&c->ref, dx, NULL, NULL, dy, x, w, mu, rs, N, C);
+    mgk_layernorm_bwd(&c->dev, Ddx, NULL, NULL, CT_UPF(c, dy, N * C), Dx, Dw, Dmu, Drs, N, C);
+    KT_CLOSE(c->t, "layernorm dinp alone", ct_down(c, Ddx, N * C), dx, N * C, ATOL, RTOL);
 }
 
 static void rmsnorm_case(ct *c, int64_t N, int64_t C)
