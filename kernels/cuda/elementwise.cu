@@ -5,11 +5,11 @@
  * vectors where the tensors are aligned (the last n % 4 (fp32) or n % 8 (bf16) elements one
  * per thread), else over elements; bias_add is a rows x columns launch (16-byte vectors of
  * columns where rows are whole vectors); bias_grad is colsum.cuh. The reductions cut x into
- * the chunks of MGK_SUM_CHUNK elements the CPU backends use: block c (256 threads) sums chunk c, thread j
- * the elements j, j + 256, ... in double and left to right, then a shared-memory tree; a
- * one-block kernel adds the chunk sums the same way (thread j: chunks j, j + 256, ...). The
- * order depends on n only, so every launch gives the same bits (not the CPU's: its chunk
- * sums run left to right; they agree to double rounding).
+ * the chunks of MGK_SUM_CHUNK elements the CPU backends use: block c (256 threads) sums chunk
+ * c, thread j the elements j, j + 256, ... in double and left to right, then a shared-memory
+ * tree; a one-block kernel adds the chunk sums the same way (thread j: chunks j, j + 256,
+ * ...). The order depends on n only, so every launch gives the same bits (not the CPU's: its
+ * chunk sums run left to right; they agree to double rounding).
  */
 #include "cuda_portable.h"
 

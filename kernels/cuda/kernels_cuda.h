@@ -110,7 +110,7 @@ void mgk_cuda_qkv_merge_bf16(const mg_kctx *k, mgk_bf16 *qkv, const mgk_bf16 *q,
                              int64_t Hkv, int64_t D);
 /* saved: mgk_attn_saved_numel floats (fp32, as the fp32 variant); scratch as mgk_attn_bwd.
  * Four implementations of the same contract and saved state (any backward follows any
- * forward): the plain names pick the tensor-core mma.sync kernels (attn_mma.cu) where they
+ * forward): the plain names pick the tensor-core mma.sync kernels (attn_mma_*.cu) where they
  * serve (mgk_cuda_attn_mma_serves, and 16-byte aligned tensors), else the portable ones;
  * the suffixed names select one (the tests and timings compare them). */
 void mgk_cuda_attn_fwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out, float *saved,
@@ -136,7 +136,7 @@ void mgk_cuda_attn_bwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dims *d, mgk_b
                                  mgk_bf16 *dk, mgk_bf16 *dv, const mgk_bf16 *dout,
                                  const float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
                                  const mgk_bf16 *v, const int32_t *seg);
-/* Tensor cores through mma.sync/ldmatrix with register accumulators (attn_mma.cu; the emulator
+/* Tensor cores through mma.sync/ldmatrix with register accumulators (attn_mma_*.cu; the emulator
  * runs them through mma_sm80.cuh's portable instructions); falls back to the portable kernels
  * where it does not serve. */
 int mgk_cuda_attn_mma_serves(const mgk_attn_dims *d); /* D = 64 or 128 on an sm_80+ device */

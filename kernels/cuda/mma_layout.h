@@ -1,5 +1,5 @@
 /* mma_layout.h — which element of a matrix each lane's register holds, for the warp-level
- * tensor-core instructions the fast attention (attn_mma.cu) uses, as the PTX ISA documents
+ * tensor-core instructions the fast attention (attn_mma_*.cu) uses, as the PTX ISA documents
  * them ("Matrix Fragments for mma.m16n8k16 with floating point type", "ldmatrix"). C, usable
  * from host code (tests/cuda/test_cuda_mma.c checks them against the documented formulas and
  * the hardware) and device code (the emulated instructions of mma_sm80.cuh are built on them).

@@ -1,5 +1,5 @@
 /* mma_sm80.cuh — the warp-level tensor-core instructions of sm_80 and later that the fast
- * attention kernels (attn_mma.cu) use, behind four small functions:
+ * attention kernels (attn_mma_fwd.cu, attn_mma_bwd.cu) use, behind four small functions:
  *   mma_16816(d, a, b)      d (16 x 8 fp32) += a (16 x 16 bf16) b (16 x 8 bf16), mma.sync
  *                           .m16n8k16.row.col.f32.bf16.bf16.f32
  *   ldsm_x4(r, p)           ldmatrix.sync.aligned.m8n8.x4.shared.b16 (p: this lane's row)

@@ -1,4 +1,4 @@
-/* test_cuda_mma.c — the tensor-core fragment layouts the fast attention (attn_mma.cu) relies
+/* test_cuda_mma.c — the tensor-core fragment layouts the fast attention (attn_mma_*.cu) relies
  * on: mma_layout.h against the PTX ISA's formulas ("Matrix Fragments for mma.m16n8k16 with
  * floating point type", written out here independently, per element index i of a fragment),
  * then mgk_cuda_mma_probe (ldmatrix + mma.sync in one warp) against those formulas and the CPU

@@ -1,21 +1,7 @@
-/* attn_mma.cu — bf16 causal grouped-query attention, forward and backward, on tensor cores with
- * register accumulators (mma.sync m16n8k16 and ldmatrix, mma_sm80.cuh): FlashAttention-2's
- * algorithm for D = 64 and 128, with the contract and saved state of the portable kernels
- * (attn.cu: lse, output copy), so any backward follows any forward. The emulator runs these
- * kernels through mma_sm80.cuh's portable versions of the instructions.
- *
- * All three kernels: blocks of 4 warps, tiles in shared memory (bf16 rows padded to D + 8
- * elements: the 8 rows an ldmatrix reads fall in distinct banks), loaded by 16-byte cp.async
- * one tile ahead of their use (double buffers). A lane holds rows g and g + 8 (g = lane / 4)
- * of every 16 x 8 accumulator tile, columns 2u, 2u + 1 (u = lane % 4); two neighbouring
- * accumulator tiles of S, rounded to bf16, are exactly the A operand of the next product (no
- * shared-memory round trip).
- *   forward  grid (ceil(T/128), B*Hq), heaviest query tiles first; warp w owns query rows
- *            32w..32w+31 (two accumulator tiles, so every K and V fragment read from shared
- *            memory feeds two products); per key tile of 32 up to the diagonal (a warp skips
- *            the tiles wholly above its rows) S = Q K^T (32 x 32 per warp), the online
- *            softmax in registers (row max and sum over the 4 lanes of a row by shuffles,
- *            exp2 with the scale folded in), O (32 x D per warp, fp32) += P V.
+/* attn_mma_bwd.cu — the bf16 attention backward on tensor cores with register accumulators
+ * (attn_mma.cuh), the default of mgk_cuda_attn_bwd_bf16 where it serves. delta = rowsum(dout *
+ * out) first (attn_common.cuh), then two passes without atomics (7 T x T products instead of
+ * FlashAttention-2's 5):
  *   dK, dV   grid (ceil(T/64), B*Hkv): warp w owns keys 16w..16w+15 of the block's 64; over
  *            the group's query heads and the query tiles of 64 from the diagonal, in halves of
  *            32 queries: S^T = K Q^T, dP^T = V dO^T, P^T, dS^T = P^T (dP^T - delta) in
@@ -23,213 +9,11 @@
  *   dQ       grid (ceil(T/128), B*Hq), the forward's shape: warp w owns query rows
  *            32w..32w+31 (two accumulator tiles); per key tile of 32 up to the diagonal: S, dP,
  *            dS in registers, dQ += dS K.
- * No atomics (dQ is its own pass, as attn.cu): deterministic. P and dS enter the products
- * rounded to bf16 (the tests' bf16 tolerances). Shared memory at D = 128: 68 KB (forward),
- * 102 KB (dK/dV), 102 KB (dQ); registers (sm_90) 254 forward, 246 dK/dV, 254 dQ, no spills.
+ * Shared memory at D = 128: 102 KB each; registers (sm_90) 246 dK/dV, 254 dQ, no spills.
  */
 #include "cuda_portable.h"
 
-#include "attn_common.cuh"
-#include "mma_sm80.cuh"
-
-#define MB 64 /* rows of a tile (queries or keys) */
-#define MWARPS 4
-#define MTHREADS (32 * MWARPS)
-#define MLOG2E 1.4426950408889634f
-#define MLN2 0.6931471805599453f
-
-/* rows [row0, row0 + R) (R = 64 unless given) of a (B, T, H, DK) head (src: its (b, 0, head)
- * row, stride elements between rows) into dst (row stride DK + 8) by 16-byte cp.async, zeros
- * past nrows; all threads of the block. */
-template <int DK, int R = MB>
-static __device__ void tile_async(bf16 *dst, const bf16 *src, int64_t stride, int64_t row0,
-                                  int64_t nrows)
-{
-    const int CH = DK / 8;
-    for (int i = threadIdx.x; i < R * CH; i += blockDim.x) {
-        int r = i / CH, c = (i - r * CH) * 8;
-        int ok = row0 + r < nrows;
-        cp_async16(dst + r * (DK + 8) + c, src + (ok ? (row0 + r) * stride + c : 0), ok);
-    }
-}
-
-/* rows row0 + g (+ 8) (< nrows) of a (B, T, H, DK) head (base: its (b, 0, head) row) +=
- * mul * acc, columns 8n + 2u, 8n + 2u + 1 of acc[n]. */
-template <int DK>
-static __device__ void add_acc_rows(bf16 *base, int64_t stride, int64_t row0, int64_t nrows,
-                                    const float (&acc)[DK / 8][4], float mul)
-{
-    int lane = threadIdx.x & 31, g = lane >> 2, u = lane & 3;
-    for (int hh = 0; hh < 2; hh++) {
-        int64_t row = row0 + g + 8 * hh;
-        if (row >= nrows) continue;
-        __nv_bfloat162 *p = reinterpret_cast<__nv_bfloat162 *>(base + row * stride + 2 * u);
-        for (int n = 0; n < DK / 8; n++) {
-            float2 o = __bfloat1622float2(p[4 * n]);
-            p[4 * n] = __floats2bfloat162_rn(o.x + acc[n][2 * hh] * mul,
-                                             o.y + acc[n][2 * hh + 1] * mul);
-        }
-    }
-}
-
-/* Forward tiles: FM query rows per block (FMT = 2 accumulator tiles of 16 rows per warp, so
- * each K and V fragment read from shared memory feeds two products), FN keys per tile. */
-#define FMT 2
-#define FM (16 * FMT * MWARPS)
-#define FN 32
-
-template <int DK>
-static __global__ void __launch_bounds__(MTHREADS)
-    attn_fwd_mma_kernel(bf16 *out, float *saved, const bf16 *q, const bf16 *kk, const bf16 *v,
-                        const attn_args a)
-{
-    const int LD = DK + 8;
-    MGK_DYN_SHARED(bf16, sm);
-    bf16 *Qs = sm, *Ks = Qs + FM * LD, *Vs = Ks + 2 * FN * LD;
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, u = lane & 3;
-    int64_t rep = a.Hq / a.Hkv, b = blockIdx.y / a.Hq, h = blockIdx.y % a.Hq;
-    int64_t t0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * FM; /* heaviest tiles first */
-    int64_t kstride = a.Hkv * DK, wrow0 = t0 + 16 * FMT * w; /* this warp's first row */
-    const bf16 *kb = kk + (b * a.T * a.Hkv + h / rep) * DK,
-               *vb = v + (b * a.T * a.Hkv + h / rep) * DK;
-    int64_t kend = t0 + FM < a.T ? t0 + FM : a.T;
-    int ntiles = (int)((kend + FN - 1) / FN);
-    tile_async<DK, FM>(Qs, q + (b * a.T * a.Hq + h) * DK, a.Hq * DK, t0, a.T);
-    tile_async<DK, FN>(Ks, kb, kstride, 0, a.T);
-    tile_async<DK, FN>(Vs, vb, kstride, 0, a.T);
-    cp_async_commit();
-    const float sl2 = a.scale * MLOG2E;
-    /* per accumulator tile mt and half hh: row wrow0 + 16 mt + 8 hh + g */
-    float o[FMT][DK / 8][4], m[FMT][2], l[FMT][2];
-    #pragma unroll
-    for (int mt = 0; mt < FMT; mt++) {
-        #pragma unroll
-        for (int n = 0; n < DK / 8; n++)
-            #pragma unroll
-            for (int i = 0; i < 4; i++) o[mt][n][i] = 0.0f;
-        m[mt][0] = m[mt][1] = -INFINITY;
-        l[mt][0] = l[mt][1] = 0.0f;
-    }
-    for (int n = 0; n < ntiles; n++) {
-        cp_async_wait_all();
-        __syncthreads(); /* tile n is in; every warp is done with tile n - 1 */
-        if (n + 1 < ntiles) {
-            int nb = (n + 1) & 1;
-            tile_async<DK, FN>(Ks + nb * FN * LD, kb, kstride, (int64_t)(n + 1) * FN, a.T);
-            tile_async<DK, FN>(Vs + nb * FN * LD, vb, kstride, (int64_t)(n + 1) * FN, a.T);
-            cp_async_commit();
-        }
-        int64_t s0 = (int64_t)n * FN;
-        if (s0 > wrow0 + 16 * FMT - 1) continue; /* every key above this warp's rows */
-        const bf16 *Kt = Ks + (n & 1) * FN * LD, *Vt = Vs + (n & 1) * FN * LD;
-        float s[FMT][FN / 8][4];
-        #pragma unroll
-        for (int mt = 0; mt < FMT; mt++)
-            #pragma unroll
-            for (int j = 0; j < FN / 8; j++)
-                #pragma unroll
-                for (int i = 0; i < 4; i++) s[mt][j][i] = 0.0f;
-        #pragma unroll
-        for (int kx = 0; kx < DK / 16; kx++) {
-            uint32_t qf[FMT][4];
-            #pragma unroll
-            for (int mt = 0; mt < FMT; mt++)
-                ldsm_x4(qf[mt], ldsm_rows_first(Qs, LD, 16 * (FMT * w + mt), 16 * kx));
-            #pragma unroll
-            for (int np = 0; np < FN / 16; np++) {
-                uint32_t kf[4];
-                ldsm_x4(kf, ldsm_cols_first(Kt, LD, 16 * np, 16 * kx));
-                #pragma unroll
-                for (int mt = 0; mt < FMT; mt++) {
-                    mma_16816(s[mt][2 * np], qf[mt], kf[0], kf[1]);
-                    mma_16816(s[mt][2 * np + 1], qf[mt], kf[2], kf[3]);
-                }
-            }
-        }
-        /* online softmax over this tile's keys, rows g and g + 8 of each accumulator tile */
-        int need = a.seg || s0 + FN - 1 > wrow0 || s0 + FN > a.T;
-        #pragma unroll
-        for (int mt = 0; mt < FMT; mt++) {
-            float mx[2] = {m[mt][0], m[mt][1]};
-            #pragma unroll
-            for (int j = 0; j < FN / 8; j++)
-                #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    float x = s[mt][j][i] * sl2;
-                    int64_t t = wrow0 + 16 * mt + 8 * (i >> 1) + g;
-                    if (need && !visible(a, b, s0 + 8 * j + 2 * u + (i & 1), t)) x = -INFINITY;
-                    s[mt][j][i] = x;
-                    mx[i >> 1] = fmaxf(mx[i >> 1], x);
-                }
-            float mu[2], alpha[2];
-            #pragma unroll
-            for (int hh = 0; hh < 2; hh++) {
-                mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(MGK_FULL_MASK, mx[hh], 1));
-                mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(MGK_FULL_MASK, mx[hh], 2));
-                mu[hh] = mx[hh] == -INFINITY ? 0.0f : mx[hh];
-                alpha[hh] = exp2f(m[mt][hh] - mu[hh]);
-                m[mt][hh] = mx[hh];
-                l[mt][hh] *= alpha[hh];
-            }
-            #pragma unroll
-            for (int j = 0; j < FN / 8; j++)
-                #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    float p = exp2f(s[mt][j][i] - mu[i >> 1]);
-                    l[mt][i >> 1] += p;
-                    s[mt][j][i] = p;
-                }
-            #pragma unroll
-            for (int n2 = 0; n2 < DK / 8; n2++)
-                #pragma unroll
-                for (int i = 0; i < 4; i++) o[mt][n2][i] *= alpha[i >> 1];
-        }
-        /* O += P V, P from the score accumulators (16 keys per product) */
-        #pragma unroll
-        for (int kx = 0; kx < FN / 16; kx++) {
-            uint32_t pf[FMT][4];
-            #pragma unroll
-            for (int mt = 0; mt < FMT; mt++) {
-                pf[mt][0] = pack_bf16x2(s[mt][2 * kx][0], s[mt][2 * kx][1]);
-                pf[mt][1] = pack_bf16x2(s[mt][2 * kx][2], s[mt][2 * kx][3]);
-                pf[mt][2] = pack_bf16x2(s[mt][2 * kx + 1][0], s[mt][2 * kx + 1][1]);
-                pf[mt][3] = pack_bf16x2(s[mt][2 * kx + 1][2], s[mt][2 * kx + 1][3]);
-            }
-            #pragma unroll
-            for (int dp = 0; dp < DK / 16; dp++) {
-                uint32_t vf[4];
-                ldsm_x4_t(vf, ldsm_rows_first(Vt, LD, 16 * kx, 16 * dp));
-                #pragma unroll
-                for (int mt = 0; mt < FMT; mt++) {
-                    mma_16816(o[mt][2 * dp], pf[mt], vf[0], vf[1]);
-                    mma_16816(o[mt][2 * dp + 1], pf[mt], vf[2], vf[3]);
-                }
-            }
-        }
-    }
-    float *lse = saved, *ocopy = saved + a.B * a.Hq * a.T;
-    #pragma unroll
-    for (int mt = 0; mt < FMT; mt++)
-        #pragma unroll
-        for (int hh = 0; hh < 2; hh++) {
-            float lsum = l[mt][hh];
-            lsum += __shfl_xor_sync(MGK_FULL_MASK, lsum, 1);
-            lsum += __shfl_xor_sync(MGK_FULL_MASK, lsum, 2);
-            int64_t t = wrow0 + 16 * mt + 8 * hh + g;
-            if (t >= a.T) continue;
-            float inv = 1.0f / lsum;
-            int64_t o0 = ((b * a.T + t) * a.Hq + h) * DK + 2 * u;
-            #pragma unroll
-            for (int n = 0; n < DK / 8; n++) {
-                float y0 = o[mt][n][2 * hh] * inv, y1 = o[mt][n][2 * hh + 1] * inv;
-                *reinterpret_cast<__nv_bfloat162 *>(out + o0 + 8 * n) =
-                    __floats2bfloat162_rn(y0, y1);
-                ocopy[o0 + 8 * n] = y0;
-                ocopy[o0 + 8 * n + 1] = y1;
-            }
-            if (u == 0) lse[(b * a.Hq + h) * a.T + t] = (m[mt][hh] + log2f(lsum)) * MLN2;
-        }
-}
+#include "attn_mma.cuh"
 
 /* The backward's two score products for one warp: x = A1 B1^T and y = A2 B2^T (16 x 32, fp32)
  * with A rows arow..arow+15 and B rows brow..brow+31 of DK-wide tiles (row stride DK + 8). */
@@ -480,18 +264,6 @@ static size_t mma_smem(int tiles)
 }
 
 template <int DK>
-static void attn_fwd_mma(const mg_kctx *k, const attn_args &a, bf16 *out, float *saved,
-                         const bf16 *q, const bf16 *kk, const bf16 *v)
-{
-    size_t sm = (size_t)(FM + 4 * FN) * (DK + 8) * sizeof(bf16);
-    set_smem_limit(attn_fwd_mma_kernel<DK>, sm);
-    dim3 grid((unsigned)((a.T + FM - 1) / FM), (unsigned)(a.B * a.Hq));
-    MGK_LAUNCH(attn_fwd_mma_kernel<DK>, grid, MTHREADS, sm, mgk_stream(k), out, saved, q, kk, v,
-               a);
-    MGK_LAUNCH_CHECK();
-}
-
-template <int DK>
 static void attn_bwd_mma(const mg_kctx *k, const attn_args &a, bf16 *dq, bf16 *dk, bf16 *dv,
                          const bf16 *dout, const float *saved, const float *delta, const bf16 *q,
                          const bf16 *kk, const bf16 *v)
@@ -508,49 +280,6 @@ static void attn_bwd_mma(const mg_kctx *k, const attn_args &a, bf16 *dq, bf16 *d
     MGK_LAUNCH(attn_bwd_q_mma_kernel<DK>, gq, MTHREADS, smq, mgk_stream(k), dq, dout, saved,
                delta, q, kk, v, a);
     MGK_LAUNCH_CHECK();
-}
-
-/* The device runs mma.sync (compute capability 8.0 or later), asked once. */
-static int device_has_mma(void)
-{
-    static int cached = -1;
-    if (cached < 0) {
-        int dev = 0, major = 0;
-        MGK_CUDA_CHECK(cudaGetDevice(&dev));
-        MGK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-        cached = major >= 8;
-    }
-    return cached;
-}
-
-/* These kernels serve d (D = 64 or 128, 16-byte aligned tensors, an sm_80+ device). */
-static int mma_serves(const mgk_attn_dims *d, const void *p0, const void *p1, const void *p2,
-                      const void *p3)
-{
-    return (d->D == 64 || d->D == 128) && mgk_aligned16(p0) && mgk_aligned16(p1) &&
-           mgk_aligned16(p2) && mgk_aligned16(p3) && device_has_mma();
-}
-
-extern "C" int mgk_cuda_attn_mma_serves(const mgk_attn_dims *d)
-{
-    return (d->D == 64 || d->D == 128) && device_has_mma();
-}
-
-extern "C" void mgk_cuda_attn_fwd_bf16_mma(const mg_kctx *k, const mgk_attn_dims *d,
-                                           mgk_bf16 *out, float *saved, const mgk_bf16 *q,
-                                           const mgk_bf16 *kk, const mgk_bf16 *v,
-                                           const int32_t *seg)
-{
-    if (!mma_serves(d, out, q, kk, v)) {
-        mgk_cuda_attn_fwd_bf16_portable(k, d, out, saved, q, kk, v, seg);
-        return;
-    }
-    if (d->B * d->T * d->Hq <= 0) return;
-    attn_args a = make_args(d, seg);
-    if (d->D == 64)
-        attn_fwd_mma<64>(k, a, mgk_bf(out), saved, mgk_bf(q), mgk_bf(kk), mgk_bf(v));
-    else
-        attn_fwd_mma<128>(k, a, mgk_bf(out), saved, mgk_bf(q), mgk_bf(kk), mgk_bf(v));
 }
 
 extern "C" void mgk_cuda_attn_bwd_bf16_mma(const mg_kctx *k, const mgk_attn_dims *d,
@@ -576,14 +305,8 @@ extern "C" void mgk_cuda_attn_bwd_bf16_mma(const mg_kctx *k, const mgk_attn_dims
                           mgk_bf(q), mgk_bf(kk), mgk_bf(v));
 }
 
-/* The bf16 attention of the GPU path: these kernels where they serve, else the portable ones. */
-extern "C" void mgk_cuda_attn_fwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out,
-                                       float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
-                                       const mgk_bf16 *v, const int32_t *seg)
-{
-    mgk_cuda_attn_fwd_bf16_mma(k, d, out, saved, q, kk, v, seg);
-}
-
+/* The bf16 attention backward of the GPU path: these kernels where they serve, else the
+ * portable ones. */
 extern "C" void mgk_cuda_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq,
                                        mgk_bf16 *dk, mgk_bf16 *dv, const mgk_bf16 *dout,
                                        const float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
