@@ -230,10 +230,7 @@ static __global__ void __launch_bounds__(MTHREADS)
                 }
 #pragma unroll
             for (int kx = 0; kx < FN / 16; kx++) {
-                sa[mt][kx][0] = pack_bf16x2(dp[mt][2 * kx][0], dp[mt][2 * kx][1]);
-                sa[mt][kx][1] = pack_bf16x2(dp[mt][2 * kx][2], dp[mt][2 * kx][3]);
-                sa[mt][kx][2] = pack_bf16x2(dp[mt][2 * kx + 1][0], dp[mt][2 * kx + 1][1]);
-                sa[mt][kx][3] = pack_bf16x2(dp[mt][2 * kx + 1][2], dp[mt][2 * kx + 1][3]);
+                acc_pair_to_a(sa[mt][kx], dp[mt][2 * kx], dp[mt][2 * kx + 1]);
             }
         }
         /* dQ += dS K */

@@ -35,11 +35,11 @@ static __global__ void __launch_bounds__(MTHREADS)
     const float sl2 = a.scale * MLOG2E;
     /* per accumulator tile mt and half hh: row wrow0 + 16 mt + 8 hh + g */
     float o[FMT][DK / 8][4], m[FMT][2], l[FMT][2];
-    #pragma unroll
+#pragma unroll
     for (int mt = 0; mt < FMT; mt++) {
-        #pragma unroll
+#pragma unroll
         for (int n = 0; n < DK / 8; n++)
-            #pragma unroll
+#pragma unroll
             for (int i = 0; i < 4; i++) o[mt][n][i] = 0.0f;
         m[mt][0] = m[mt][1] = -INFINITY;
         l[mt][0] = l[mt][1] = 0.0f;
@@ -57,23 +57,23 @@ static __global__ void __launch_bounds__(MTHREADS)
         if (s0 > wrow0 + 16 * FMT - 1) continue; /* every key above this warp's rows */
         const bf16 *Kt = Ks + (n & 1) * FN * LD, *Vt = Vs + (n & 1) * FN * LD;
         float s[FMT][FN / 8][4];
-        #pragma unroll
+#pragma unroll
         for (int mt = 0; mt < FMT; mt++)
-            #pragma unroll
+#pragma unroll
             for (int j = 0; j < FN / 8; j++)
-                #pragma unroll
+#pragma unroll
                 for (int i = 0; i < 4; i++) s[mt][j][i] = 0.0f;
-        #pragma unroll
+#pragma unroll
         for (int kx = 0; kx < DK / 16; kx++) {
             uint32_t qf[FMT][4];
-            #pragma unroll
+#pragma unroll
             for (int mt = 0; mt < FMT; mt++)
                 ldsm_x4(qf[mt], ldsm_rows_first(Qs, LD, 16 * (FMT * w + mt), 16 * kx));
-            #pragma unroll
+#pragma unroll
             for (int np = 0; np < FN / 16; np++) {
                 uint32_t kf[4];
                 ldsm_x4(kf, ldsm_cols_first(Kt, LD, 16 * np, 16 * kx));
-                #pragma unroll
+#pragma unroll
                 for (int mt = 0; mt < FMT; mt++) {
                     mma_16816(s[mt][2 * np], qf[mt], kf[0], kf[1]);
                     mma_16816(s[mt][2 * np + 1], qf[mt], kf[2], kf[3]);
@@ -82,12 +82,12 @@ static __global__ void __launch_bounds__(MTHREADS)
         }
         /* online softmax over this tile's keys, rows g and g + 8 of each accumulator tile */
         int need = a.seg || s0 + FN - 1 > wrow0 || s0 + FN > a.T;
-        #pragma unroll
+#pragma unroll
         for (int mt = 0; mt < FMT; mt++) {
             float mx[2] = {m[mt][0], m[mt][1]};
-            #pragma unroll
+#pragma unroll
             for (int j = 0; j < FN / 8; j++)
-                #pragma unroll
+#pragma unroll
                 for (int i = 0; i < 4; i++) {
                     float x = s[mt][j][i] * sl2;
                     int64_t t = wrow0 + 16 * mt + 8 * (i >> 1) + g;
@@ -96,7 +96,7 @@ static __global__ void __launch_bounds__(MTHREADS)
                     mx[i >> 1] = fmaxf(mx[i >> 1], x);
                 }
             float mu[2], alpha[2];
-            #pragma unroll
+#pragma unroll
             for (int hh = 0; hh < 2; hh++) {
                 mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(MGK_FULL_MASK, mx[hh], 1));
                 mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(MGK_FULL_MASK, mx[hh], 2));
@@ -105,35 +105,31 @@ static __global__ void __launch_bounds__(MTHREADS)
                 m[mt][hh] = mx[hh];
                 l[mt][hh] *= alpha[hh];
             }
-            #pragma unroll
+#pragma unroll
             for (int j = 0; j < FN / 8; j++)
-                #pragma unroll
+#pragma unroll
                 for (int i = 0; i < 4; i++) {
                     float p = exp2f(s[mt][j][i] - mu[i >> 1]);
                     l[mt][i >> 1] += p;
                     s[mt][j][i] = p;
                 }
-            #pragma unroll
+#pragma unroll
             for (int n2 = 0; n2 < DK / 8; n2++)
-                #pragma unroll
+#pragma unroll
                 for (int i = 0; i < 4; i++) o[mt][n2][i] *= alpha[i >> 1];
         }
         /* O += P V, P from the score accumulators (16 keys per product) */
-        #pragma unroll
+#pragma unroll
         for (int kx = 0; kx < FN / 16; kx++) {
             uint32_t pf[FMT][4];
-            #pragma unroll
-            for (int mt = 0; mt < FMT; mt++) {
-                pf[mt][0] = pack_bf16x2(s[mt][2 * kx][0], s[mt][2 * kx][1]);
-                pf[mt][1] = pack_bf16x2(s[mt][2 * kx][2], s[mt][2 * kx][3]);
-                pf[mt][2] = pack_bf16x2(s[mt][2 * kx + 1][0], s[mt][2 * kx + 1][1]);
-                pf[mt][3] = pack_bf16x2(s[mt][2 * kx + 1][2], s[mt][2 * kx + 1][3]);
-            }
-            #pragma unroll
+#pragma unroll
+            for (int mt = 0; mt < FMT; mt++)
+                acc_pair_to_a(pf[mt], s[mt][2 * kx], s[mt][2 * kx + 1]);
+#pragma unroll
             for (int dp = 0; dp < DK / 16; dp++) {
                 uint32_t vf[4];
                 ldsm_x4_t(vf, ldsm_rows_first(Vt, LD, 16 * kx, 16 * dp));
-                #pragma unroll
+#pragma unroll
                 for (int mt = 0; mt < FMT; mt++) {
                     mma_16816(o[mt][2 * dp], pf[mt], vf[0], vf[1]);
                     mma_16816(o[mt][2 * dp + 1], pf[mt], vf[2], vf[3]);
@@ -142,9 +138,9 @@ static __global__ void __launch_bounds__(MTHREADS)
         }
     }
     float *lse = saved, *ocopy = saved + a.B * a.Hq * a.T;
-    #pragma unroll
+#pragma unroll
     for (int mt = 0; mt < FMT; mt++)
-        #pragma unroll
+#pragma unroll
         for (int hh = 0; hh < 2; hh++) {
             float lsum = l[mt][hh];
             lsum += __shfl_xor_sync(MGK_FULL_MASK, lsum, 1);
@@ -153,7 +149,7 @@ static __global__ void __launch_bounds__(MTHREADS)
             if (t >= a.T) continue;
             float inv = 1.0f / lsum;
             int64_t o0 = ((b * a.T + t) * a.Hq + h) * DK + 2 * u;
-            #pragma unroll
+#pragma unroll
             for (int n = 0; n < DK / 8; n++) {
                 float y0 = o[mt][n][2 * hh] * inv, y1 = o[mt][n][2 * hh + 1] * inv;
                 *reinterpret_cast<__nv_bfloat162 *>(out + o0 + 8 * n) =

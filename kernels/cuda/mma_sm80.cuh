@@ -193,16 +193,22 @@ static __device__ inline const bf16 *ldsm_cols_first(const bf16 *t, int ld, int 
     return t + (row0 + r + 8 * (mi >> 1)) * ld + col0 + 8 * (mi & 1);
 }
 
+/* The A operand (16 x 16) made of two neighbouring accumulator tiles (columns 0-7 in x0, 8-15
+ * in x1), rounded to bf16. */
+static __device__ inline void acc_pair_to_a(uint32_t (&f)[4], const float (&x0)[4],
+                                            const float (&x1)[4])
+{
+    f[0] = pack_bf16x2(x0[0], x0[1]);
+    f[1] = pack_bf16x2(x0[2], x0[3]);
+    f[2] = pack_bf16x2(x1[0], x1[1]);
+    f[3] = pack_bf16x2(x1[2], x1[3]);
+}
+
 /* The A operands (16 x 16 each) of a 16 x 32 block of accumulator tiles x[4][4] (columns
  * 8j..8j+7 in x[j]), rounded to bf16. */
 static __device__ inline void acc_to_a(uint32_t (&f)[2][4], const float (&x)[4][4])
 {
-    for (int k = 0; k < 2; k++) {
-        f[k][0] = pack_bf16x2(x[2 * k][0], x[2 * k][1]);
-        f[k][1] = pack_bf16x2(x[2 * k][2], x[2 * k][3]);
-        f[k][2] = pack_bf16x2(x[2 * k + 1][0], x[2 * k + 1][1]);
-        f[k][3] = pack_bf16x2(x[2 * k + 1][2], x[2 * k + 1][3]);
-    }
+    for (int k = 0; k < 2; k++) acc_pair_to_a(f[k], x[2 * k], x[2 * k + 1]);
 }
 
 #endif
