@@ -75,6 +75,14 @@ struct colsum_of {
         (void)b;
         *a += mgk_ld(x + r * C + c);
     }
+    template <int W>
+    __device__ void vec(int64_t r, int64_t c, float (&a)[W], float (&b)[W]) const
+    {
+        (void)b;
+        float v[W];
+        mgk_ldw<T, W>(v, x + r * C + c);
+        for (int e = 0; e < W; e++) a[e] += v[e];
+    }
 };
 
 template <typename T>
@@ -124,7 +132,11 @@ template <typename T>
 static void bias_grad_launch(const mg_kctx *k, float *dbias, const T *dout, int64_t N, int64_t C)
 {
     colsum_of<T> f = {dout, C};
-    colsum_run(k, f, dbias, (float *)NULL, N, C);
+    const int E = vec16<T>::N;
+    if (mgk_rows_vec_ok(C, E, dout))
+        colsum_run<colsum_of<T>, E>(k, f, dbias, (float *)NULL, N, C);
+    else
+        colsum_run(k, f, dbias, (float *)NULL, N, C);
 }
 
 /* ---- deterministic double reductions ---------------------------------------------------- */
