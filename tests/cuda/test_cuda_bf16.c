@@ -10,40 +10,49 @@
 #define BF_ATOL 1e-2
 #define BF_RTOL 1e-2
 
+/* add, bias add / grad, embedding forward / backward on rows of C (70: one element per thread;
+ * 64: 16-byte vectors). */
+static void bf16_elementwise_case(ct *c, int64_t C)
+{
+    int64_t N = 300, row0 = 7, nrows = 50;
+    mgk_bf16 *Da, *Db, *Dbias, *Dtab, *Ddy;
+    float *a = c->ok ? ct_bf_in(c, N * C, 1, 2.0f, &Da) : NULL;
+    float *b = c->ok ? ct_bf_in(c, N * C, 2, 2.0f, &Db) : NULL;
+    float *bias = c->ok ? ct_bf_in(c, C, 3, 1.0f, &Dbias) : NULL;
+    if (c->ok) {
+        mgk_cuda_add_bf16(&c->dev, Da, Da, Db, N * C);
+        mgk_add(&c->ref, a, a, b, N * C);
+        mgk_cuda_bias_add_bf16(&c->dev, Da, Dbias, N, C);
+        mgk_bias_add(&c->ref, ct_round_bf16(a, N * C), bias, N, C);
+        KT_CLOSE(c->t, "add + bias_add bf16", ct_down_bf16(c, Da, N * C), a, N * C, BF_ATOL,
+                 BF_RTOL);
+        float *g = ct_rand(c, C, 4, 1.0f), *Dg = CT_UPF(c, g, C);
+        mgk_cuda_bias_grad_bf16(&c->dev, Dg, Db, N, C);
+        mgk_bias_grad(&c->ref, g, b, N, C);
+        KT_CLOSE(c->t, "bias_grad bf16", ct_down(c, Dg, C), g, C, 1e-4, 1e-5);
+        int32_t *ids = (int32_t *)ct_host(c, kt_ids(N, 5, 0, 70));
+        int32_t *Dids = CT_UPI(c, ids, N);
+        float *tab = ct_bf_in(c, nrows * C, 6, 1.0f, &Dtab), *out = ct_rand(c, N * C, 7, 1.0f);
+        mgk_bf16 *Dout = ct_up_bf16(c, ct_round_bf16(out, N * C), N * C);
+        mgk_cuda_embedding_fwd_bf16(&c->dev, Dout, Dids, Dtab, N, C, row0, nrows, 1);
+        mgk_embedding_fwd(&c->ref, out, ids, tab, N, C, row0, nrows, 1);
+        KT_CLOSE(c->t, "embedding fwd bf16", ct_down_bf16(c, Dout, N * C),
+                 ct_round_bf16(out, N * C), N * C, 0.0, 0.0);
+        float *dy = ct_bf_in(c, N * C, 8, 1.0f, &Ddy), *dt = ct_rand(c, nrows * C, 9, 1.0f);
+        float *Ddt = CT_UPF(c, dt, nrows * C);
+        mgk_cuda_embedding_bwd_bf16(&c->dev, Ddt, Ddy, Dids, N, C, row0, nrows);
+        mgk_embedding_bwd(&c->ref, dt, dy, ids, N, C, row0, nrows);
+        KT_SAME(c->t, "embedding bwd bf16 (fp32 table gradient)", ct_down(c, Ddt, nrows * C), dt,
+                nrows * C);
+    }
+}
+
 MG_TEST(cuda_bf16_elementwise_embedding)
 {
     ct c;
     ct_begin(&c, t);
-    int64_t N = 300, C = 70, row0 = 7, nrows = 50;
-    mgk_bf16 *Da, *Db, *Dbias, *Dtab, *Ddy;
-    float *a = c.ok ? ct_bf_in(&c, N * C, 1, 2.0f, &Da) : NULL;
-    float *b = c.ok ? ct_bf_in(&c, N * C, 2, 2.0f, &Db) : NULL;
-    float *bias = c.ok ? ct_bf_in(&c, C, 3, 1.0f, &Dbias) : NULL;
-    if (c.ok) {
-        mgk_cuda_add_bf16(&c.dev, Da, Da, Db, N * C);
-        mgk_add(&c.ref, a, a, b, N * C);
-        mgk_cuda_bias_add_bf16(&c.dev, Da, Dbias, N, C);
-        mgk_bias_add(&c.ref, ct_round_bf16(a, N * C), bias, N, C);
-        KT_CLOSE(t, "add + bias_add bf16", ct_down_bf16(&c, Da, N * C), a, N * C, BF_ATOL, BF_RTOL);
-        float *g = ct_rand(&c, C, 4, 1.0f), *Dg = CT_UPF(&c, g, C);
-        mgk_cuda_bias_grad_bf16(&c.dev, Dg, Db, N, C);
-        mgk_bias_grad(&c.ref, g, b, N, C);
-        KT_CLOSE(t, "bias_grad bf16", ct_down(&c, Dg, C), g, C, 1e-4, 1e-5);
-        int32_t *ids = (int32_t *)ct_host(&c, kt_ids(N, 5, 0, 70));
-        int32_t *Dids = CT_UPI(&c, ids, N);
-        float *tab = ct_bf_in(&c, nrows * C, 6, 1.0f, &Dtab), *out = ct_rand(&c, N * C, 7, 1.0f);
-        mgk_bf16 *Dout = ct_up_bf16(&c, ct_round_bf16(out, N * C), N * C);
-        mgk_cuda_embedding_fwd_bf16(&c.dev, Dout, Dids, Dtab, N, C, row0, nrows, 1);
-        mgk_embedding_fwd(&c.ref, out, ids, tab, N, C, row0, nrows, 1);
-        KT_CLOSE(t, "embedding fwd bf16", ct_down_bf16(&c, Dout, N * C), ct_round_bf16(out, N * C),
-                 N * C, 0.0, 0.0);
-        float *dy = ct_bf_in(&c, N * C, 8, 1.0f, &Ddy), *dt = ct_rand(&c, nrows * C, 9, 1.0f);
-        float *Ddt = CT_UPF(&c, dt, nrows * C);
-        mgk_cuda_embedding_bwd_bf16(&c.dev, Ddt, Ddy, Dids, N, C, row0, nrows);
-        mgk_embedding_bwd(&c.ref, dt, dy, ids, N, C, row0, nrows);
-        KT_SAME(t, "embedding bwd bf16 (fp32 table gradient)", ct_down(&c, Ddt, nrows * C), dt,
-                nrows * C);
-    }
+    bf16_elementwise_case(&c, 70);
+    bf16_elementwise_case(&c, 64);
     ct_end(&c);
 }
 
