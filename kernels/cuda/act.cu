@@ -1,8 +1,11 @@
 /* act.cu — GeLU (exact erf and tanh approximation) and SwiGLU, forward and backward
  * (kernels.h semantics), fp32 and bf16, in fp32 arithmetic (erff, tanhf, expf).
  *
- * Kernels: GeLU is a grid-stride loop (block 256, at most 8192 blocks); SwiGLU is a rows x F
- * launch (block 256 over the F columns, blockIdx.y over rows). One pass over the data each.
+ * Kernels: GeLU is a grid-stride loop (block 256, at most 8192 blocks) over 16-byte vectors on
+ * aligned tensors (the n % 4 or n % 8 last elements one per thread); SwiGLU is a rows x F
+ * launch (block 256 over the F columns, blockIdx.y over rows), or, when F is a multiple of 16
+ * bytes and the tensors are aligned, block 64 over 16-byte vectors of columns and at most 4096
+ * row blocks striding over the rows. One pass over the data each.
  */
 #include "cuda_portable.h"
 
@@ -30,45 +33,78 @@ static __device__ inline float gelu_grad(float x, int tanh_kind)
     return 0.5f * (1.0f + erff(x * INV_SQRT_2)) + x * expf(-0.5f * x * x) * INV_SQRT_2PI;
 }
 
-template <typename T>
+/* W elements at a time (16-byte vectors when W > 1), then the n % W last ones. */
+template <typename T, int W>
 static __global__ void gelu_fwd_kernel(T *out, const T *inp, int64_t n, int tanh_kind)
 {
-    MGK_FOR_EACH(i, n) mgk_st(out + i, gelu_value(mgk_ld(inp + i), tanh_kind));
+    MGK_FOR_EACH(v, n / W) {
+        float x[W];
+        mgk_ldw<T, W>(x, inp + v * W);
+        for (int e = 0; e < W; e++) x[e] = gelu_value(x[e], tanh_kind);
+        mgk_stw<T, W>(out + v * W, x);
+    }
+    MGK_FOR_EACH(i, n % W) {
+        int64_t j = n / W * W + i;
+        mgk_st(out + j, gelu_value(mgk_ld(inp + j), tanh_kind));
+    }
 }
 
-template <typename T>
+template <typename T, int W>
 static __global__ void gelu_bwd_kernel(T *dinp, const T *dout, const T *inp, int64_t n,
                                        int tanh_kind)
 {
-    MGK_FOR_EACH(i, n)
-    mgk_st(dinp + i, mgk_ld(dinp + i) + gelu_grad(mgk_ld(inp + i), tanh_kind) * mgk_ld(dout + i));
+    MGK_FOR_EACH(v, n / W) {
+        float x[W], dy[W], dx[W];
+        mgk_ldw<T, W>(x, inp + v * W);
+        mgk_ldw<T, W>(dy, dout + v * W);
+        mgk_ldw<T, W>(dx, dinp + v * W);
+        for (int e = 0; e < W; e++) dx[e] += gelu_grad(x[e], tanh_kind) * dy[e];
+        mgk_stw<T, W>(dinp + v * W, dx);
+    }
+    MGK_FOR_EACH(i, n % W) {
+        int64_t j = n / W * W + i;
+        float g = gelu_grad(mgk_ld(inp + j), tanh_kind) * mgk_ld(dout + j);
+        mgk_st(dinp + j, mgk_ld(dinp + j) + g);
+    }
 }
 
-template <typename T>
+template <typename T, int W>
 static __global__ void swiglu_fwd_kernel(T *out, const T *inp, int64_t N, int64_t F)
 {
-    int64_t j = MGK_COL();
+    int64_t j = MGK_COL() * W;
     if (j < F) {
         MGK_FOR_ROWS(r, N) {
-            float g = mgk_ld(inp + r * 2 * F + j), up = mgk_ld(inp + r * 2 * F + F + j);
-            mgk_st(out + r * F + j, g / (1.0f + expf(-g)) * up);
+            float g[W], up[W];
+            mgk_ldw<T, W>(g, inp + r * 2 * F + j);
+            mgk_ldw<T, W>(up, inp + r * 2 * F + F + j);
+            for (int e = 0; e < W; e++) g[e] = g[e] / (1.0f + expf(-g[e])) * up[e];
+            mgk_stw<T, W>(out + r * F + j, g);
         }
     }
 }
 
 /* d gate = dout * up * s * (1 + g (1 - s)), d up = dout * g * s, with s = sigmoid(g). */
-template <typename T>
+template <typename T, int W>
 static __global__ void swiglu_bwd_kernel(T *dinp, const T *dout, const T *inp, int64_t N,
                                          int64_t F)
 {
-    int64_t j = MGK_COL();
+    int64_t j = MGK_COL() * W;
     if (j < F) {
         MGK_FOR_ROWS(r, N) {
             int64_t o = r * 2 * F + j;
-            float g = mgk_ld(inp + o), up = mgk_ld(inp + o + F), dy = mgk_ld(dout + r * F + j);
-            float s = 1.0f / (1.0f + expf(-g));
-            mgk_st(dinp + o, mgk_ld(dinp + o) + dy * up * s * (1.0f + g * (1.0f - s)));
-            mgk_st(dinp + o + F, mgk_ld(dinp + o + F) + dy * g * s);
+            float g[W], up[W], dy[W], dg[W], du[W];
+            mgk_ldw<T, W>(g, inp + o);
+            mgk_ldw<T, W>(up, inp + o + F);
+            mgk_ldw<T, W>(dy, dout + r * F + j);
+            mgk_ldw<T, W>(dg, dinp + o);
+            mgk_ldw<T, W>(du, dinp + o + F);
+            for (int e = 0; e < W; e++) {
+                float s = 1.0f / (1.0f + expf(-g[e]));
+                dg[e] += dy[e] * up[e] * s * (1.0f + g[e] * (1.0f - s));
+                du[e] += dy[e] * g[e] * s;
+            }
+            mgk_stw<T, W>(dinp + o, dg);
+            mgk_stw<T, W>(dinp + o + F, du);
         }
     }
 }
@@ -79,12 +115,21 @@ static void gelu_launch(const mg_kctx *k, T *out, const T *dout, const T *inp, i
                         mgk_gelu_kind kind)
 {
     if (n <= 0) return;
-    unsigned grid = mgk_grid(n, THREADS, MGK_GRID_CAP);
-    int tk = kind == MGK_GELU_TANH;
-    if (dout)
-        MGK_LAUNCH(gelu_bwd_kernel<T>, grid, THREADS, 0, mgk_stream(k), out, dout, inp, n, tk);
+    const int E = vec16<T>::N;
+    int tk = kind == MGK_GELU_TANH, vec = mgk_aligned16(out) && mgk_aligned16(dout) &&
+                                          mgk_aligned16(inp);
+    unsigned grid = vec ? mgk_grid(n / E + 1, THREADS, MGK_GRID_CAP)
+                        : mgk_grid(n, THREADS, MGK_GRID_CAP);
+    if (dout && vec)
+        MGK_LAUNCH((gelu_bwd_kernel<T, E>), grid, THREADS, 0, mgk_stream(k), out, dout, inp, n,
+                   tk);
+    else if (dout)
+        MGK_LAUNCH((gelu_bwd_kernel<T, 1>), grid, THREADS, 0, mgk_stream(k), out, dout, inp, n,
+                   tk);
+    else if (vec)
+        MGK_LAUNCH((gelu_fwd_kernel<T, E>), grid, THREADS, 0, mgk_stream(k), out, inp, n, tk);
     else
-        MGK_LAUNCH(gelu_fwd_kernel<T>, grid, THREADS, 0, mgk_stream(k), out, inp, n, tk);
+        MGK_LAUNCH((gelu_fwd_kernel<T, 1>), grid, THREADS, 0, mgk_stream(k), out, inp, n, tk);
     MGK_LAUNCH_CHECK();
 }
 
@@ -92,8 +137,14 @@ template <typename T>
 static void swiglu_fwd(const mg_kctx *k, T *out, const T *inp, int64_t N, int64_t F)
 {
     if (N <= 0 || F <= 0) return;
-    MGK_LAUNCH(swiglu_fwd_kernel<T>, mgk_grid_rows(N, F, THREADS), THREADS, 0, mgk_stream(k),
-               out, inp, N, F);
+    const int E = vec16<T>::N;
+    if (mgk_rows_vec_ok(F, E, out, inp))
+        MGK_LAUNCH((swiglu_fwd_kernel<T, E>),
+                   mgk_grid_rows_cap(N, F / E, MGK_VTHREADS, MGK_VROWS_CAP), MGK_VTHREADS, 0,
+                   mgk_stream(k), out, inp, N, F);
+    else
+        MGK_LAUNCH((swiglu_fwd_kernel<T, 1>), mgk_grid_rows(N, F, THREADS), THREADS, 0,
+                   mgk_stream(k), out, inp, N, F);
     MGK_LAUNCH_CHECK();
 }
 
@@ -102,8 +153,14 @@ static void swiglu_bwd(const mg_kctx *k, T *dinp, const T *dout, const T *inp, i
                        int64_t F)
 {
     if (N <= 0 || F <= 0) return;
-    MGK_LAUNCH(swiglu_bwd_kernel<T>, mgk_grid_rows(N, F, THREADS), THREADS, 0, mgk_stream(k),
-               dinp, dout, inp, N, F);
+    const int E = vec16<T>::N;
+    if (mgk_rows_vec_ok(F, E, dinp, dout, inp))
+        MGK_LAUNCH((swiglu_bwd_kernel<T, E>),
+                   mgk_grid_rows_cap(N, F / E, MGK_VTHREADS, MGK_VROWS_CAP), MGK_VTHREADS, 0,
+                   mgk_stream(k), dinp, dout, inp, N, F);
+    else
+        MGK_LAUNCH((swiglu_bwd_kernel<T, 1>), mgk_grid_rows(N, F, THREADS), THREADS, 0,
+                   mgk_stream(k), dinp, dout, inp, N, F);
     MGK_LAUNCH_CHECK();
 }
 

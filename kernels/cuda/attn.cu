@@ -351,17 +351,19 @@ extern "C" void mgk_cuda_attn_bwd(const mg_kctx *k, const mgk_attn_dims *d, floa
     attn_bwd(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
 }
 
-extern "C" void mgk_cuda_attn_fwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out,
-                                       float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
-                                       const mgk_bf16 *v, const int32_t *seg)
+extern "C" void mgk_cuda_attn_fwd_bf16_portable(const mg_kctx *k, const mgk_attn_dims *d,
+                                                mgk_bf16 *out, float *saved, const mgk_bf16 *q,
+                                                const mgk_bf16 *kk, const mgk_bf16 *v,
+                                                const int32_t *seg)
 {
     attn_fwd(k, d, mgk_bf(out), saved, mgk_bf(q), mgk_bf(kk), mgk_bf(v), seg);
 }
 
-extern "C" void mgk_cuda_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq,
-                                       mgk_bf16 *dk, mgk_bf16 *dv, const mgk_bf16 *dout,
-                                       const float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
-                                       const mgk_bf16 *v, const int32_t *seg)
+extern "C" void mgk_cuda_attn_bwd_bf16_portable(const mg_kctx *k, const mgk_attn_dims *d,
+                                                mgk_bf16 *dq, mgk_bf16 *dk, mgk_bf16 *dv,
+                                                const mgk_bf16 *dout, const float *saved,
+                                                const mgk_bf16 *q, const mgk_bf16 *kk,
+                                                const mgk_bf16 *v, const int32_t *seg)
 {
     MG_ASSERT(k->scratch_numel >= mgk_cuda_attn_scratch_numel(d));
     attn_bwd(k, d, mgk_bf(dq), mgk_bf(dk), mgk_bf(dv), mgk_bf(dout), saved, mgk_bf(q), mgk_bf(kk),

@@ -47,13 +47,17 @@ struct wmma_smem {
 };
 
 /* rows [row0, row0 + 64) of a (B, T, H, D) head (base: its (b, 0, head) row) into dst, zeros
- * outside the sequence. */
+ * outside the sequence; 16 bytes per thread and step (src and the row strides 16-byte
+ * aligned: checked by the entry points). */
 static __device__ void load_tile_bf16(bf16 *dst, int ld, const bf16 *src, int64_t stride,
                                       int64_t row0, int64_t nrows, int D)
 {
-    for (int idx = threadIdx.x; idx < 64 * D; idx += blockDim.x) {
-        int r = idx / D, d = idx - r * D;
-        dst[r * ld + d] = row0 + r < nrows ? src[(row0 + r) * stride + d] : __float2bfloat16(0.0f);
+    const int CH = D / 8;
+    for (int idx = threadIdx.x; idx < 64 * CH; idx += blockDim.x) {
+        int r = idx / CH, d = (idx - r * CH) * 8;
+        uint4 x = make_uint4(0u, 0u, 0u, 0u);
+        if (row0 + r < nrows) x = *reinterpret_cast<const uint4 *>(src + (row0 + r) * stride + d);
+        *reinterpret_cast<uint4 *>(dst + r * ld + d) = x;
     }
 }
 
@@ -206,8 +210,9 @@ extern "C" void mgk_cuda_attn_fwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dim
                                             const mgk_bf16 *kk, const mgk_bf16 *v,
                                             const int32_t *seg)
 {
-    if (d->D != 64 && d->D != 128) {
-        mgk_cuda_attn_fwd_bf16(k, d, out, saved, q, kk, v, seg);
+    if ((d->D != 64 && d->D != 128) || !mgk_aligned16(q) || !mgk_aligned16(kk) ||
+        !mgk_aligned16(v)) {
+        mgk_cuda_attn_fwd_bf16_portable(k, d, out, saved, q, kk, v, seg);
         return;
     }
     if (d->B * d->T * d->Hq <= 0) return;
@@ -378,8 +383,9 @@ extern "C" void mgk_cuda_attn_bwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dim
                                             const mgk_bf16 *q, const mgk_bf16 *kk,
                                             const mgk_bf16 *v, const int32_t *seg)
 {
-    if (d->D != 64 && d->D != 128) {
-        mgk_cuda_attn_bwd_bf16(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
+    if ((d->D != 64 && d->D != 128) || !mgk_aligned16(q) || !mgk_aligned16(kk) ||
+        !mgk_aligned16(v) || !mgk_aligned16(dout)) {
+        mgk_cuda_attn_bwd_bf16_portable(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
         return;
     }
     if (d->B * d->T * d->Hq <= 0) return;

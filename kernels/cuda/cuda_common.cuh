@@ -68,6 +68,14 @@ static inline dim3 mgk_grid_rows(int64_t rows, int64_t cols, int threads)
                 rows < 1 ? 1u : (rows > MGK_ROWS_CAP ? MGK_ROWS_CAP : (unsigned)rows));
 }
 
+/* The same with at most cap row blocks (each strides over rows). */
+static inline dim3 mgk_grid_rows_cap(int64_t rows, int64_t cols, int threads, unsigned cap)
+{
+    dim3 g = mgk_grid_rows(rows, cols, threads);
+    g.y = g.y > cap ? cap : g.y;
+    return g;
+}
+
 /* Allows a kernel more than the default 48 KiB of dynamic shared memory. */
 template <typename F>
 static void set_smem_limit(F *kernel, size_t bytes)
@@ -126,6 +134,87 @@ static __device__ inline float mgk_fadd(float a, float b) { return __fadd_rn(a, 
 static __device__ inline float mgk_fsub(float a, float b) { return __fsub_rn(a, b); }
 static __device__ inline float mgk_fdiv(float a, float b) { return __fdiv_rn(a, b); }
 #endif
+
+/* 16 bytes of T as floats: vec16<T>::N elements (4 fp32 or 8 bf16); p 16-byte aligned. */
+template <typename T>
+struct vec16;
+template <>
+struct vec16<float> {
+    enum { N = 4 };
+    static __device__ inline void load(float (&x)[4], const float *p)
+    {
+        float4 v = *reinterpret_cast<const float4 *>(p);
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    }
+    static __device__ inline void store(float *p, const float (&x)[4])
+    {
+        *reinterpret_cast<float4 *>(p) = make_float4(x[0], x[1], x[2], x[3]);
+    }
+};
+template <>
+struct vec16<bf16> {
+    enum { N = 8 };
+    static __device__ inline float lo(unsigned u)
+    {
+        return __uint_as_float(u << 16);
+    }
+    static __device__ inline float hi(unsigned u)
+    {
+        return __uint_as_float(u & 0xffff0000u);
+    }
+    static __device__ inline unsigned pack(float a, float b)
+    {
+        return (unsigned)__bfloat16_as_ushort(__float2bfloat16(a)) |
+               ((unsigned)__bfloat16_as_ushort(__float2bfloat16(b)) << 16);
+    }
+    static __device__ inline void load(float (&x)[8], const bf16 *p)
+    {
+        uint4 v = *reinterpret_cast<const uint4 *>(p);
+        x[0] = lo(v.x), x[1] = hi(v.x), x[2] = lo(v.y), x[3] = hi(v.y);
+        x[4] = lo(v.z), x[5] = hi(v.z), x[6] = lo(v.w), x[7] = hi(v.w);
+    }
+    static __device__ inline void store(bf16 *p, const float (&x)[8])
+    {
+        *reinterpret_cast<uint4 *>(p) = make_uint4(pack(x[0], x[1]), pack(x[2], x[3]),
+                                                   pack(x[4], x[5]), pack(x[6], x[7]));
+    }
+};
+
+/* p is 16-byte aligned (or NULL). */
+static inline int mgk_aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15) == 0;
+}
+
+/* W consecutive elements at p as floats: one (W = 1) or a 16-byte vector (W = vec16<T>::N,
+ * p aligned). */
+template <typename T, int W>
+static __device__ inline void mgk_ldw(float (&x)[W], const T *p)
+{
+    if constexpr (W == 1)
+        x[0] = mgk_ld(p);
+    else
+        vec16<T>::load(x, p);
+}
+template <typename T, int W>
+static __device__ inline void mgk_stw(T *p, const float (&x)[W])
+{
+    if constexpr (W == 1)
+        mgk_st(p, x[0]);
+    else
+        vec16<T>::store(p, x);
+}
+
+/* Rows of C elements can move as 16-byte vectors of E elements: C % E == 0 and every pointer
+ * (NULL ones ignored) aligned. */
+static inline int mgk_rows_vec_ok(int64_t C, int E, const void *a, const void *b = NULL,
+                                  const void *c = NULL, const void *d = NULL)
+{
+    return C % E == 0 && mgk_aligned16(a) && mgk_aligned16(b) && mgk_aligned16(c) &&
+           mgk_aligned16(d);
+}
+#define MGK_VTHREADS 64       /* block of a vectorised rows x columns launch */
+#define MGK_VROWS_CAP 4096u   /* its row blocks (each strides over the rows) */
 
 /* ---- reductions ---------------------------------------------------------------------------- */
 

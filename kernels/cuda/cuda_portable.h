@@ -26,6 +26,12 @@
  *     grid-wide sync, dynamic parallelism, textures, clock64 logic, __nanosleep,
  *     __reduce_*_sync, __match_*_sync, __syncthreads_count/and/or. A faster variant that needs
  *     them lives beside a portable kernel of the same contract and tests/gpu compares the two.
+ *     The one exception is mma_sm80.cuh: mma.sync m16n8k16 bf16, ldmatrix .x4 (.trans) and
+ *     16-byte cp.async behind four functions that are PTX under nvcc and, in the emulator,
+ *     portable code following the PTX ISA's documented fragment layouts (mma_layout.h,
+ *     checked against the hardware by tests/cuda/test_cuda_mma.c); kernels reach them only
+ *     through those functions, called by all 32 lanes of a warp.
+ *   - Math also: exp2f, log2f (the C library's in the emulator).
  *
  * Host side: the runtime calls the kernels' launchers and entry points make are limited to
  * cudaMalloc, cudaFree, cudaMemcpy(Async), cudaMemset(Async), cudaStreamCreate(WithFlags),

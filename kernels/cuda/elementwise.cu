@@ -1,13 +1,15 @@
 /* elementwise.cu — zero, add, accumulate, scale, bias add and gradient, and the
  * deterministic double reductions mgk_sumsq / mgk_sum, in fp32 (kernels.h) and bf16.
  *
- * Kernels: elementwise ops are grid-stride loops (block 256, at most 8192 blocks); bias_add is
- * a rows x columns launch; bias_grad is colsum.cuh. The reductions cut x into the chunks of
- * MGK_SUM_CHUNK elements the CPU backends use: block c (256 threads) sums chunk c, thread j
- * the elements j, j + 256, ... in double and left to right, then a shared-memory tree; a
- * one-block kernel adds the chunk sums the same way (thread j: chunks j, j + 256, ...). The
- * order depends on n only, so every launch gives the same bits (not the CPU's: its chunk
- * sums run left to right; they agree to double rounding).
+ * Kernels: elementwise ops are grid-stride loops (block 256, at most 8192 blocks) over 16-byte
+ * vectors where the tensors are aligned (the last n % 4 (fp32) or n % 8 (bf16) elements one
+ * per thread), else over elements; bias_add is a rows x columns launch (16-byte vectors of
+ * columns where rows are whole vectors); bias_grad is colsum.cuh. The reductions cut x into
+ * the chunks of MGK_SUM_CHUNK elements the CPU backends use: block c (256 threads) sums chunk
+ * c, thread j the elements j, j + 256, ... in double and left to right, then a shared-memory
+ * tree; a one-block kernel adds the chunk sums the same way (thread j: chunks j, j + 256,
+ * ...). The order depends on n only, so every launch gives the same bits (not the CPU's: its
+ * chunk sums run left to right; they agree to double rounding).
  */
 #include "cuda_portable.h"
 
@@ -16,25 +18,51 @@
 
 #define THREADS 256
 
-template <typename T>
+/* Elementwise kernels take W elements at a time (16-byte vectors when W > 1: every pointer
+ * aligned), then the n % W last ones one per thread. */
+template <typename T, int W>
 static __global__ void add_kernel(T *out, const T *a, const T *b, int64_t n)
 {
-    MGK_FOR_EACH(i, n) mgk_st(out + i, mgk_ld(a + i) + mgk_ld(b + i));
+    MGK_FOR_EACH(v, n / W) {
+        float x[W], y[W];
+        mgk_ldw<T, W>(x, a + v * W);
+        mgk_ldw<T, W>(y, b + v * W);
+        for (int e = 0; e < W; e++) x[e] += y[e];
+        mgk_stw<T, W>(out + v * W, x);
+    }
+    MGK_FOR_EACH(i, n % W) {
+        int64_t j = n / W * W + i;
+        mgk_st(out + j, mgk_ld(a + j) + mgk_ld(b + j));
+    }
 }
 
-template <typename T>
+template <typename T, int W>
 static __global__ void scale_kernel(T *x, int64_t n, float alpha)
 {
-    MGK_FOR_EACH(i, n) mgk_st(x + i, mgk_ld(x + i) * alpha);
+    MGK_FOR_EACH(v, n / W) {
+        float y[W];
+        mgk_ldw<T, W>(y, x + v * W);
+        for (int e = 0; e < W; e++) y[e] *= alpha;
+        mgk_stw<T, W>(x + v * W, y);
+    }
+    MGK_FOR_EACH(i, n % W) {
+        int64_t j = n / W * W + i;
+        mgk_st(x + j, mgk_ld(x + j) * alpha);
+    }
 }
 
-template <typename T>
+template <typename T, int W>
 static __global__ void bias_add_kernel(T *x, const T *bias, int64_t N, int64_t C)
 {
-    int64_t c = MGK_COL();
+    int64_t c = MGK_COL() * W;
     if (c < C) {
-        float b = mgk_ld(bias + c);
-        MGK_FOR_ROWS(r, N) mgk_st(x + r * C + c, mgk_ld(x + r * C + c) + b);
+        float b[W], v[W];
+        mgk_ldw<T, W>(b, bias + c);
+        MGK_FOR_ROWS(r, N) {
+            mgk_ldw<T, W>(v, x + r * C + c);
+            for (int e = 0; e < W; e++) v[e] += b[e];
+            mgk_stw<T, W>(x + r * C + c, v);
+        }
     }
 }
 
@@ -47,14 +75,27 @@ struct colsum_of {
         (void)b;
         *a += mgk_ld(x + r * C + c);
     }
+    template <int W>
+    __device__ void vec(int64_t r, int64_t c, float (&a)[W], float (&b)[W]) const
+    {
+        (void)b;
+        float v[W];
+        mgk_ldw<T, W>(v, x + r * C + c);
+        for (int e = 0; e < W; e++) a[e] += v[e];
+    }
 };
 
 template <typename T>
 static void add_launch(const mg_kctx *k, T *out, const T *a, const T *b, int64_t n)
 {
     if (n <= 0) return;
-    MGK_LAUNCH(add_kernel<T>, mgk_grid(n, THREADS, MGK_GRID_CAP), THREADS, 0, mgk_stream(k), out,
-               a, b, n);
+    const int E = vec16<T>::N;
+    if (mgk_aligned16(out) && mgk_aligned16(a) && mgk_aligned16(b))
+        MGK_LAUNCH((add_kernel<T, E>), mgk_grid(n / E + 1, THREADS, MGK_GRID_CAP), THREADS, 0,
+                   mgk_stream(k), out, a, b, n);
+    else
+        MGK_LAUNCH((add_kernel<T, 1>), mgk_grid(n, THREADS, MGK_GRID_CAP), THREADS, 0,
+                   mgk_stream(k), out, a, b, n);
     MGK_LAUNCH_CHECK();
 }
 
@@ -62,8 +103,13 @@ template <typename T>
 static void scale_launch(const mg_kctx *k, T *x, int64_t n, float alpha)
 {
     if (n <= 0) return;
-    MGK_LAUNCH(scale_kernel<T>, mgk_grid(n, THREADS, MGK_GRID_CAP), THREADS, 0, mgk_stream(k), x,
-               n, alpha);
+    const int E = vec16<T>::N;
+    if (mgk_aligned16(x))
+        MGK_LAUNCH((scale_kernel<T, E>), mgk_grid(n / E + 1, THREADS, MGK_GRID_CAP), THREADS, 0,
+                   mgk_stream(k), x, n, alpha);
+    else
+        MGK_LAUNCH((scale_kernel<T, 1>), mgk_grid(n, THREADS, MGK_GRID_CAP), THREADS, 0,
+                   mgk_stream(k), x, n, alpha);
     MGK_LAUNCH_CHECK();
 }
 
@@ -71,8 +117,14 @@ template <typename T>
 static void bias_add_launch(const mg_kctx *k, T *x, const T *bias, int64_t N, int64_t C)
 {
     if (N <= 0 || C <= 0) return;
-    MGK_LAUNCH(bias_add_kernel<T>, mgk_grid_rows(N, C, THREADS), THREADS, 0, mgk_stream(k), x,
-               bias, N, C);
+    const int E = vec16<T>::N;
+    if (mgk_rows_vec_ok(C, E, x, bias))
+        MGK_LAUNCH((bias_add_kernel<T, E>),
+                   mgk_grid_rows_cap(N, C / E, MGK_VTHREADS, MGK_VROWS_CAP), MGK_VTHREADS, 0,
+                   mgk_stream(k), x, bias, N, C);
+    else
+        MGK_LAUNCH((bias_add_kernel<T, 1>), mgk_grid_rows(N, C, THREADS), THREADS, 0,
+                   mgk_stream(k), x, bias, N, C);
     MGK_LAUNCH_CHECK();
 }
 
@@ -80,7 +132,11 @@ template <typename T>
 static void bias_grad_launch(const mg_kctx *k, float *dbias, const T *dout, int64_t N, int64_t C)
 {
     colsum_of<T> f = {dout, C};
-    colsum_run(k, f, dbias, (float *)NULL, N, C);
+    const int E = vec16<T>::N;
+    if (mgk_rows_vec_ok(C, E, dout))
+        colsum_run<colsum_of<T>, E>(k, f, dbias, (float *)NULL, N, C);
+    else
+        colsum_run(k, f, dbias, (float *)NULL, N, C);
 }
 
 /* ---- deterministic double reductions ---------------------------------------------------- */

@@ -1,11 +1,14 @@
 /* embed.cu — embedding lookup over a vocabulary shard and its deterministic backward
  * (kernels.h semantics), fp32 tables and (bf16 variants) bf16 activations.
  *
- * Forward: rows x C launch (block 256 over the columns, blockIdx.y over the N ids).
+ * Forward: rows x C launch (block 256 over the columns, blockIdx.y over the N ids), or, for
+ * rows of whole 16-byte vectors on aligned tensors, block 64 over the vectors and at most 4096
+ * row blocks striding over the ids.
  * Backward, without float atomics, in the reference's summation order (so fp32 results
  * equal the CPU reference bitwise):
  *   1. count the in-shard ids per table row (integer atomics: exact);
- *   2. one block turns the counts into row starts (exclusive scan) and zeroes the counts;
+ *   2. one block of 1024 threads turns the counts into row starts (exclusive scan, 4096 rows
+ *      per step: coalesced loads and warp-shuffle scans) and zeroes the counts;
  *   3. scatter each id's position into its row's list (integer atomics: order unspecified);
  *   4. 2048 blocks stride over the table rows (most are empty); a row's block sorts its
  *      positions (rank = number of smaller positions, in shared memory; a row with more than
@@ -18,20 +21,29 @@
 #include "cuda_common.cuh"
 
 #define THREADS 256
+#define SCAN_THREADS 1024 /* the one block of the scan over the table rows */
 #define SORT_MAX 1024
 #define ROW_BLOCKS 2048 /* blocks striding over the table rows (most are empty) */
 
-template <typename T, typename TT>
+template <typename T, typename TT, int W>
 static __global__ void embedding_fwd_kernel(T *out, const int32_t *ids, const TT *table,
                                             int64_t N, int64_t C, int64_t row0, int64_t nrows,
                                             int accumulate)
 {
-    int64_t c = MGK_COL();
+    int64_t c = MGK_COL() * W;
     if (c < C) {
         MGK_FOR_ROWS(i, N) {
             int64_t r = (int64_t)ids[i] - row0;
-            float v = r >= 0 && r < nrows ? mgk_ld(table + r * C + c) : 0.0f;
-            mgk_st(out + i * C + c, accumulate ? mgk_ld(out + i * C + c) + v : v);
+            float v[W], o[W];
+            if (r >= 0 && r < nrows)
+                mgk_ldw<TT, W>(v, table + r * C + c);
+            else
+                for (int e = 0; e < W; e++) v[e] = 0.0f;
+            if (accumulate) {
+                mgk_ldw<T, W>(o, out + i * C + c);
+                for (int e = 0; e < W; e++) v[e] = o[e] + v[e];
+            }
+            mgk_stw<T, W>(out + i * C + c, v);
         }
     }
 }
@@ -45,32 +57,45 @@ static __global__ void count_kernel(int *count, const int32_t *ids, int64_t N, i
     }
 }
 
-/* start[r] = sum of count[0, r) for r <= nrows; count reset to 0. One block. */
+/* start[r] = sum of count[0, r) for r <= nrows; count reset to 0. One block of SCAN_THREADS:
+ * tiles of 4 SCAN_THREADS rows (4 consecutive per thread), a warp scan of the threads' sums by
+ * shuffles, then of the 32 warp sums; integer, so exact. */
 static __global__ void scan_kernel(int *start, int *count, int64_t nrows)
 {
-    MGK_SHARED(int, part, THREADS);
-    int64_t per = (nrows + THREADS - 1) / THREADS, r0 = threadIdx.x * per;
-    int64_t r1 = r0 + per < nrows ? r0 + per : nrows;
-    int s = 0;
-    for (int64_t r = r0; r < r1; r++) s += count[r];
-    part[threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int acc = 0;
-        for (int j = 0; j < THREADS; j++) {
-            int v = part[j];
-            part[j] = acc;
-            acc += v;
+    MGK_SHARED(int, wsum, 32);
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, carry = 0;
+    for (int64_t base = 0; base < nrows; base += 4 * (int64_t)blockDim.x) {
+        int64_t r = base + 4 * (int64_t)threadIdx.x;
+        int v[4], s = 0;
+        for (int e = 0; e < 4; e++) {
+            v[e] = r + e < nrows ? count[r + e] : 0;
+            s += v[e];
         }
-        start[nrows] = acc;
+        int x = s; /* inclusive scan over the warp */
+        for (int o = 1; o < 32; o <<= 1) {
+            int y = __shfl_up_sync(MGK_FULL_MASK, x, o);
+            if (lane >= o) x += y;
+        }
+        __syncthreads(); /* the previous tile's readers of wsum are done */
+        if (lane == 31) wsum[w] = x;
+        __syncthreads();
+        int ws = lane < (int)(blockDim.x >> 5) ? wsum[lane] : 0, wx = ws;
+        for (int o = 1; o < 32; o <<= 1) {
+            int y = __shfl_up_sync(MGK_FULL_MASK, wx, o);
+            if (lane >= o) wx += y;
+        }
+        int wexcl = __shfl_sync(MGK_FULL_MASK, wx - ws, w);
+        int total = __shfl_sync(MGK_FULL_MASK, wx, 31);
+        int excl = carry + wexcl + x - s;
+        for (int e = 0; e < 4; e++)
+            if (r + e < nrows) {
+                start[r + e] = excl;
+                excl += v[e];
+                count[r + e] = 0;
+            }
+        carry += total;
     }
-    __syncthreads();
-    s = part[threadIdx.x];
-    for (int64_t r = r0; r < r1; r++) {
-        start[r] = s;
-        s += count[r];
-        count[r] = 0;
-    }
+    if (threadIdx.x == 0) start[nrows] = carry;
 }
 
 static __global__ void scatter_kernel(int *list, int *cursor, const int *start,
@@ -139,8 +164,14 @@ static void embedding_fwd(const mg_kctx *k, T *out, const int32_t *ids, const TT
                           int64_t N, int64_t C, int64_t row0, int64_t nrows, int accumulate)
 {
     if (N <= 0 || C <= 0) return;
-    MGK_LAUNCH((embedding_fwd_kernel<T, TT>), mgk_grid_rows(N, C, THREADS), THREADS, 0,
-               mgk_stream(k), out, ids, table, N, C, row0, nrows, accumulate);
+    const int E = vec16<T>::N; /* T and TT are the same type: E elements of either */
+    if (sizeof(T) == sizeof(TT) && mgk_rows_vec_ok(C, E, out, table))
+        MGK_LAUNCH((embedding_fwd_kernel<T, TT, E>),
+                   mgk_grid_rows_cap(N, C / E, MGK_VTHREADS, MGK_VROWS_CAP), MGK_VTHREADS, 0,
+                   mgk_stream(k), out, ids, table, N, C, row0, nrows, accumulate);
+    else
+        MGK_LAUNCH((embedding_fwd_kernel<T, TT, 1>), mgk_grid_rows(N, C, THREADS), THREADS, 0,
+                   mgk_stream(k), out, ids, table, N, C, row0, nrows, accumulate);
     MGK_LAUNCH_CHECK();
 }
 
@@ -157,7 +188,7 @@ static void embedding_bwd(const mg_kctx *k, float *dtable, const T *dout, const 
     MGK_LAUNCH(count_kernel, mgk_grid(N, THREADS, MGK_GRID_CAP), THREADS, 0, st, count, ids, N,
                row0, nrows);
     MGK_LAUNCH_CHECK();
-    MGK_LAUNCH(scan_kernel, 1, THREADS, 0, st, start, count, nrows);
+    MGK_LAUNCH(scan_kernel, 1, SCAN_THREADS, 0, st, start, count, nrows);
     MGK_LAUNCH_CHECK();
     MGK_LAUNCH(scatter_kernel, mgk_grid(N, THREADS, MGK_GRID_CAP), THREADS, 0, st, list, count,
                (const int *)start, ids, N, row0, nrows);

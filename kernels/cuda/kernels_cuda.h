@@ -108,25 +108,51 @@ void mgk_cuda_qkv_split_bf16(const mg_kctx *k, mgk_bf16 *q, mgk_bf16 *kk, mgk_bf
 void mgk_cuda_qkv_merge_bf16(const mg_kctx *k, mgk_bf16 *qkv, const mgk_bf16 *q,
                              const mgk_bf16 *kk, const mgk_bf16 *v, int64_t N, int64_t Hq,
                              int64_t Hkv, int64_t D);
-/* saved: mgk_attn_saved_numel floats (fp32, as the fp32 variant); scratch as mgk_attn_bwd. */
+/* saved: mgk_attn_saved_numel floats (fp32, as the fp32 variant); scratch as mgk_attn_bwd.
+ * Four implementations of the same contract and saved state (any backward follows any
+ * forward): the plain names pick the tensor-core mma.sync kernels (attn_mma_*.cu) where they
+ * serve (mgk_cuda_attn_mma_serves, and 16-byte aligned tensors), else the portable ones;
+ * the suffixed names select one (the tests and timings compare them). */
 void mgk_cuda_attn_fwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out, float *saved,
                             const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,
                             const int32_t *seg);
-/* The same forward on tensor cores (attn_wmma.cu) for D = 64 or 128 (other D: the portable
- * kernel); its saved state serves mgk_cuda_attn_bwd_bf16. Not the default until measured. */
-void mgk_cuda_attn_fwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out,
-                                 float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
-                                 const mgk_bf16 *v, const int32_t *seg);
 void mgk_cuda_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq, mgk_bf16 *dk,
                             mgk_bf16 *dv, const mgk_bf16 *dout, const float *saved,
                             const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,
                             const int32_t *seg);
-/* The backward on tensor cores (attn_wmma.cu), D = 64 or 128 (other D: the portable kernels);
- * follows either forward. Not the default until measured. */
+/* CUDA cores, any D <= 256 (attn.cu). */
+void mgk_cuda_attn_fwd_bf16_portable(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out,
+                                     float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
+                                     const mgk_bf16 *v, const int32_t *seg);
+void mgk_cuda_attn_bwd_bf16_portable(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq,
+                                     mgk_bf16 *dk, mgk_bf16 *dv, const mgk_bf16 *dout,
+                                     const float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
+                                     const mgk_bf16 *v, const int32_t *seg);
+/* Tensor cores through WMMA (attn_wmma.cu), D = 64 or 128 (other D: the portable kernels). */
+void mgk_cuda_attn_fwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out,
+                                 float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
+                                 const mgk_bf16 *v, const int32_t *seg);
 void mgk_cuda_attn_bwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq,
                                  mgk_bf16 *dk, mgk_bf16 *dv, const mgk_bf16 *dout,
                                  const float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
                                  const mgk_bf16 *v, const int32_t *seg);
+/* Tensor cores through mma.sync/ldmatrix with register accumulators (attn_mma_*.cu; the emulator
+ * runs them through mma_sm80.cuh's portable instructions); falls back to the portable kernels
+ * where it does not serve. */
+int mgk_cuda_attn_mma_serves(const mgk_attn_dims *d); /* D = 64 or 128 on an sm_80+ device */
+void mgk_cuda_attn_fwd_bf16_mma(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out,
+                                float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
+                                const mgk_bf16 *v, const int32_t *seg);
+void mgk_cuda_attn_bwd_bf16_mma(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq,
+                                mgk_bf16 *dk, mgk_bf16 *dv, const mgk_bf16 *dout,
+                                const float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
+                                const mgk_bf16 *v, const int32_t *seg);
+/* Test hook (tests/cuda/test_cuda_mma.c): one warp loads a (16 x 16) and b (16 x 8, row-major
+ * k x n) bf16 into shared memory, takes fragments with ldmatrix (a plain; b transposed) and
+ * writes, per lane, its 4 A registers, 2 B registers (frags: 32 x 6 words) and the product
+ * c = a b from mma.sync (c: 32 x 4 floats, lane-major accumulator registers). */
+void mgk_cuda_mma_probe(const mg_kctx *k, uint32_t *frags, float *c, const mgk_bf16 *a,
+                        const mgk_bf16 *b);
 void mgk_cuda_xent_partial_bf16(const mg_kctx *k, float *rowmax, float *rowsum, float *tgt,
                                 const mgk_bf16 *logits, const int32_t *targets, int64_t N,
                                 int64_t Vl, int64_t col0, int64_t vocab);

@@ -1,7 +1,8 @@
 /* optim.cu — AdamW on fp32 master weights (kernels.h semantics), and its bf16 variant that
  * also writes the bf16 copy of the parameters the model computes with.
  *
- * Kernel: grid-stride loop (block 256, at most 8192 blocks), the reference's element update
+ * Kernel: grid-stride loop (block 256, at most 8192 blocks) over 16-byte vectors of the four
+ * fp32 arrays where they are aligned (the last n % 4 one by one), the reference's element update
  * (mgk_adamw_elem, kernels/cpu/cpu_internal.h) operation for operation with correctly
  * rounded intrinsics, so nvcc cannot contract a product and a sum: fp32 results equal the
  * CPU reference bitwise. Coefficients are computed on the host by the reference's
@@ -26,13 +27,29 @@ static __device__ inline void adamw_elem(const mgk_adamw_coef c, float *p, float
     *v = vi;
 }
 
-/* param_lp (may be NULL): the bf16 copy of the updated parameters. */
+/* param_lp (may be NULL): the bf16 copy of the updated parameters. W parameters at a time
+ * (16-byte vectors when W = 4: param, m, v, grad aligned), then the n % W last ones. */
+template <int W>
 static __global__ void adamw_kernel(float *param, bf16 *param_lp, float *m, float *v,
                                     const float *grad, int64_t n, const mgk_adamw_coef c)
 {
-    MGK_FOR_EACH(i, n) {
-        adamw_elem(c, param + i, m + i, v + i, grad[i]);
-        if (param_lp) param_lp[i] = __float2bfloat16(param[i]);
+    MGK_FOR_EACH(i, n / W) {
+        float p[W], mi[W], vi[W], g[W];
+        mgk_ldw<float, W>(p, param + i * W);
+        mgk_ldw<float, W>(mi, m + i * W);
+        mgk_ldw<float, W>(vi, v + i * W);
+        mgk_ldw<float, W>(g, grad + i * W);
+        for (int e = 0; e < W; e++) adamw_elem(c, &p[e], &mi[e], &vi[e], g[e]);
+        mgk_stw<float, W>(param + i * W, p);
+        mgk_stw<float, W>(m + i * W, mi);
+        mgk_stw<float, W>(v + i * W, vi);
+        if (param_lp)
+            for (int e = 0; e < W; e++) param_lp[i * W + e] = __float2bfloat16(p[e]);
+    }
+    MGK_FOR_EACH(i, n % W) {
+        int64_t j = n / W * W + i;
+        adamw_elem(c, param + j, m + j, v + j, grad[j]);
+        if (param_lp) param_lp[j] = __float2bfloat16(param[j]);
     }
 }
 
@@ -41,8 +58,12 @@ static void adamw_launch(const mg_kctx *k, float *param, bf16 *param_lp, float *
 {
     if (n <= 0) return;
     mgk_adamw_coef c = mgk_adamw_coefs(hp, decay);
-    MGK_LAUNCH(adamw_kernel, mgk_grid(n, THREADS, MGK_GRID_CAP), THREADS, 0, mgk_stream(k), param,
-               param_lp, m, v, grad, n, c);
+    if (mgk_aligned16(param) && mgk_aligned16(m) && mgk_aligned16(v) && mgk_aligned16(grad))
+        MGK_LAUNCH(adamw_kernel<4>, mgk_grid(n / 4 + 1, THREADS, MGK_GRID_CAP), THREADS, 0,
+                   mgk_stream(k), param, param_lp, m, v, grad, n, c);
+    else
+        MGK_LAUNCH(adamw_kernel<1>, mgk_grid(n, THREADS, MGK_GRID_CAP), THREADS, 0,
+                   mgk_stream(k), param, param_lp, m, v, grad, n, c);
     MGK_LAUNCH_CHECK();
 }
 

@@ -1,12 +1,13 @@
 /* rope_qkv.cu — rotary position embedding (Megatron's rotate-half) forward and backward, and
  * the fused-QKV layout split / merge (kernels.h semantics), fp32 and bf16.
  *
- * RoPE: one thread per (head vector, pair i < rot_dim/2) plus one per passed-through feature:
- * a rows x (rot_dim/2 + D - rot_dim) launch over the B*T*H head vectors. inv_freq comes from
+ * RoPE: one thread per (position, pair i < rot_dim/2) plus one per passed-through feature, over
+ * the H heads of the position: a B*T x (rot_dim/2 + D - rot_dim) launch. inv_freq comes from
  * the reference's mgk_rope_inv_freq on the host (by value, at most ROPE_MAX_HALF floats), the
  * angle is pos * inv_freq in fp32 and cos/sin are taken in double and rounded, as the
  * reference does: fp32 results equal it bitwise (up to the device's double cos/sin ulp).
- * QKV: a rows x (Hq + 2 Hkv) D launch; each thread moves one feature.
+ * QKV: a rows x (Hq + 2 Hkv) D launch; each thread moves one feature, or 16 bytes (4 fp32 or
+ * 8 bf16 features) when a head's row is a multiple of 16 bytes and the tensors are aligned.
  */
 #include "cuda_portable.h"
 
@@ -19,7 +20,9 @@ struct rope_freqs {
     float f[ROPE_MAX_HALF];
 };
 
-/* dir = +1: y = R x; dir = -1: y += R^T x. */
+/* dir = +1: y = R x; dir = -1: y += R^T x. One thread per (b t, pair j or passed-through
+ * feature) over the H heads of the position: the angle's double cos and sin once per head
+ * vector group, not per head. */
 template <typename T>
 static __global__ void rope_kernel(T *y, const T *x, const int32_t *pos, int64_t rows,
                                    int64_t T_, int64_t H, int64_t D, int64_t nhalf,
@@ -27,20 +30,25 @@ static __global__ void rope_kernel(T *y, const T *x, const int32_t *pos, int64_t
 {
     int64_t j = MGK_COL(), rot = 2 * nhalf;
     if (j < nhalf + D - rot) {
-        MGK_FOR_ROWS(r, rows) {
-            int64_t bt = r / H, o = r * D;
+        MGK_FOR_ROWS(bt, rows) {
             if (j < nhalf) {
                 float p = (float)(pos ? pos[bt] : bt % T_), ang = p * fr.f[j];
                 float c = (float)cos((double)ang), s = (float)dir * (float)sin((double)ang);
-                float x1 = mgk_ld(x + o + j), x2 = mgk_ld(x + o + j + nhalf);
-                float y1 = x1 * c - x2 * s, y2 = x2 * c + x1 * s;
-                if (dir < 0) y1 += mgk_ld(y + o + j), y2 += mgk_ld(y + o + j + nhalf);
-                mgk_st(y + o + j, y1);
-                mgk_st(y + o + j + nhalf, y2);
+                for (int64_t h = 0; h < H; h++) {
+                    int64_t o = (bt * H + h) * D;
+                    float x1 = mgk_ld(x + o + j), x2 = mgk_ld(x + o + j + nhalf);
+                    float y1 = x1 * c - x2 * s, y2 = x2 * c + x1 * s;
+                    if (dir < 0) y1 += mgk_ld(y + o + j), y2 += mgk_ld(y + o + j + nhalf);
+                    mgk_st(y + o + j, y1);
+                    mgk_st(y + o + j + nhalf, y2);
+                }
             } else {
                 int64_t i = rot + (j - nhalf);
-                float v = mgk_ld(x + o + i);
-                mgk_st(y + o + i, dir < 0 ? mgk_ld(y + o + i) + v : v);
+                for (int64_t h = 0; h < H; h++) {
+                    int64_t o = (bt * H + h) * D;
+                    float v = mgk_ld(x + o + i);
+                    mgk_st(y + o + i, dir < 0 ? mgk_ld(y + o + i) + v : v);
+                }
             }
         }
     }
@@ -50,13 +58,14 @@ template <typename T>
 static void rope_launch(const mg_kctx *k, T *y, const T *x, const int32_t *pos, int64_t B,
                         int64_t T_, int64_t H, int64_t D, int64_t rot_dim, float base, int dir)
 {
-    int64_t nhalf = rot_dim / 2, rows = B * T_ * H, cols = nhalf + D - rot_dim;
+    int64_t nhalf = rot_dim / 2, rows = B * T_, cols = nhalf + D - rot_dim;
     MG_ASSERT(rot_dim % 2 == 0 && rot_dim <= D && nhalf <= ROPE_MAX_HALF);
-    if (rows <= 0 || cols <= 0) return;
+    if (rows <= 0 || H <= 0 || cols <= 0) return;
     rope_freqs fr;
     for (int64_t i = 0; i < nhalf; i++) fr.f[i] = mgk_rope_inv_freq(i, rot_dim, base);
-    MGK_LAUNCH(rope_kernel<T>, mgk_grid_rows(rows, cols, THREADS), THREADS, 0, mgk_stream(k), y,
-               x, pos, rows, T_, H, D, nhalf, fr, dir);
+    /* blocks of 64 threads: a row of D = 128 (64 pairs) is one block */
+    MGK_LAUNCH(rope_kernel<T>, mgk_grid_rows(rows, cols, 64), 64, 0, mgk_stream(k), y, x, pos,
+               rows, T_, H, D, nhalf, fr, dir);
     MGK_LAUNCH_CHECK();
 }
 
@@ -100,6 +109,14 @@ static __global__ void qkv_merge_kernel(T *qkv, const T *q, const T *kk, const T
     }
 }
 
+/* The copies can move 16-byte units: a head's row_bytes and every tensor 16-byte aligned. */
+static int qkv_vectors(int64_t row_bytes, const void *q, const void *kk, const void *v,
+                       const void *qkv)
+{
+    return row_bytes % 16 == 0 && mgk_aligned16(q) && mgk_aligned16(kk) && mgk_aligned16(v) &&
+           mgk_aligned16(qkv);
+}
+
 template <typename T>
 static void qkv_split(const mg_kctx *k, T *q, T *kk, T *v, const T *qkv, int64_t N, int64_t Hq,
                       int64_t Hkv, int64_t D)
@@ -107,8 +124,15 @@ static void qkv_split(const mg_kctx *k, T *q, T *kk, T *v, const T *qkv, int64_t
     int64_t cols = (Hq + 2 * Hkv) * D;
     MG_ASSERT(Hkv > 0 && Hq % Hkv == 0);
     if (N <= 0 || cols <= 0) return;
-    MGK_LAUNCH(qkv_split_kernel<T>, mgk_grid_rows(N, cols, THREADS), THREADS, 0, mgk_stream(k), q,
-               kk, v, qkv, N, Hq, Hkv, D);
+    if (qkv_vectors(D * (int64_t)sizeof(T), q, kk, v, qkv)) { /* 16-byte units */
+        int64_t Du = D * (int64_t)sizeof(T) / 16;
+        MGK_LAUNCH(qkv_split_kernel<uint4>, mgk_grid_rows(N, (Hq + 2 * Hkv) * Du, THREADS),
+                   THREADS, 0, mgk_stream(k), (uint4 *)q, (uint4 *)kk, (uint4 *)v,
+                   (const uint4 *)qkv, N, Hq, Hkv, Du);
+    } else {
+        MGK_LAUNCH(qkv_split_kernel<T>, mgk_grid_rows(N, cols, THREADS), THREADS, 0,
+                   mgk_stream(k), q, kk, v, qkv, N, Hq, Hkv, D);
+    }
     MGK_LAUNCH_CHECK();
 }
 
@@ -119,8 +143,15 @@ static void qkv_merge(const mg_kctx *k, T *qkv, const T *q, const T *kk, const T
     int64_t cols = (Hq + 2 * Hkv) * D;
     MG_ASSERT(Hkv > 0 && Hq % Hkv == 0);
     if (N <= 0 || cols <= 0) return;
-    MGK_LAUNCH(qkv_merge_kernel<T>, mgk_grid_rows(N, cols, THREADS), THREADS, 0, mgk_stream(k),
-               qkv, q, kk, v, N, Hq, Hkv, D);
+    if (qkv_vectors(D * (int64_t)sizeof(T), q, kk, v, qkv)) {
+        int64_t Du = D * (int64_t)sizeof(T) / 16;
+        MGK_LAUNCH(qkv_merge_kernel<uint4>, mgk_grid_rows(N, (Hq + 2 * Hkv) * Du, THREADS),
+                   THREADS, 0, mgk_stream(k), (uint4 *)qkv, (const uint4 *)q, (const uint4 *)kk,
+                   (const uint4 *)v, N, Hq, Hkv, Du);
+    } else {
+        MGK_LAUNCH(qkv_merge_kernel<T>, mgk_grid_rows(N, cols, THREADS), THREADS, 0,
+                   mgk_stream(k), qkv, q, kk, v, N, Hq, Hkv, D);
+    }
     MGK_LAUNCH_CHECK();
 }
 

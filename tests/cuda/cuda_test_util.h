@@ -82,6 +82,16 @@ static inline float *ct_rand(ct *c, int64_t n, uint64_t seed, float scale)
     return (float *)ct_host(c, kt_randn(n, seed, scale));
 }
 
+/* Document segments (B, T) for the attention mask: n per sequence, the second sequence's
+ * shifted by one after t = 2 (ragged boundaries). */
+static inline int32_t *ct_segments(ct *c, int64_t B, int64_t T, int n)
+{
+    int32_t *s = (int32_t *)ct_host(c, malloc((size_t)(B * T) * sizeof(int32_t)));
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++) s[b * T + t] = (int32_t)((t * n) / T + (b == 1 && t > 2));
+    return s;
+}
+
 static inline float *ct_dup(ct *c, const float *x, int64_t n)
 {
     return (float *)ct_host(c, kt_dup(x, n));
@@ -121,6 +131,14 @@ static inline mgk_bf16 *ct_up_bf16(ct *c, const float *h, int64_t n)
     mgk_bf16 *d = (mgk_bf16 *)ct_up(c, tmp, n, sizeof(mgk_bf16));
     free(tmp);
     return d;
+}
+
+/* n random bf16 values: the host floats (for the reference) and a device bf16 copy. */
+static inline float *ct_bf_in(ct *c, int64_t n, uint64_t seed, float scale, mgk_bf16 **dev)
+{
+    float *h = ct_round_bf16(ct_rand(c, n, seed, scale), n);
+    *dev = ct_up_bf16(c, h, n);
+    return h;
 }
 
 /* Host float copy (freed by ct_end) of n bf16 values of device memory. */

@@ -14,20 +14,12 @@ typedef struct attn_case {
     int segs; /* document segments per sequence (0: no mask) */
 } attn_case;
 
-static int32_t *segments(ct *c, int64_t B, int64_t T, int n)
-{
-    int32_t *s = (int32_t *)ct_host(c, malloc((size_t)(B * T) * sizeof(int32_t)));
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t t = 0; t < T; t++) s[b * T + t] = (int32_t)((t * n) / T + (b == 1 && t > 2));
-    return s;
-}
-
 static void attn_run(ct *c, const attn_case *ac)
 {
     mgk_attn_dims d = {ac->B, ac->T, ac->Hq, ac->Hkv, ac->D, 1.0f / sqrtf((float)ac->D)};
     int64_t nq = d.B * d.T * d.Hq * d.D, nk = d.B * d.T * d.Hkv * d.D;
     float *q = ct_rand(c, nq, 1, 1.0f), *k = ct_rand(c, nk, 2, 1.0f), *v = ct_rand(c, nk, 3, 1.0f);
-    int32_t *seg = ac->segs ? segments(c, d.B, d.T, ac->segs) : NULL;
+    int32_t *seg = ac->segs ? ct_segments(c, d.B, d.T, ac->segs) : NULL;
     float *o = ct_rand(c, nq, 4, 1.0f), *Do = CT_UPF(c, o, nq);
     float *sv = ct_rand(c, mgk_attn_saved_numel(&c->ref, &d), 5, 1.0f);
     float *Dsv = (float *)ct_dalloc(c, (size_t)mgk_attn_saved_numel(&c->dev, &d) * sizeof(float));

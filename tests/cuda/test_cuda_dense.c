@@ -103,6 +103,8 @@ MG_TEST(cuda_embedding)
     if (c.ok) embedding_case(&c, 1, 1, 0, 3, 0);
     if (c.ok) embedding_case(&c, 300, 70, 7, 50, 0);
     if (c.ok) embedding_case(&c, 1500, 33, 100, 20, 1);
+    if (c.ok) embedding_case(&c, 4500, 12, 0, 40, 0); /* 16-byte rows, > 4096 row blocks */
+    if (c.ok) embedding_case(&c, 300, 4, 10, 9000, 0); /* a table over 2 steps of the scan */
     ct_end(&c);
 }
 

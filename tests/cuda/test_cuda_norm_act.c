@@ -29,6 +29,10 @@ static void layernorm_case(ct *c, int64_t N, int64_t C, int with_bias)
     KT_CLOSE(c->t, "layernorm dinp", ct_down(c, Ddx, N * C), dx, N * C, ATOL, RTOL);
     KT_CLOSE(c->t, "layernorm dw", ct_down(c, Ddw, C), dw, C, 1e-4, RTOL);
     KT_CLOSE(c->t, "layernorm db", ct_down(c, Ddb, C), db, C, 1e-4, RTOL);
+    /* the input gradient alone (no parameter gradients) */
+    mgk_layernorm_bwd(&c->ref, dx, NULL, NULL, dy, x, w, mu, rs, N, C);
+    mgk_layernorm_bwd(&c->dev, Ddx, NULL, NULL, CT_UPF(c, dy, N * C), Dx, Dw, Dmu, Drs, N, C);
+    KT_CLOSE(c->t, "layernorm dinp alone", ct_down(c, Ddx, N * C), dx, N * C, ATOL, RTOL);
 }
 
 static void rmsnorm_case(ct *c, int64_t N, int64_t C)
@@ -53,8 +57,10 @@ MG_TEST(cuda_norms)
 {
     ct c;
     ct_begin(&c, t);
-    static const int64_t shapes[][2] = {{1, 1}, {5, 33}, {37, 1000}, {300, 77}};
-    for (int s = 0; c.ok && s < 4; s++) {
+    /* C = 1000, 768, 32: the warp-per-row kernels (N = 2100 > the backward's 512 x 4 warps) */
+    static const int64_t shapes[][2] = {{1, 1}, {5, 33}, {37, 1000}, {300, 77}, {70, 768},
+                                        {2100, 32}};
+    for (int s = 0; c.ok && s < 6; s++) {
         layernorm_case(&c, shapes[s][0], shapes[s][1], s & 1);
         rmsnorm_case(&c, shapes[s][0], shapes[s][1]);
     }
@@ -139,8 +145,9 @@ MG_TEST(cuda_rope_qkv)
     if (c.ok) rope_case(&c, 2, 5, 3, 10, 8, 0);
     if (c.ok) rope_case(&c, 2, 7, 2, 64, 64, 1);
     if (c.ok) rope_case(&c, 1, 3, 5, 130, 100, 1);
-    static const int64_t shapes[][4] = {{1, 1, 1, 1}, {7, 6, 2, 5}, {3, 3, 3, 8}, {5, 8, 1, 33}};
-    for (int s = 0; c.ok && s < 4; s++)
+    static const int64_t shapes[][4] = {{1, 1, 1, 1}, {7, 6, 2, 5}, {3, 3, 3, 8}, {5, 8, 1, 33},
+                                        {4, 4, 2, 12}};
+    for (int s = 0; c.ok && s < 5; s++)
         qkv_case(&c, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
     ct_end(&c);
 }

@@ -166,28 +166,22 @@ static void b_xent_fwd_bf16(void *p)
     bargs *x = p;
     mgk_cuda_xent_fwd_bf16(x->k, x->b, x->c, BF(x->a), x->ids, x->N, x->C, x->V);
 }
-static void b_attn_fwd_bf16(void *p)
-{
-    bargs *x = p;
-    mgk_cuda_attn_fwd_bf16(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b), BF(x->c), NULL);
-}
-static void b_attn_fwd_wmma(void *p)
-{
-    bargs *x = p;
-    mgk_cuda_attn_fwd_bf16_wmma(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b), BF(x->c), NULL);
-}
-static void b_attn_bwd_wmma(void *p)
-{
-    bargs *x = p;
-    mgk_cuda_attn_bwd_bf16_wmma(x->k, &x->ad, BF(x->f), BF(x->f), BF(x->f), BF(x->d), x->e,
-                                BF(x->a), BF(x->b), BF(x->c), NULL);
-}
-static void b_attn_bwd_bf16(void *p)
-{
-    bargs *x = p;
-    mgk_cuda_attn_bwd_bf16(x->k, &x->ad, BF(x->f), BF(x->f), BF(x->f), BF(x->d), x->e, BF(x->a),
-                           BF(x->b), BF(x->c), NULL);
-}
+#define ATTN_BF16_BENCH(name, fn)                                                        \
+    static void b_attn_fwd_##name(void *p)                                               \
+    {                                                                                    \
+        bargs *x = p;                                                                    \
+        mgk_cuda_attn_fwd_bf16_##fn(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b),    \
+                                    BF(x->c), NULL);                                     \
+    }                                                                                    \
+    static void b_attn_bwd_##name(void *p)                                               \
+    {                                                                                    \
+        bargs *x = p;                                                                    \
+        mgk_cuda_attn_bwd_bf16_##fn(x->k, &x->ad, BF(x->f), BF(x->f), BF(x->f), BF(x->d), \
+                                    x->e, BF(x->a), BF(x->b), BF(x->c), NULL);           \
+    }
+ATTN_BF16_BENCH(portable, portable)
+ATTN_BF16_BENCH(wmma, wmma)
+ATTN_BF16_BENCH(mma, mma)
 
 typedef struct peaks {
     double hbm; /* bytes/s, 0 if unknown */
@@ -222,18 +216,67 @@ static int alloc_zero(mg_kctx *k, float **p, int64_t n)
     return 0;
 }
 
-static int run_one(mg_kctx *k, const bench *b, bargs *x, const peaks *pk)
+/* Mean milliseconds of fn after two warm-up calls; -1 (message printed) on failure. */
+static double time_ms(mg_kctx *k, const char *name, void (*fn)(void *), bargs *x)
 {
     double ms = 0;
     x->k = k;
-    b->fn(x);
-    b->fn(x);
-    if (mgk_cuda_time(k, b->fn, x, REPS, &ms) != MG_OK) {
-        printf("  %-30s FAILED: %s\n", b->name, mg_last_error());
-        return 1;
+    fn(x);
+    fn(x);
+    if (mgk_cuda_time(k, fn, x, REPS, &ms) != MG_OK) {
+        printf("  %-30s FAILED: %s\n", name, mg_last_error());
+        return -1;
     }
+    return ms;
+}
+
+static int run_one(mg_kctx *k, const bench *b, bargs *x, const peaks *pk)
+{
+    double ms = time_ms(k, b->name, b->fn, x);
+    if (ms < 0) return 1;
     report(b, ms, pk);
     return 0;
+}
+
+/* One row of the bf16 attention table: the three implementations side by side. */
+static int attn_row(mg_kctx *k, const char *name, void (*const fn[3])(void *), bargs *x,
+                    double flops)
+{
+    int fail = 0;
+    printf("  %-22s", name);
+    for (int i = 0; i < 3; i++) {
+        double ms = time_ms(k, name, fn[i], x);
+        if (ms < 0) {
+            fail = 1;
+            printf(" %19s", "FAILED");
+            continue;
+        }
+        double tf = flops / (ms * 1e-3);
+        printf(" %8.3f ms %5.1f%%", ms, 100.0 * tf / BF16_PEAK);
+    }
+    printf("\n");
+    fflush(stdout);
+    return fail;
+}
+
+/* The bf16 attention table (buffers as the fp32 group: a..f = q, k, v, out, saved, grads). */
+static int attn_bf16_table(mg_kctx *k, const mgk_attn_dims *ad, int gqa, const int64_t sz[6])
+{
+    static void (*const fwd[3])(void *) = {b_attn_fwd_portable, b_attn_fwd_wmma, b_attn_fwd_mma};
+    static void (*const bwd[3])(void *) = {b_attn_bwd_portable, b_attn_bwd_wmma, b_attn_bwd_mma};
+    double fl = 4.0 * ad->B * ad->Hq * (double)ad->T * ad->T * ad->D / 2;
+    bargs x = {.ad = *ad};
+    float **bufs[6] = {&x.a, &x.b, &x.c, &x.d, &x.e, &x.f};
+    int fail = 0;
+    for (int i = 0; i < 6; i++) fail |= alloc_zero(k, bufs[i], sz[i]);
+    if (!fail) {
+        fail |= attn_row(k, gqa ? "fwd GQA 16/4" : "fwd MHA 16", fwd, &x, fl);
+        fail |= attn_row(k, gqa ? "bwd GQA 16/4" : "bwd MHA 16", bwd, &x, 2.5 * fl);
+    } else {
+        printf("  attention bf16 FAILED: %s\n", mg_last_error());
+    }
+    for (int i = 0; i < 6; i++) mgk_cuda_free(*bufs[i]);
+    return fail;
 }
 
 /* Runs benches [0, n) that share one set of buffers sized na..nf floats. */
@@ -341,16 +384,15 @@ static int bench_compute_bound(mg_kctx *k, const peaks *pk)
                       b_attn_bwd, 0, 2.5 * fl, FP32_PEAK}};
         fail |= group(k, a, 2, &x,
                       (int64_t[6]){nq, nk, nk, nq, mgk_attn_saved_numel(k, &ad), nq}, pk);
-        bench ab[] = {{gqa ? "attn_fwd bf16 GQA 16/4 D=128" : "attn_fwd bf16 MHA 16 D=128",
-                       b_attn_fwd_bf16, 0, fl, BF16_PEAK},
-                      {gqa ? "attn_fwd bf16 wmma GQA 16/4" : "attn_fwd bf16 wmma MHA 16 D=128",
-                       b_attn_fwd_wmma, 0, fl, BF16_PEAK},
-                      {gqa ? "attn_bwd bf16 GQA 16/4 D=128" : "attn_bwd bf16 MHA 16 D=128",
-                       b_attn_bwd_bf16, 0, 2.5 * fl, BF16_PEAK},
-                      {gqa ? "attn_bwd bf16 wmma GQA 16/4" : "attn_bwd bf16 wmma MHA 16 D=128",
-                       b_attn_bwd_wmma, 0, 2.5 * fl, BF16_PEAK}};
-        fail |= group(k, ab, 4, &x,
-                      (int64_t[6]){nq, nk, nk, nq, mgk_attn_saved_numel(k, &ad), nq}, pk);
+    }
+    printf("  bf16 attention, B 4, T 2048, D 128 (ms, %% of the dense bf16 peak):\n");
+    printf("  %-22s %19s %19s %19s\n", "", "portable", "wmma", "mma.sync");
+    for (int gqa = 0; gqa < 2; gqa++) {
+        mgk_attn_dims ad = {4, 2048, 16, gqa ? 4 : 16, 128, 0.08838834764831845f};
+        int64_t nq = ad.B * ad.T * ad.Hq * ad.D, nk = ad.B * ad.T * ad.Hkv * ad.D;
+        if (mgk_ctx_reserve(k, mgk_attn_scratch_numel(k, &ad)) != MG_OK) return 1;
+        fail |= attn_bf16_table(k, &ad, gqa,
+                                (int64_t[6]){nq, nk, nk, nq, mgk_attn_saved_numel(k, &ad), nq});
     }
     int64_t n = 4096;
     x = (bargs){.n = n};
