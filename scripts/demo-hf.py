@@ -58,6 +58,7 @@ def main(argv):
     hf_dir, ranks, probe, work, sample_path, flags = *argv[1:6], argv[7:]
     import torch
     import transformers
+    transformers.logging.disable_progress_bar()
     os.makedirs(work, exist_ok=True)
     enc = gpt2_encoding(ranks)
     model = transformers.AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job end to end (make demo): a real corpus to a trained, resharded, exported model.
-#   1. mg-preprocess: the English fortune cookies of Debian's `fortunes` packages (shuffled
-#      with a fixed seed, so the validation split is a sample of every file) as JSONL ->
+#   1. mg-preprocess: the English fortune cookies of Debian's `fortunes` packages as JSONL
+#      (white space runs, the files' line breaks and tab indents, made one space; shuffled
+#      with a fixed seed, so the validation split is a sample of every file) ->
 #      a Megatron .bin/.idx with GPT-2's byte-pair ranks (TikTokenizer r50k_base; the ranks
 #      ship in the `openai-whisper` package on PyPI, fetched once into ~/.cache/mgtools/demo);
 #   2. mg-train under `mpirun -np 2`, data-parallel (DP=2, one thread per rank): a 3.4M
@@ -19,10 +20,12 @@
 # second run replaces the outputs of the first (a folder that is not a demo's is refused).
 #   scripts/demo.sh [--out DIR] [--iters N] [--ranks FILE]
 #     --out DIR     output folder (default demo-output in the repository root)
-#     --iters N     training iterations (default 300; the CLI test runs fewer)
+#     --iters N     training iterations (default 300; tests/interop/test_demo.py runs 20)
 #     --ranks FILE  GPT-2 ranks (r50k_base.tiktoken) to use instead of fetching them
-# Needs: the tools (make), build/tests/tools/model_probe (make demo builds it), mpirun,
-# the `fortunes` package and the Python environment of scripts/setup.sh (MG_VENV overrides).
+# Needs: the tools (make; MG_BIN overrides bin/), build/tests/tools/model_probe (make demo
+# builds it; MG_PROBE overrides), mpirun, the `fortunes` package and the Python environment
+# of scripts/setup.sh (MG_VENV overrides).
+# Exit status: 0 done, 1 a step failed (OUT.partial is kept to look at), 2 usage error.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/demo-output iters=300 ranks=
@@ -39,7 +42,11 @@ die() { echo "demo: error: $*" >&2; exit 1; }
 step() { echo; echo "== demo step $1"; }
 start=$(date +%s)
 
-bin=$root/bin probe=$root/build/tests/tools/model_probe
+# The output folder: ours (a marker file) or new; built in OUT.partial, renamed at the end.
+if [ -e "$out" ] && [ ! -e "$out/.mgtools-demo" ]; then
+  die "'$out' exists and is not a demo output: give another --out"
+fi
+bin=${MG_BIN:-$root/bin} probe=${MG_PROBE:-$root/build/tests/tools/model_probe}
 for t in "$bin/mg-preprocess" "$bin/mg-train" "$bin/mg-convert" "$probe"; do
   [ -x "$t" ] || die "'$t' is not built: run 'make demo'"
 done
@@ -48,10 +55,6 @@ venv=${MG_VENV:-$("$root/scripts/setup.sh" --python | sed -n 's/^MG_VENV=//p')}
 py=$venv/bin/python
 [ -x "$py" ] || die "no Python environment at '$venv': run scripts/setup.sh"
 
-# The output folder: ours (a marker file) or new; built in OUT.partial, renamed at the end.
-if [ -e "$out" ] && [ ! -e "$out/.mgtools-demo" ]; then
-  die "'$out' exists and is not a demo output: give another --out"
-fi
 work=$out.partial
 rm -rf "$work"
 mkdir -p "$work/data"
@@ -82,7 +85,7 @@ for path in sorted(sys.argv[2:]):
     with open(path, encoding="utf-8", errors="replace") as f:
         for text in f.read().split("\n%\n"):
             if text.strip():
-                docs.append({"text": text.strip("\n") + "\n", "source": path.rsplit("/", 1)[1]})
+                docs.append({"text": " ".join(text.split()), "source": path.rsplit("/", 1)[1]})
 random.Random(1234).shuffle(docs)
 with open(sys.argv[1], "w", encoding="utf-8") as f:
     f.writelines(json.dumps(d) + "\n" for d in docs)
