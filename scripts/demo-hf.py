@@ -3,9 +3,10 @@
 
 Usage: scripts/demo-hf.py HF_DIR RANKS PROBE WORK_DIR SAMPLE.txt -- MG-TRAIN-FLAGS...
 
-transformers loads the export HF_DIR (fp32) and continues PROMPT greedily (do_sample=False,
-so the text is reproducible) for NEW_TOKENS tokens; the prompt is encoded and the text
-decoded with tiktoken on the GPT-2 ranks RANKS (the tokenizer mg-preprocess used). Then
+transformers loads the export HF_DIR (fp32, AutoModelForCausalLM and AutoTokenizer) and
+continues PROMPT greedily (do_sample=False, so the text is reproducible) for NEW_TOKENS
+tokens; the prompt's ids must equal tiktoken's on the GPT-2 ranks RANKS (the tokenizer
+mg-preprocess used). Then
 mg-train's own model (PROBE: build/tests/tools/model_probe, fed the same safetensors and
 the model's MG-TRAIN-FLAGS) computes the logits of prompt + continuation, and they must
 equal transformers' within fp32 tolerance: |ours - theirs| <= 1e-4 max|theirs| + 1e-5.
@@ -60,10 +61,14 @@ def main(argv):
     import transformers
     transformers.logging.disable_progress_bar()
     os.makedirs(work, exist_ok=True)
-    enc = gpt2_encoding(ranks)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
     model = transformers.AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32)
     model.eval()
-    prompt_ids = enc.encode(PROMPT, allowed_special="all")
+    prompt_ids = tokenizer(PROMPT).input_ids
+    if prompt_ids != gpt2_encoding(ranks).encode(PROMPT, allowed_special="all"):
+        print(f"demo-hf.py: error: {hf_dir}'s tokenizer differs from tiktoken's on the prompt",
+              file=sys.stderr)
+        return 1
     ids = generate(model, prompt_ids)
     with torch.no_grad():
         theirs = model(input_ids=torch.tensor([ids])).logits[0].double()
@@ -71,7 +76,7 @@ def main(argv):
     theirs = theirs[:, :ours.shape[1]]
     diff = float((ours - theirs).abs().max()) if ours.shape == theirs.shape else float("inf")
     tol = 1e-4 * float(theirs.abs().max()) + 1e-5
-    continuation = enc.decode(ids[len(prompt_ids):])
+    continuation = tokenizer.decode(ids[len(prompt_ids):])
     with open(sample_path, "w", encoding="utf-8") as f:
         f.write(PROMPT + continuation + "\n")
     check = {"prompt": PROMPT, "continuation": continuation, "ids": ids,

@@ -41,7 +41,7 @@ def summary(work, out, seconds):
         f"  dataset      data/fortunes_text_document.bin/.idx (corpus data/fortunes.jsonl)",
         f"  training     checkpoints/ (Megatron 'torch', DP=2), train.log, metrics.jsonl",
         f"  resharded    checkpoints-tp2/ (TP=2), checkpoints-tp1/ (back to TP=1)",
-        f"  Hugging Face hf/ (config.json, model.safetensors)",
+        f"  Hugging Face hf/ (config.json, model.safetensors, tokenizer.json)",
         f"  curves       loss-curves.png",
         f"  sample       sample.txt",
         f"training loss: first {first:.3f} (iteration {train[0]['iteration']}), "

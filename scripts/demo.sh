@@ -9,7 +9,8 @@
 #      parameter GPT-2-style model with a validation split, Megatron's log lines, the
 #      --log-file metrics and checkpoints;
 #   3. mg-convert: the checkpoint resharded to TP=2 and back to TP=1, then exported to
-#      Hugging Face, every step with --verify;
+#      Hugging Face, every step with --verify, with a tokenizer.json that transformers makes
+#      from the same ranks (scripts/tiktoken-to-hf.py), so the folder is all transformers needs;
 #   4. scripts/demo-hf.py: transformers loads the export, generates a greedy continuation of
 #      a fixed prompt, and its logits on prompt + continuation must equal mg-train's own
 #      forward (build/tests/tools/model_probe) within fp32 tolerance; scripts/plot-metrics.py
@@ -117,7 +118,10 @@ step "3/5: mg-convert (reshard TP=1 -> TP=2 -> TP=1, export to Hugging Face, --v
   --target-tensor-parallel-size 2 --drop-optimizer-state --verify
 "$bin/mg-convert" --load-dir "$work/checkpoints-tp2" --save-dir "$work/checkpoints-tp1" \
   --target-tensor-parallel-size 1 --verify
-"$bin/mg-convert" --load-dir "$work/checkpoints-tp1" --save-dir "$work/hf" --saver hf --verify
+"$py" "$root/scripts/tiktoken-to-hf.py" "$ranks" "$work/hf-tokenizer"
+"$bin/mg-convert" --load-dir "$work/checkpoints-tp1" --save-dir "$work/hf" --saver hf --verify \
+  --tokenizer-dir "$work/hf-tokenizer"
+rm -rf "$work/hf-tokenizer"
 
 step "4/5: transformers: greedy generation, logits against mg-train's forward; loss curves"
 "$py" "$root/scripts/demo-hf.py" "$work/hf" "$ranks" "$probe" "$work/logits-check" \

@@ -48,7 +48,8 @@ def test_demo_outputs(demo_out):
                 "checkpoints-tp2/release/mp_rank_00/model_optim_rng.pt",
                 "checkpoints-tp2/release/mp_rank_01/model_optim_rng.pt",
                 "checkpoints-tp1/release/mp_rank_00/model_optim_rng.pt",
-                "hf/config.json", "hf/model.safetensors", "metrics.jsonl", "train.log",
+                "hf/config.json", "hf/model.safetensors", "hf/tokenizer.json",
+                "hf/tokenizer_config.json", "metrics.jsonl", "train.log",
                 "summary.txt", "sample.txt"]:
         assert (out / rel).is_file(), rel
     assert (out / "loss-curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -98,7 +99,8 @@ def test_demo_hf_fails_on_different_logits(demo_out, tmp_path):
     out = demo_out[0]
     hf = tmp_path / "hf"
     hf.mkdir()
-    (hf / "model.safetensors").symlink_to(out / "hf" / "model.safetensors")
+    for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        (hf / name).symlink_to(out / "hf" / name)
     config = json.loads((out / "hf" / "config.json").read_text())
     config["activation_function"] = "relu"
     (hf / "config.json").write_text(json.dumps(config))
