@@ -60,6 +60,7 @@ work=$out.partial
 rm -rf "$work"
 mkdir -p "$work/data"
 touch "$work/.mgtools-demo"
+trap 'echo "demo: error: the step above failed; its outputs so far are in $work" >&2; exit 1' ERR
 
 if [ -z "$ranks" ]; then
   cache=${XDG_CACHE_HOME:-$HOME/.cache}/mgtools/demo
@@ -67,7 +68,7 @@ if [ -z "$ranks" ]; then
   if [ ! -s "$ranks" ]; then
     mkdir -p "$cache"
     tmp=$(mktemp -d)
-    python3 -m pip download -q --no-deps --no-binary :all: -d "$tmp" openai-whisper==20250625
+    "$py" -m pip download -q --no-deps --no-binary :all: -d "$tmp" openai-whisper==20250625
     tar -xzf "$tmp"/openai_whisper-*.tar.gz -C "$tmp" --wildcards '*/whisper/assets/gpt2.tiktoken'
     mv "$tmp"/openai_whisper-*/whisper/assets/gpt2.tiktoken "$ranks"
     rm -rf "$tmp"

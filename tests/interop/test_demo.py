@@ -3,7 +3,7 @@ produces its outputs, the summary reports a training loss that went down, the ex
 model's logits equal mg-train's forward (checked by scripts/demo-hf.py, which fails on a
 difference), and a second run replaces the first's outputs. Also the checks' own failures:
 demo-hf.py on an export whose config disagrees with the model flags, demo-summary.py on a
-loss that did not go down, and a --out folder that is not a demo's.
+loss that did not go down, a --out folder that is not a demo's, and a step that fails.
 
 The demo reads the GPT-2 ranks of the test vocabularies (tiktoken/r50k_base.tiktoken, the
 same bytes as the openai-whisper asset that `make demo` fetches), runs the tools of MG_BIN
@@ -22,11 +22,11 @@ ROOT = conftest.ROOT
 ITERS = 20
 
 
-def demo(out, *extra, check=True):
+def demo(out, ranks=conftest.VOCAB_DIR / "tiktoken" / "r50k_base.tiktoken", check=True):
     env = dict(os.environ, MG_BIN=str(conftest.bin_dir_path()),
                MG_PROBE=str(conftest._resolve("model_probe")), MG_VENV=sys.prefix)
     cmd = [str(ROOT / "scripts" / "demo.sh"), "--out", str(out), "--iters", str(ITERS),
-           "--ranks", str(conftest.VOCAB_DIR / "tiktoken" / "r50k_base.tiktoken"), *extra]
+           "--ranks", str(ranks)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if check and p.returncode != 0:
         pytest.fail(f"{' '.join(cmd)} exited with {p.returncode}:\n{p.stdout[-4000:]}\n"
@@ -91,6 +91,16 @@ def test_demo_refuses_a_folder_not_its_own(tmp_path):
     assert "is not a demo output" in p.stderr
     assert (mine / "keep.txt").read_text() == "precious"
     assert sorted(os.listdir(tmp_path)) == ["mine"]
+
+
+def test_demo_failed_step_keeps_its_partial_outputs(tmp_path):
+    bad = tmp_path / "bad.tiktoken"
+    bad.write_text("not base64 ranks\n")
+    p = demo(tmp_path / "out", ranks=bad, check=False)
+    assert p.returncode == 1
+    assert "demo: error: the step above failed; its outputs so far are in " in p.stderr
+    assert not (tmp_path / "out").exists()
+    assert (tmp_path / "out.partial" / "data" / "fortunes.jsonl").is_file()
 
 
 def test_demo_hf_fails_on_different_logits(demo_out, tmp_path):
