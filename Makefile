@@ -5,7 +5,8 @@
 #   make test-minimal  build-min/ with every optional dependency off, running the C unit tests
 #   make fuzz       libFuzzer targets, run longer (FUZZ_SECONDS per target)
 #   make bench      benchmarks against the peers (scripts/bench-*.sh)
-#   make demo       the README's main job: preprocess a real corpus with a real tokenizer
+#   make demo       the README's main job: corpus -> dataset -> mpirun training -> resharded
+#                   checkpoints -> Hugging Face export, sample, curves (scripts/demo.sh)
 #   make vocab      unpack the test vocabularies (tests/data/vocab.tar.zst) into build/vocab
 #   make gpu-test / test-gpu / cuda-report   the CUDA kernels' GPU test and ptxas report
 #                   (mk/cuda.mk; `make` builds the CUDA kernels wherever nvcc is present)
@@ -184,7 +185,7 @@ bench: all tools-test vocab
 	scripts/bench-train.sh
 	scripts/bench-dist.sh
 
-demo: all
+demo: all $(BUILD)/tests/tools/model_probe
 	scripts/demo.sh
 
 clean:
