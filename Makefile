@@ -171,6 +171,7 @@ fuzz:
 bench: all tools-test vocab
 	scripts/bench-preprocess.sh
 	scripts/bench-tokenizers.sh
+	scripts/bench-tokenizers.sh --peers
 	scripts/bench-convert.sh
 	scripts/bench-train.sh
 

@@ -1,18 +1,27 @@
 /* bpe_merge.c — encoding one pre-token with a finalized BPE model (contract in bpe.h).
  *
- *   1. pieces of 2..24 bytes are looked up in the per-thread cache (direct-mapped,
- *      CACHE_SLOTS entries of one 64-byte cache line each, key bytes and up to 8 ids
- *      inline, replaced on collision: bounded memory, no eviction bookkeeping). The table
- *      (4 MiB) is larger than L2, so mg_bpe_encode_spans prefetches the slots of the pieces
- *      PREFETCH_AHEAD positions ahead: the lookups then rarely wait on memory;
+ *   1. pieces of 2..SHORT_KEY_MAX bytes are looked up in the per-thread word cache: a
+ *      2-way set-associative table of WORD_LINES 64-byte lines (WORD_LINES * 64 bytes =
+ *      32 MiB, the fixed budget; pages are mapped on first use, so a small corpus costs
+ *      less). An entry holds the piece as two words (its first and last 8 bytes, or its
+ *      bytes when shorter: with the length, that determines the piece) and up to
+ *      WORD_IDS_MAX ids; a new entry goes to way 0 and pushes way 0 to way 1, so the
+ *      older of the two is replaced. Pieces of up to CACHE_KEY_MAX bytes with more ids
+ *      (or longer than SHORT_KEY_MAX) use the long cache: direct-mapped, CACHE_SLOTS lines
+ *      with the key bytes and up to 8 ids inline (4 MiB), replaced on collision. Neither
+ *      table grows, so memory stays bounded whatever the corpus. mg_bpe_encode_spans
+ *      prefetches the lines of the pieces PREFETCH_AHEAD positions ahead: the lookups then
+ *      rarely wait on memory;
  *   2. the whole-piece shortcut (if the model has it);
  *   3. the merge: repeatedly merge the adjacent pair with the lowest rank, leftmost first,
  *      until no adjacent pair has a rank. Pieces under SHORT_MAX bytes use a linear scan
  *      over an id array (what tiktoken does); longer ones a binary heap of (rank, position)
  *      with lazy invalidation over a linked list of symbols, O(n log n).
  * Both merge paths pick the same pair at every step: the minimum of (rank, position).
- * Char-initial models (mg_bpe_encode_chars) share the cache and both merge loops; only
- * the initial symbols differ (characters, byte fallback, unk; see bpe.h).
+ * Ids are written straight into the output array, reserved once per call for the worst
+ * case (a byte-level piece of n bytes has at most n ids).
+ * Char-initial models (mg_bpe_encode_chars) share the long cache and both merge loops;
+ * only the initial symbols differ (characters, byte fallback, unk; see bpe.h).
  */
 #include "tok/bpe_impl.h"
 
@@ -23,6 +32,14 @@
 #define CACHE_SLOTS 65536
 #define CACHE_KEY_MAX 24
 #define CACHE_IDS_MAX 8
+#define WORD_LINE_BITS 19
+#define WORD_LINES (1u << WORD_LINE_BITS)
+#define SHORT_KEY_MAX 16
+#define WORD_IDS_MAX 3
+/* nids of a word-cache entry whose piece has more ids: they are in the long cache */
+#define WORD_IN_LONG 0xFF
+/* Room a caller of encode_into leaves after the piece's worst case (unconditional stores) */
+#define OUT_SLACK 4
 #define SHORT_MAX 64
 #define PREFETCH_AHEAD 8
 /* Scratch larger than this (in symbols / heap entries) is released after the piece. */
@@ -39,6 +56,18 @@ typedef struct {
     int32_t ids[CACHE_IDS_MAX];
 } cache_entry;
 
+/* One piece of 2..SHORT_KEY_MAX bytes (see word_key); len 0 = empty. */
+typedef struct {
+    uint64_t w0, w1;
+    uint8_t len, nids; /* nids: 1..WORD_IDS_MAX, or WORD_IN_LONG */
+    uint8_t pad[2];
+    int32_t ids[WORD_IDS_MAX];
+} word_entry;
+
+typedef struct {
+    _Alignas(64) word_entry way[2];
+} word_line;
+
 typedef struct {
     uint64_t key; /* rank << 32 | position of the left symbol */
     int32_t left, right;
@@ -46,13 +75,17 @@ typedef struct {
 
 struct mg_bpe_cache {
     const mg_bpe *b;
-    cache_entry *entries;
+    word_line *words;       /* 64-byte aligned inside words_mem */
+    cache_entry *entries;   /* 64-byte aligned inside entries_mem */
+    void *words_mem, *entries_mem;
     /* merge scratch, indexed by byte position in the piece */
     int32_t *ids, *next, *prev;
     size_t sym_cap;
     heap_entry *heap;
     size_t heap_n, heap_cap;
 };
+
+static void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
 mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
 {
@@ -61,13 +94,18 @@ mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
     mg_bpe_cache *c = mg_calloc(1, sizeof *c);
     if (!c) return MG_ERR_NOMEM;
     c->b = b;
-    c->entries = aligned_alloc(64, CACHE_SLOTS * sizeof *c->entries);
-    if (c->entries) memset(c->entries, 0, CACHE_SLOTS * sizeof *c->entries);
-    if (!c->entries) {
+    /* calloc of this size maps fresh zero pages: memory is touched only as lines fill */
+    c->words_mem = mg_calloc(WORD_LINES + 1, sizeof *c->words);
+    c->entries_mem = mg_calloc(CACHE_SLOTS + 1, sizeof *c->entries);
+    if (!c->words_mem || !c->entries_mem) {
         mg_error_set(MG_ERR_NOMEM, "out of memory allocating the BPE cache");
+        free(c->words_mem);
+        free(c->entries_mem);
         free(c);
         return MG_ERR_NOMEM;
     }
+    c->words = align64(c->words_mem);
+    c->entries = align64(c->entries_mem);
     *out = c;
     return MG_OK;
 }
@@ -87,7 +125,8 @@ void mg_bpe_cache_free(mg_bpe_cache *c)
 {
     if (!c) return;
     free_scratch(c);
-    free(c->entries);
+    free(c->words_mem);
+    free(c->entries_mem);
     free(c);
 }
 
@@ -104,21 +143,6 @@ static mg_status reserve_symbols(mg_bpe_cache *c, size_t n)
     if (!(a = mg_realloc(c->prev, cap * sizeof *a))) return MG_ERR_NOMEM;
     c->prev = a;
     c->sym_cap = cap;
-    return MG_OK;
-}
-
-static mg_status append_ids(mg_ids *out, const int32_t *ids, size_t n)
-{
-    if (out->n + n > out->cap) {
-        size_t cap = out->cap ? out->cap : 64;
-        while (cap < out->n + n) cap *= 2;
-        int64_t *v = mg_realloc(out->v, cap * sizeof *v);
-        if (!v) return MG_ERR_NOMEM;
-        out->v = v;
-        out->cap = cap;
-    }
-    for (size_t i = 0; i < n; i++) out->v[out->n + i] = ids[i];
-    out->n += n;
     return MG_OK;
 }
 
@@ -278,20 +302,71 @@ static mg_status merge_long_ids(mg_bpe_cache *c, size_t n, size_t *m)
     return merge_long_run(c, m);
 }
 
-/* ---- cache ---- */
+/* ---- word cache (pieces of 2..SHORT_KEY_MAX bytes) ---- */
+
+typedef struct {
+    uint64_t w0, w1, h;
+} word_key;
+
+/* The piece as two words: its first and last 8 bytes (overlapping), or for n < 8 its bytes
+ * (mg_bpe_load_tail); with n this determines the piece. h: a multiplicative hash of both. */
+HOT word_key make_word_key(const uint8_t *p, size_t n)
+{
+    word_key k;
+    if (n >= 8) {
+        memcpy(&k.w0, p, 8);
+        memcpy(&k.w1, p + n - 8, 8);
+    } else {
+        k.w0 = mg_bpe_load_tail(p, n);
+        k.w1 = 0;
+    }
+    uint64_t h = (k.w0 ^ (uint64_t)n << 59) * 0x9E3779B97F4A7C15ULL;
+    h ^= (k.w1 + (h >> 29)) * 0xC2B2AE3D27D4EB4FULL;
+    k.h = h ^ (h >> 32);
+    return k;
+}
+
+HOT word_line *word_line_of(mg_bpe_cache *c, const word_key *k)
+{
+    return &c->words[(size_t)(k->h * 0x94D049BB133111EBULL >> (64 - WORD_LINE_BITS))];
+}
+
+/* The entry of the piece (n bytes, key k) in its line, or NULL. */
+HOT const word_entry *word_find(const word_line *l, const word_key *k, size_t n)
+{
+    for (int w = 0; w < 2; w++) {
+        const word_entry *e = &l->way[w];
+        if (e->w0 == k->w0 && e->w1 == k->w1 && e->len == n) return e;
+    }
+    return NULL;
+}
+
+HOT void word_put(word_line *l, const word_key *k, size_t n, const int32_t *ids, size_t nids)
+{
+    l->way[1] = l->way[0];
+    word_entry *e = &l->way[0];
+    e->w0 = k->w0;
+    e->w1 = k->w1;
+    e->len = (uint8_t)n;
+    e->nids = nids <= WORD_IDS_MAX ? (uint8_t)nids : WORD_IN_LONG;
+    if (nids <= WORD_IDS_MAX) memcpy(e->ids, ids, nids * sizeof *ids);
+}
+
+/* ---- long cache (pieces of up to CACHE_KEY_MAX bytes, up to CACHE_IDS_MAX ids) ---- */
 
 static cache_entry *cache_slot(mg_bpe_cache *c, uint64_t h)
 {
     return &c->entries[(size_t)(h >> 16) & (CACHE_SLOTS - 1)];
 }
 
-HOT int cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h, mg_ids *out,
-                     mg_status *st)
+/* The cached ids of the piece (and their number in *nids), or NULL. */
+HOT const int32_t *cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
+                             size_t *nids)
 {
     cache_entry *e = cache_slot(c, h);
-    if (e->klen != n || e->hash != (uint32_t)h || memcmp(e->key, p, n) != 0) return 0;
-    *st = append_ids(out, e->ids, e->nids);
-    return 1;
+    if (e->klen != n || e->hash != (uint32_t)h || memcmp(e->key, p, n) != 0) return NULL;
+    *nids = e->nids;
+    return e->ids;
 }
 
 HOT void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
@@ -304,6 +379,28 @@ HOT void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
     e->hash = (uint32_t)h;
     e->nids = (uint8_t)nids;
     memcpy(e->ids, ids, nids * sizeof *ids);
+}
+
+/* Reserves room for n more ids plus OUT_SLACK. */
+static mg_status reserve_out(mg_ids *out, size_t n)
+{
+    size_t need = out->n + n + OUT_SLACK;
+    if (need <= out->cap) return MG_OK;
+    size_t cap = out->cap ? out->cap : 64;
+    while (cap < need) cap *= 2;
+    int64_t *v = mg_realloc(out->v, cap * sizeof *v);
+    if (!v) return MG_ERR_NOMEM;
+    out->v = v;
+    out->cap = cap;
+    return MG_OK;
+}
+
+static mg_status append_ids(mg_ids *out, const int32_t *ids, size_t n)
+{
+    MG_FORWARD(reserve_out(out, n));
+    for (size_t i = 0; i < n; i++) out->v[out->n + i] = ids[i];
+    out->n += n;
+    return MG_OK;
 }
 
 /* The whole-piece shortcut: 1 (with the piece's id in small[0]) if the model has it and
@@ -337,42 +434,96 @@ static mg_status encode_uncached(mg_bpe_cache *c, const uint8_t *p, size_t n, in
     return MG_OK;
 }
 
+/* A piece the word cache cannot answer: the long cache, else the merge (then both caches
+ * learn it). Writes the ids at dst (room for n + OUT_SLACK); returns their number. */
+static size_t encode_miss(mg_bpe_cache *c, const uint8_t *p, size_t n, word_line *wl,
+                          const word_key *k, int64_t *dst, mg_status *st)
+{
+    uint64_t h = 0;
+    const int32_t *ids = NULL;
+    size_t nids = 0;
+    int32_t small[SHORT_MAX];
+    if (n <= CACHE_KEY_MAX) {
+        h = mg_bpe_hash(p, n);
+        ids = cache_get(c, p, n, h, &nids);
+    }
+    if (!ids) {
+        if ((*st = encode_uncached(c, p, n, small, &ids, &nids)) != MG_OK) return 0;
+        if (n <= CACHE_KEY_MAX) cache_put(c, p, n, h, ids, nids);
+    }
+    if (wl && nids <= CACHE_IDS_MAX) word_put(wl, k, n, ids, nids);
+    for (size_t i = 0; i < nids; i++) dst[i] = ids[i];
+    if (c->sym_cap > KEEP_SCRATCH_MAX || c->heap_cap > KEEP_SCRATCH_MAX) free_scratch(c);
+    return nids;
+}
+
+/* Writes the ids of piece[0, n) (n >= 1) at dst, which has room for n + OUT_SLACK ids;
+ * returns their number (0 with *st set on an error). */
+HOT size_t encode_into(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_t n,
+                       int64_t *dst, mg_status *st)
+{
+    if (n == 1) {
+        dst[0] = b->byte_id[p[0]];
+        return 1;
+    }
+    if (n > SHORT_KEY_MAX) return encode_miss(c, p, n, NULL, NULL, dst, st);
+    word_key k = make_word_key(p, n);
+    word_line *wl = word_line_of(c, &k);
+    const word_entry *e = word_find(wl, &k, n);
+    if (e && e->nids != WORD_IN_LONG) {
+        dst[0] = e->ids[0]; /* unconditional: OUT_SLACK covers the unused ones */
+        dst[1] = e->ids[1];
+        dst[2] = e->ids[2];
+        return e->nids;
+    }
+    return encode_miss(c, p, n, e ? NULL : wl, &k, dst, st);
+}
+
 mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *piece, size_t len,
                               mg_ids *out)
 {
     MG_ASSERT(c->b == b);
     if (len == 0) return MG_OK;
-    if (len == 1) return append_ids(out, &b->byte_id[piece[0]], 1);
-    uint64_t h = 0;
+    MG_FORWARD(reserve_out(out, len));
     mg_status st = MG_OK;
-    if (len <= CACHE_KEY_MAX) {
-        h = mg_bpe_hash(piece, len);
-        if (cache_get(c, piece, len, h, out, &st)) return st;
-    }
-    int32_t small[SHORT_MAX];
-    const int32_t *ids = NULL;
-    size_t nids = 0;
-    MG_FORWARD(encode_uncached(c, piece, len, small, &ids, &nids));
-    if (len <= CACHE_KEY_MAX) cache_put(c, piece, len, h, ids, nids);
-    st = append_ids(out, ids, nids);
-    if (c->sym_cap > KEEP_SCRATCH_MAX || c->heap_cap > KEEP_SCRATCH_MAX) free_scratch(c);
+    out->n += encode_into(b, c, piece, len, out->v + out->n, &st);
     return st;
+}
+
+/* Prefetches the cache line piece p[0, n) will look up. */
+HOT void prefetch_piece(mg_bpe_cache *c, const uint8_t *p, size_t n)
+{
+    if (n < 2) return;
+    if (n <= SHORT_KEY_MAX) {
+        word_key k = make_word_key(p, n);
+        __builtin_prefetch(word_line_of(c, &k));
+    } else if (n <= CACHE_KEY_MAX) {
+        __builtin_prefetch(cache_slot(c, mg_bpe_hash(p, n)));
+    }
 }
 
 mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
                               const mg_span *spans, size_t n, mg_ids *out)
 {
+    MG_ASSERT(c->b == b);
     const uint8_t *t = (const uint8_t *)text;
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) bytes += spans[i].len;
+    MG_FORWARD(reserve_out(out, bytes));
     for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
-        if (spans[i].len <= CACHE_KEY_MAX)
-            __builtin_prefetch(cache_slot(c, mg_bpe_hash(t + spans[i].off, spans[i].len)));
+        prefetch_piece(c, t + spans[i].off, spans[i].len);
+    int64_t *dst = out->v + out->n;
+    mg_status st = MG_OK;
     for (size_t i = 0; i < n; i++) {
-        size_t a = i + PREFETCH_AHEAD;
-        if (a < n && spans[a].len <= CACHE_KEY_MAX)
-            __builtin_prefetch(cache_slot(c, mg_bpe_hash(t + spans[a].off, spans[a].len)));
-        MG_FORWARD(mg_bpe_encode_piece(b, c, t + spans[i].off, spans[i].len, out));
+        if (i + PREFETCH_AHEAD < n)
+            prefetch_piece(c, t + spans[i + PREFETCH_AHEAD].off, spans[i + PREFETCH_AHEAD].len);
+        if (spans[i].len == 0) continue;
+        size_t k = encode_into(b, c, t + spans[i].off, spans[i].len, dst, &st);
+        if (st != MG_OK) break;
+        dst += k;
     }
-    return MG_OK;
+    out->n = (size_t)(dst - out->v);
+    return st;
 }
 
 /* ---- char-initial models ---- */
@@ -455,7 +606,9 @@ mg_status mg_bpe_encode_chars(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p
     mg_status st = MG_OK;
     if (len <= CACHE_KEY_MAX) {
         h = mg_bpe_hash(piece, len);
-        if (cache_get(c, piece, len, h, out, &st)) return st;
+        size_t n_hit;
+        const int32_t *hit = cache_get(c, piece, len, h, &n_hit);
+        if (hit) return append_ids(out, hit, n_hit);
     }
     int32_t small[1];
     const int32_t *ids = NULL;
