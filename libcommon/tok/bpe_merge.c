@@ -6,12 +6,13 @@
  *      less). An entry holds the piece as two words (its first and last 8 bytes, or its
  *      bytes when shorter: with the length, that determines the piece) and up to
  *      WORD_IDS_MAX ids; a new entry goes to way 0 and pushes way 0 to way 1, so the
- *      older of the two is replaced. Pieces of up to CACHE_KEY_MAX bytes with more ids
- *      (or longer than SHORT_KEY_MAX) use the long cache: direct-mapped, CACHE_SLOTS lines
- *      with the key bytes and up to 8 ids inline (4 MiB), replaced on collision. Neither
- *      table grows, so memory stays bounded whatever the corpus. mg_bpe_encode_spans
- *      prefetches the lines of the pieces PREFETCH_AHEAD positions ahead: the lookups then
- *      rarely wait on memory;
+ *      older of the two is replaced. Longer pieces, and short ones with more ids, use the
+ *      long cache: direct-mapped, CACHE_SLOTS entries of CACHE_ENTRY bytes (4 MiB) that
+ *      hold the piece's bytes and then its ids when both fit, replaced on collision.
+ *      Neither table grows, so memory stays bounded whatever the corpus (36 MiB per
+ *      encoder at most). mg_bpe_encode_spans computes each piece's word-cache key once,
+ *      PREFETCH_AHEAD positions ahead, and prefetches its line: the lookups then rarely
+ *      wait on memory;
  *   2. the whole-piece shortcut (if the model has it);
  *   3. the merge: repeatedly merge the adjacent pair with the lowest rank, leftmost first,
  *      until no adjacent pair has a rank. Pieces under SHORT_MAX bytes use a linear scan
@@ -29,9 +30,8 @@
 
 #include "mg/grow.h"
 
-#define CACHE_SLOTS 65536
-#define CACHE_KEY_MAX 24
-#define CACHE_IDS_MAX 8
+#define CACHE_SLOTS 16384
+#define CACHE_ENTRY 256
 #define WORD_LINE_BITS 19
 #define WORD_LINES (1u << WORD_LINE_BITS)
 #define SHORT_KEY_MAX 16
@@ -49,11 +49,9 @@
 #define HOT static inline __attribute__((always_inline))
 
 typedef struct {
-    _Alignas(64) uint8_t key[CACHE_KEY_MAX];
-    uint32_t hash;
-    uint8_t klen, nids;
-    uint8_t pad[2];
-    int32_t ids[CACHE_IDS_MAX];
+    _Alignas(64) uint32_t hash;
+    uint16_t klen, nids;
+    uint8_t data[CACHE_ENTRY - 8]; /* key bytes, then the ids at the next multiple of 4 */
 } cache_entry;
 
 /* One piece of 2..SHORT_KEY_MAX bytes (see word_key); len 0 = empty. */
@@ -154,25 +152,47 @@ HOT uint32_t pair_at(const mg_bpe *b, const int32_t *ids, size_t i, int32_t *mer
     return mg_bpe_pair_find(b, ids[i], ids[i + 1], merged);
 }
 
-/* The merge loop over m symbols ids[] with the ranks/results of their adjacent pairs. */
+/* The merge loop over m symbols ids[] with the ranks/results of their adjacent pairs
+ * (rank[i], merged[i]: the pair of symbol i and the next live one). Symbols keep their
+ * positions (no shifting): the right symbol of a merge dies, its rank becomes NO_RANK, and
+ * nxt/prv link the live ones; the minimum (rank, position) is a scan over the rank array.
+ * The survivors are compacted to the front at the end. */
 HOT size_t merge_short_loop(const mg_bpe *b, int32_t *ids, uint32_t *rank, int32_t *merged,
                             size_t m)
 {
-    while (m > 1) {
-        size_t best = 0;
-        for (size_t i = 1; i + 1 < m; i++)
-            if (rank[i] < rank[best]) best = i;
-        if (rank[best] == MG_BPE_NO_RANK) break;
-        ids[best] = merged[best];
-        size_t tail = m - 2 - best; /* pairs after the merged one */
-        memmove(ids + best + 1, ids + best + 2, tail * sizeof *ids);
-        memmove(rank + best, rank + best + 1, tail * sizeof *rank);
-        memmove(merged + best, merged + best + 1, tail * sizeof *merged);
-        m--;
-        if (best > 0) rank[best - 1] = pair_at(b, ids, best - 1, &merged[best - 1]);
-        if (best + 1 < m) rank[best] = pair_at(b, ids, best, &merged[best]);
+    uint8_t nxt[SHORT_MAX], prv[SHORT_MAX];
+    if (m < 2) return m;
+    for (size_t i = 0; i < m; i++) {
+        nxt[i] = (uint8_t)(i + 1);
+        prv[i] = (uint8_t)(i - 1);
     }
-    return m;
+    rank[m - 1] = MG_BPE_NO_RANK;
+    for (;;) {
+        size_t best = 0;
+        uint32_t r = rank[0];
+        for (size_t i = 1; i + 1 < m; i++)
+            if (rank[i] < r) {
+                r = rank[i];
+                best = i;
+            }
+        if (r == MG_BPE_NO_RANK) break;
+        size_t k = nxt[nxt[best]];
+        ids[best] = merged[best];
+        rank[nxt[best]] = MG_BPE_NO_RANK;
+        nxt[best] = (uint8_t)k;
+        rank[best] = MG_BPE_NO_RANK;
+        if (k < m) {
+            prv[k] = (uint8_t)best;
+            rank[best] = mg_bpe_pair_find(b, ids[best], ids[k], &merged[best]);
+        }
+        if (best > 0) {
+            size_t p = prv[best];
+            rank[p] = mg_bpe_pair_find(b, ids[p], ids[best], &merged[p]);
+        }
+    }
+    size_t out = 0;
+    for (size_t i = 0; i < m; i = nxt[i]) ids[out++] = ids[i];
+    return out;
 }
 
 /* Merges piece[0, n) into ids; returns the number of ids. */
@@ -352,7 +372,15 @@ HOT void word_put(word_line *l, const word_key *k, size_t n, const int32_t *ids,
     if (nids <= WORD_IDS_MAX) memcpy(e->ids, ids, nids * sizeof *ids);
 }
 
-/* ---- long cache (pieces of up to CACHE_KEY_MAX bytes, up to CACHE_IDS_MAX ids) ---- */
+/* ---- long cache (pieces whose bytes and ids fit in one CACHE_ENTRY) ---- */
+
+static inline size_t ids_offset(size_t klen) { return (klen + 3) & ~(size_t)3; }
+
+static inline int cache_fits(size_t klen, size_t nids)
+{
+    return klen <= UINT16_MAX && ids_offset(klen) + nids * sizeof(int32_t) <=
+                                     sizeof(((cache_entry *)0)->data);
+}
 
 static cache_entry *cache_slot(mg_bpe_cache *c, uint64_t h)
 {
@@ -364,21 +392,21 @@ HOT const int32_t *cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64
                              size_t *nids)
 {
     cache_entry *e = cache_slot(c, h);
-    if (e->klen != n || e->hash != (uint32_t)h || memcmp(e->key, p, n) != 0) return NULL;
+    if (e->klen != n || e->hash != (uint32_t)h || memcmp(e->data, p, n) != 0) return NULL;
     *nids = e->nids;
-    return e->ids;
+    return (const int32_t *)(void *)(e->data + ids_offset(n));
 }
 
 HOT void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
                       const int32_t *ids, size_t nids)
 {
-    if (nids > CACHE_IDS_MAX) return;
+    if (!cache_fits(n, nids)) return;
     cache_entry *e = cache_slot(c, h);
-    memcpy(e->key, p, n);
-    e->klen = (uint8_t)n;
+    memcpy(e->data, p, n);
+    memcpy(e->data + ids_offset(n), ids, nids * sizeof *ids);
+    e->klen = (uint16_t)n;
     e->hash = (uint32_t)h;
-    e->nids = (uint8_t)nids;
-    memcpy(e->ids, ids, nids * sizeof *ids);
+    e->nids = (uint16_t)nids;
 }
 
 /* Reserves room for n more ids plus OUT_SLACK. */
@@ -434,31 +462,58 @@ static mg_status encode_uncached(mg_bpe_cache *c, const uint8_t *p, size_t n, in
     return MG_OK;
 }
 
-/* A piece the word cache cannot answer: the long cache, else the merge (then both caches
- * learn it). Writes the ids at dst (room for n + OUT_SLACK); returns their number. */
+/* The long cache for piece p[0, n), else the merge (the long cache learns the result).
+ * Result in *ids (for its *nids ids): the cache, small or c->ids. */
+static mg_status encode_long_cached(mg_bpe_cache *c, const uint8_t *p, size_t n,
+                                    int32_t *small, const int32_t **ids, size_t *nids)
+{
+    uint64_t h = mg_bpe_hash(p, n);
+    if ((*ids = cache_get(c, p, n, h, nids)) != NULL) return MG_OK;
+    MG_FORWARD(encode_uncached(c, p, n, small, ids, nids));
+    cache_put(c, p, n, h, *ids, *nids);
+    return MG_OK;
+}
+
+/* A piece the word cache cannot answer: writes its ids at dst (room for n + OUT_SLACK)
+ * and returns their number. wl: the word-cache line that should learn the piece (key k),
+ * NULL when the piece is longer than SHORT_KEY_MAX or its entry says "in the long cache". */
 static size_t encode_miss(mg_bpe_cache *c, const uint8_t *p, size_t n, word_line *wl,
                           const word_key *k, int64_t *dst, mg_status *st)
 {
-    uint64_t h = 0;
     const int32_t *ids = NULL;
     size_t nids = 0;
     int32_t small[SHORT_MAX];
-    if (n <= CACHE_KEY_MAX) {
-        h = mg_bpe_hash(p, n);
-        ids = cache_get(c, p, n, h, &nids);
+    if (wl) { /* a new short piece: the merge; the long cache only if it has many ids */
+        *st = encode_uncached(c, p, n, small, &ids, &nids);
+        if (*st == MG_OK && nids > WORD_IDS_MAX) cache_put(c, p, n, mg_bpe_hash(p, n), ids, nids);
+        if (*st == MG_OK && (nids <= WORD_IDS_MAX || cache_fits(n, nids)))
+            word_put(wl, k, n, ids, nids);
+    } else {
+        *st = encode_long_cached(c, p, n, small, &ids, &nids);
     }
-    if (!ids) {
-        if ((*st = encode_uncached(c, p, n, small, &ids, &nids)) != MG_OK) return 0;
-        if (n <= CACHE_KEY_MAX) cache_put(c, p, n, h, ids, nids);
-    }
-    if (wl && nids <= CACHE_IDS_MAX) word_put(wl, k, n, ids, nids);
+    if (*st != MG_OK) return 0;
     for (size_t i = 0; i < nids; i++) dst[i] = ids[i];
     if (c->sym_cap > KEEP_SCRATCH_MAX || c->heap_cap > KEEP_SCRATCH_MAX) free_scratch(c);
     return nids;
 }
 
-/* Writes the ids of piece[0, n) (n >= 1) at dst, which has room for n + OUT_SLACK ids;
- * returns their number (0 with *st set on an error). */
+/* Writes the ids of piece p[0, n) (2 <= n <= SHORT_KEY_MAX, word-cache key k) at dst, which
+ * has room for n + OUT_SLACK ids; returns their number (0 with *st set on an error). */
+HOT size_t encode_short(mg_bpe_cache *c, const uint8_t *p, size_t n, const word_key *k,
+                        int64_t *dst, mg_status *st)
+{
+    word_line *wl = word_line_of(c, k);
+    const word_entry *e = word_find(wl, k, n);
+    if (e && e->nids != WORD_IN_LONG) {
+        dst[0] = e->ids[0]; /* unconditional: OUT_SLACK covers the unused ones */
+        dst[1] = e->ids[1];
+        dst[2] = e->ids[2];
+        return e->nids;
+    }
+    return encode_miss(c, p, n, e ? NULL : wl, k, dst, st);
+}
+
+/* encode_short for any n >= 1. */
 HOT size_t encode_into(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_t n,
                        int64_t *dst, mg_status *st)
 {
@@ -468,15 +523,7 @@ HOT size_t encode_into(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_
     }
     if (n > SHORT_KEY_MAX) return encode_miss(c, p, n, NULL, NULL, dst, st);
     word_key k = make_word_key(p, n);
-    word_line *wl = word_line_of(c, &k);
-    const word_entry *e = word_find(wl, &k, n);
-    if (e && e->nids != WORD_IN_LONG) {
-        dst[0] = e->ids[0]; /* unconditional: OUT_SLACK covers the unused ones */
-        dst[1] = e->ids[1];
-        dst[2] = e->ids[2];
-        return e->nids;
-    }
-    return encode_miss(c, p, n, e ? NULL : wl, &k, dst, st);
+    return encode_short(c, p, n, &k, dst, st);
 }
 
 mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *piece, size_t len,
@@ -490,37 +537,39 @@ mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p
     return st;
 }
 
-/* Prefetches the cache line piece p[0, n) will look up. */
-HOT void prefetch_piece(mg_bpe_cache *c, const uint8_t *p, size_t n)
+/* Computes the word-cache key of a short piece into *k and prefetches its line. */
+HOT void prefetch_piece(mg_bpe_cache *c, const uint8_t *p, size_t n, word_key *k)
 {
-    if (n < 2) return;
-    if (n <= SHORT_KEY_MAX) {
-        word_key k = make_word_key(p, n);
-        __builtin_prefetch(word_line_of(c, &k));
-    } else if (n <= CACHE_KEY_MAX) {
-        __builtin_prefetch(cache_slot(c, mg_bpe_hash(p, n)));
-    }
+    if (n < 2 || n > SHORT_KEY_MAX) return;
+    *k = make_word_key(p, n);
+    __builtin_prefetch(word_line_of(c, k));
 }
 
 mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
                               const mg_span *spans, size_t n, mg_ids *out)
 {
     MG_ASSERT(c->b == b);
+    if (n == 0) return MG_OK;
     const uint8_t *t = (const uint8_t *)text;
-    size_t bytes = 0;
-    for (size_t i = 0; i < n; i++) bytes += spans[i].len;
-    MG_FORWARD(reserve_out(out, bytes));
+    /* spans are in text order and do not overlap: their bytes lie in this range */
+    MG_FORWARD(reserve_out(out, spans[n - 1].off + spans[n - 1].len - spans[0].off));
+    word_key ring[PREFETCH_AHEAD];
     for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
-        prefetch_piece(c, t + spans[i].off, spans[i].len);
+        prefetch_piece(c, t + spans[i].off, spans[i].len, &ring[i]);
     int64_t *dst = out->v + out->n;
     mg_status st = MG_OK;
     for (size_t i = 0; i < n; i++) {
-        if (i + PREFETCH_AHEAD < n)
-            prefetch_piece(c, t + spans[i + PREFETCH_AHEAD].off, spans[i + PREFETCH_AHEAD].len);
-        if (spans[i].len == 0) continue;
-        size_t k = encode_into(b, c, t + spans[i].off, spans[i].len, dst, &st);
+        const uint8_t *p = t + spans[i].off;
+        size_t len = spans[i].len;
+        word_key k = ring[i % PREFETCH_AHEAD];
+        if (i + PREFETCH_AHEAD < n) {
+            const mg_span *a = &spans[i + PREFETCH_AHEAD];
+            prefetch_piece(c, t + a->off, a->len, &ring[i % PREFETCH_AHEAD]);
+        }
+        if (len == 1) *dst++ = b->byte_id[p[0]];
+        else if (len > SHORT_KEY_MAX) dst += encode_miss(c, p, len, NULL, NULL, dst, &st);
+        else if (len > 0) dst += encode_short(c, p, len, &k, dst, &st);
         if (st != MG_OK) break;
-        dst += k;
     }
     out->n = (size_t)(dst - out->v);
     return st;
@@ -604,7 +653,7 @@ mg_status mg_bpe_encode_chars(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p
     if (len == 0) return MG_OK;
     uint64_t h = 0;
     mg_status st = MG_OK;
-    if (len <= CACHE_KEY_MAX) {
+    if (cache_fits(len, 0)) {
         h = mg_bpe_hash(piece, len);
         size_t n_hit;
         const int32_t *hit = cache_get(c, piece, len, h, &n_hit);
@@ -614,7 +663,7 @@ mg_status mg_bpe_encode_chars(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p
     const int32_t *ids = NULL;
     size_t nids = 0;
     MG_FORWARD(encode_chars_uncached(c, piece, len, small, &ids, &nids));
-    if (len <= CACHE_KEY_MAX) cache_put(c, piece, len, h, ids, nids);
+    if (cache_fits(len, 0)) cache_put(c, piece, len, h, ids, nids);
     st = append_ids(out, ids, nids);
     if (c->sym_cap > KEEP_SCRATCH_MAX || c->heap_cap > KEEP_SCRATCH_MAX) free_scratch(c);
     return st;
