@@ -23,7 +23,7 @@ document text (UTF-8 of the "text" values). The reference library (tiktoken for 
 encodings, HF tokenizers for Llama-3 and Qwen3) runs once, untimed against the others, to
 check ids: every id of mg_encode, gigatoken and quicktok over the whole corpus is compared
 with the reference's, and mg-preprocess's .bin with mg_encode's ids (plus eod). A mismatch
-fails the run (exit 1).
+of ours fails the run (exit 1); a peer that differs from the reference is reported (its bug).
 
     bench_peers.py --corpus C.jsonl --bin BIN --encode-bench EB --vocab VOCAB
                    [--rounds 3] [--mb N] [--only gpt2,cl100k,o200k,llama3,qwen3]
@@ -163,15 +163,13 @@ def run_peer(a):
 # ---- the parent ----
 
 def timed_child(cmd):
-    """(CPU seconds user+sys, peak RSS MB) of cmd, a child process run to its end."""
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 1)
-        os.execvp(cmd[0], cmd)
-    _, status, ru = os.wait4(pid, 0)
-    if status != 0:
-        raise SystemExit(f"error: {' '.join(cmd)} failed (status {status})")
+    """(CPU seconds user+sys, peak RSS MB) of cmd, a child process run to its end (spawned,
+    not forked, so that its peak RSS does not count this process's pages)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"error: {' '.join(cmd)} failed (status {p.returncode})")
     return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
@@ -235,13 +233,26 @@ def check_ids(a, name, work):
         if np.array_equal(counts, ref_counts) and np.array_equal(ids, ref_ids):
             print(f"  ids: {who} == reference on all {len(counts)} documents", flush=True)
             continue
-        bad = int(np.nonzero(counts != ref_counts)[0][0]) if not np.array_equal(
-            counts, ref_counts) else -1
-        errors.append(f"error: {label}: {who} ids differ from the reference"
-                      + (f" (first at document {bad})" if bad >= 0 else ""))
+        bad = differing_documents(ids, counts, ref_ids, ref_counts)
+        if who != "mg_encode":  # the peer's own bug: reported, not ours to fail on
+            print(f"  ids: note: {who} differs from the reference on {len(bad)} of "
+                  f"{len(counts)} documents (first: document {bad[0]}); mg_encode does not",
+                  flush=True)
+            continue
+        errors.append(f"error: {label}: {who} ids differ from the reference on {len(bad)} "
+                      f"documents (first: document {bad[0]})")
         print("  " + errors[-1], flush=True)
     errors += check_bin(a, name, work, mg_ids, mg_counts)
     return errors
+
+
+def differing_documents(ids, counts, ref_ids, ref_counts):
+    """Indices of the documents whose ids differ (both given flat, with per-document counts)."""
+    import numpy as np
+    a, b = np.concatenate([[0], np.cumsum(counts)]), np.concatenate([[0], np.cumsum(ref_counts)])
+    return [i for i in range(len(counts))
+            if counts[i] != ref_counts[i] or not np.array_equal(ids[a[i]:a[i + 1]],
+                                                                ref_ids[b[i]:b[i + 1]])]
 
 
 def check_bin(a, name, work, ids, counts):

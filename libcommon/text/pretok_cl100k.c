@@ -29,6 +29,11 @@ static size_t run_digits(const uint8_t *s, size_t n, size_t i, int max)
 {
     for (int k = 0; i < n && (max == 0 || k < max); k++) {
         size_t len;
+        if (s[i] < 0x80) { /* ASCII: the table, no decoding */
+            if (mg_pk_ascii_kind[s[i]] != MG_PK_N) break;
+            i++;
+            continue;
+        }
         if (!(pk_cat(pk_props(s, n, i, &len)) & PK_N)) break;
         i += len;
     }
@@ -61,8 +66,9 @@ static size_t ws_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_
  * decides; so does an apostrophe, which may start a contraction):
  *   a letter, or a character of [^\r\n\p{L}\p{N}] before a letter: [^\r\n\p{L}\p{N}]?\p{L}+
  *   another non-space non-letter non-digit (no letter after it): [^\s\p{L}\p{N}]+[\r\n]*
- *   a space before such a character: the same with the space. */
-static inline size_t piece_ascii(const uint8_t *s, size_t n, size_t i)
+ *   a space before such a character: the same with the space;
+ *   a digit (before an ASCII character): \p{N}{1,max}. */
+static inline size_t piece_ascii(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
 {
     uint8_t b = s[i];
     if (b >= 0x80 || b == '\'') return 0;
@@ -73,12 +79,13 @@ static inline size_t piece_ascii(const uint8_t *s, size_t n, size_t i)
     if (k2 == MG_PK_L && k != MG_PK_N && b != '\r' && b != '\n') return run_letters(s, n, i + 2);
     if (k == MG_PK_O) return run_other_crlf(s, n, i + 1);
     if (b == ' ' && k2 == MG_PK_O) return run_other_crlf(s, n, i + 2);
+    if (k == MG_PK_N) return run_digits(s, n, i, cfg->digits_max);
     return 0;
 }
 
 static inline size_t cl100k_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
 {
-    size_t len, len2, k = piece_ascii(s, n, i);
+    size_t len, len2, k = piece_ascii(cfg, s, n, i);
     if (k) return k;
     if (s[i] == '\'' && cfg->contractions && (k = mg_pk_contraction(s, n, i, 1)) != 0)
         return i + k;

@@ -75,6 +75,12 @@ size_t mg_pk_ws_run(const uint8_t *s, size_t n, size_t i, size_t *last, size_t *
     *crlf = 0;
     while (i < n) {
         size_t len;
+        if (s[i] < 0x80) { /* ASCII: the table, no decoding */
+            if (mg_pk_ascii_kind[s[i]] != K_WS) break;
+            if (s[i] == '\r' || s[i] == '\n') *crlf = i + 1;
+            *last = i++;
+            continue;
+        }
         uint8_t props = pk_props(s, n, i, &len);
         if (!(props & MG_UC_WS)) break;
         if (s[i] == '\r' || s[i] == '\n') *crlf = i + 1;

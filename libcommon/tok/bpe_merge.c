@@ -7,10 +7,10 @@
  *      bytes when shorter: with the length, that determines the piece) and up to
  *      WORD_IDS_MAX ids; a new entry goes to way 0 and pushes way 0 to way 1, so the
  *      older of the two is replaced. Longer pieces, and short ones with more ids, use the
- *      long cache: direct-mapped, CACHE_SLOTS entries of CACHE_ENTRY bytes (4 MiB) that
- *      hold the piece's bytes and then its ids when both fit, replaced on collision.
- *      Neither table grows, so memory stays bounded whatever the corpus (36 MiB per
- *      encoder at most). mg_bpe_encode_spans computes each piece's word-cache key once,
+ *      long cache: 2-way set-associative, CACHE_SLOTS entries of CACHE_ENTRY bytes (8 MiB)
+ *      that hold the piece's bytes and then its ids when both fit; way 0 takes a new entry
+ *      and way 1 the one it displaces. Neither table grows, so memory stays bounded
+ *      whatever the corpus (40 MiB per encoder at most). mg_bpe_encode_spans computes each piece's word-cache key once,
  *      PREFETCH_AHEAD positions ahead, and prefetches its line: the lookups then rarely
  *      wait on memory;
  *   2. the whole-piece shortcut (if the model has it);
@@ -30,7 +30,7 @@
 
 #include "mg/grow.h"
 
-#define CACHE_SLOTS 16384
+#define CACHE_SLOTS 32768 /* 2 ways */
 #define CACHE_ENTRY 256
 #define WORD_LINE_BITS 19
 #define WORD_LINES (1u << WORD_LINE_BITS)
@@ -382,17 +382,23 @@ static inline int cache_fits(size_t klen, size_t nids)
                                      sizeof(((cache_entry *)0)->data);
 }
 
-static cache_entry *cache_slot(mg_bpe_cache *c, uint64_t h)
+/* Way 0 of the piece's set; way 1 follows it. */
+static cache_entry *cache_set(mg_bpe_cache *c, uint64_t h)
 {
-    return &c->entries[(size_t)(h >> 16) & (CACHE_SLOTS - 1)];
+    return &c->entries[((size_t)(h >> 16) & (CACHE_SLOTS / 2 - 1)) * 2];
+}
+
+static int cache_match(const cache_entry *e, const uint8_t *p, size_t n, uint64_t h)
+{
+    return e->klen == n && e->hash == (uint32_t)h && memcmp(e->data, p, n) == 0;
 }
 
 /* The cached ids of the piece (and their number in *nids), or NULL. */
 HOT const int32_t *cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
                              size_t *nids)
 {
-    cache_entry *e = cache_slot(c, h);
-    if (e->klen != n || e->hash != (uint32_t)h || memcmp(e->data, p, n) != 0) return NULL;
+    cache_entry *e = cache_set(c, h);
+    if (!cache_match(e, p, n, h) && !cache_match(++e, p, n, h)) return NULL;
     *nids = e->nids;
     return (const int32_t *)(void *)(e->data + ids_offset(n));
 }
@@ -401,7 +407,8 @@ HOT void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
                       const int32_t *ids, size_t nids)
 {
     if (!cache_fits(n, nids)) return;
-    cache_entry *e = cache_slot(c, h);
+    cache_entry *e = cache_set(c, h);
+    if (e[0].klen) memcpy(&e[1], &e[0], 8 + ids_offset(e[0].klen) + e[0].nids * sizeof *ids);
     memcpy(e->data, p, n);
     memcpy(e->data + ids_offset(n), ids, nids * sizeof *ids);
     e->klen = (uint16_t)n;
