@@ -298,14 +298,22 @@ static mg_bpe *build_model(mg_test_ctx *t, const vocab *v, mg_bpe_mode mode, int
     return b;
 }
 
+/* A random vocabulary (300 tokens past the bytes) in v, its model and a cache for it. */
+static mg_bpe *random_model(mg_test_ctx *t, rng *r, vocab *v, mg_bpe_mode mode, int shortcut,
+                            mg_bpe_cache **c)
+{
+    make_vocab(v, r, 300);
+    fill_pair_table(v, mode);
+    mg_bpe *b = build_model(t, v, mode, shortcut);
+    MG_CHECK_OK(t, mg_bpe_cache_create(c, b));
+    return b;
+}
+
 static void random_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut)
 {
     static vocab v;
-    make_vocab(&v, r, 300);
-    fill_pair_table(&v, mode);
-    mg_bpe *b = build_model(t, &v, mode, shortcut);
     mg_bpe_cache *c;
-    MG_CHECK_OK(t, mg_bpe_cache_create(&c, b));
+    mg_bpe *b = random_model(t, r, &v, mode, shortcut, &c);
     uint8_t text[3000];
     int32_t want[3000];
     for (int k = 0; k < 400 && t->failures == 0; k++) {
@@ -343,11 +351,8 @@ static void cache_overflow_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int s
 {
     enum { POOL = 1200000, LONG_EVERY = 50, DRAWS = 1600000, BATCH = 4096 };
     static vocab v;
-    make_vocab(&v, r, 300);
-    fill_pair_table(&v, mode);
-    mg_bpe *b = build_model(t, &v, mode, shortcut);
     mg_bpe_cache *c;
-    MG_CHECK_OK(t, mg_bpe_cache_create(&c, b));
+    mg_bpe *b = random_model(t, r, &v, mode, shortcut, &c);
     uint32_t *off = malloc(POOL * sizeof *off);
     uint8_t *len = malloc(POOL), *pool = malloc((size_t)POOL * 24);
     uint8_t *text = malloc((size_t)BATCH * 200);
