@@ -163,14 +163,14 @@ def run_peer(a):
 # ---- the parent ----
 
 def timed_child(cmd):
-    """(CPU seconds user+sys, peak RSS MB) of cmd, a child process run to its end (spawned,
-    not forked, so that its peak RSS does not count this process's pages)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        raise SystemExit(f"error: {' '.join(cmd)} failed (status {p.returncode})")
-    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+    """(CPU seconds user+sys, peak RSS MB) of cmd, a child process run to its end, as GNU
+    time reports them (a child forked or spawned from this process would count this
+    process's pages in its peak RSS)."""
+    with tempfile.NamedTemporaryFile("r") as f:
+        subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", f.name] + cmd, check=True,
+                       stdout=subprocess.DEVNULL)
+        user, system, kb = f.read().split()[-3:]
+    return float(user) + float(system), int(kb) / 1024
 
 
 def mg_flags(name, vocab):

@@ -19,7 +19,7 @@ esac
 # Debian packages: build dependencies, unicode tables, test data, test tools.
 debs=(build-essential pkg-config libzstd-dev libarchive-dev libjansson-dev libonig-dev
       libutf8proc-dev libopenblas-openmp-dev unicode-data zstd xz-utils bzip2 gzip zip fortunes fortunes-zh fortunes-bg
-      python3-venv clang libclang-rt-14-dev)
+      python3-venv clang libclang-rt-14-dev time)
 
 install_system() {
   local missing=()

@@ -325,12 +325,14 @@ static mg_status merge_long_ids(mg_bpe_cache *c, size_t n, size_t *m)
 /* ---- word cache (pieces of 2..SHORT_KEY_MAX bytes) ---- */
 
 typedef struct {
-    uint64_t w0, w1, h;
+    uint64_t w0, w1;
+    word_line *line; /* the piece's line */
 } word_key;
 
 /* The piece as two words: its first and last 8 bytes (overlapping), or for n < 8 its bytes
- * (mg_bpe_load_tail); with n this determines the piece. h: a multiplicative hash of both. */
-HOT word_key make_word_key(const uint8_t *p, size_t n)
+ * (mg_bpe_load_tail); with n this determines the piece. Its line: the top bits of a
+ * multiplicative hash of both (they depend on every bit of the key). */
+HOT word_key make_word_key(mg_bpe_cache *c, const uint8_t *p, size_t n)
 {
     word_key k;
     if (n >= 8) {
@@ -342,13 +344,8 @@ HOT word_key make_word_key(const uint8_t *p, size_t n)
     }
     uint64_t h = (k.w0 ^ (uint64_t)n << 59) * 0x9E3779B97F4A7C15ULL;
     h ^= (k.w1 + (h >> 29)) * 0xC2B2AE3D27D4EB4FULL;
-    k.h = h ^ (h >> 32);
+    k.line = &c->words[(size_t)(h >> (64 - WORD_LINE_BITS))];
     return k;
-}
-
-HOT word_line *word_line_of(mg_bpe_cache *c, const word_key *k)
-{
-    return &c->words[(size_t)(k->h * 0x94D049BB133111EBULL >> (64 - WORD_LINE_BITS))];
 }
 
 /* The entry of the piece (n bytes, key k) in its line, or NULL. */
@@ -509,7 +506,7 @@ static size_t encode_miss(mg_bpe_cache *c, const uint8_t *p, size_t n, word_line
 HOT size_t encode_short(mg_bpe_cache *c, const uint8_t *p, size_t n, const word_key *k,
                         int64_t *dst, mg_status *st)
 {
-    word_line *wl = word_line_of(c, k);
+    word_line *wl = k->line;
     const word_entry *e = word_find(wl, k, n);
     if (e && e->nids != WORD_IN_LONG) {
         dst[0] = e->ids[0]; /* unconditional: OUT_SLACK covers the unused ones */
@@ -529,7 +526,7 @@ HOT size_t encode_into(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_
         return 1;
     }
     if (n > SHORT_KEY_MAX) return encode_miss(c, p, n, NULL, NULL, dst, st);
-    word_key k = make_word_key(p, n);
+    word_key k = make_word_key(c, p, n);
     return encode_short(c, p, n, &k, dst, st);
 }
 
@@ -548,8 +545,8 @@ mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p
 HOT void prefetch_piece(mg_bpe_cache *c, const uint8_t *p, size_t n, word_key *k)
 {
     if (n < 2 || n > SHORT_KEY_MAX) return;
-    *k = make_word_key(p, n);
-    __builtin_prefetch(word_line_of(c, k));
+    *k = make_word_key(c, p, n);
+    __builtin_prefetch(k->line);
 }
 
 mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
@@ -568,15 +565,15 @@ mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = t + spans[i].off;
         size_t len = spans[i].len;
-        word_key k = ring[i % PREFETCH_AHEAD];
-        if (i + PREFETCH_AHEAD < n) {
-            const mg_span *a = &spans[i + PREFETCH_AHEAD];
-            prefetch_piece(c, t + a->off, a->len, &ring[i % PREFETCH_AHEAD]);
-        }
+        word_key *k = &ring[i % PREFETCH_AHEAD]; /* used, then refilled for i + AHEAD */
         if (len == 1) *dst++ = b->byte_id[p[0]];
         else if (len > SHORT_KEY_MAX) dst += encode_miss(c, p, len, NULL, NULL, dst, &st);
-        else if (len > 0) dst += encode_short(c, p, len, &k, dst, &st);
+        else if (len > 0) dst += encode_short(c, p, len, k, dst, &st);
         if (st != MG_OK) break;
+        if (i + PREFETCH_AHEAD < n) {
+            const mg_span *a = &spans[i + PREFETCH_AHEAD];
+            prefetch_piece(c, t + a->off, a->len, k);
+        }
     }
     out->n = (size_t)(dst - out->v);
     return st;
