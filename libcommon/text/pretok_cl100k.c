@@ -67,7 +67,8 @@ static size_t ws_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_
  *   a letter, or a character of [^\r\n\p{L}\p{N}] before a letter: [^\r\n\p{L}\p{N}]?\p{L}+
  *   another non-space non-letter non-digit (no letter after it): [^\s\p{L}\p{N}]+[\r\n]*
  *   a space before such a character: the same with the space;
- *   a digit (before an ASCII character): \p{N}{1,max}. */
+ *   a digit (before an ASCII character): \p{N}{1,max};
+ *   whitespace (before an ASCII character that is no letter): the whitespace alternatives. */
 static inline size_t piece_ascii(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
 {
     uint8_t b = s[i];
@@ -80,6 +81,7 @@ static inline size_t piece_ascii(const mg_scan_cfg *cfg, const uint8_t *s, size_
     if (k == MG_PK_O) return run_other_crlf(s, n, i + 1);
     if (b == ' ' && k2 == MG_PK_O) return run_other_crlf(s, n, i + 2);
     if (k == MG_PK_N) return run_digits(s, n, i, cfg->digits_max);
+    if (k == MG_PK_WS) return ws_piece(cfg, s, n, i);
     return 0;
 }
 
