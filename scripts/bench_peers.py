@@ -32,7 +32,6 @@ of ours fails the run (exit 1); a peer that differs from the reference is report
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -69,8 +68,13 @@ TOKENIZERS = {
                         "{v}/hf/qwen3", "--tokenizer-hf-no-include-special-tokens"],
               "hf:qwen3", "hf:qwen3", "qwen3"),
 }
-def rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def resident_mb():
+    """Resident memory of this process now (VmRSS), MB."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 # ---- peers (run in a child process: python bench_peers.py --peer P --tok T ...) ----
@@ -144,15 +148,17 @@ def run_peer(a):
     """Child process: cold and warm passes of one peer; ids saved if asked; JSON on stdout."""
     import numpy as np
     texts = load_texts(a.corpus)
-    rss0 = rss_mb()
     run = peer_batch(a.peer, a.source, a.vocab)
+    rss0 = resident_mb()
     times = []
-    for _ in range(a.passes):
+    for i in range(a.passes):
         c0 = time.process_time()
         out, materialize = run(texts)
         times.append(time.process_time() - c0)
+        if i + 1 < a.passes or not a.ids_out:
+            del out, materialize
     res = {"cold": times[0], "warm": min(times[1:]) if len(times) > 1 else None,
-           "rss_texts_mb": rss0, "rss_peak_mb": rss_mb()}
+           "resident_growth_mb": resident_mb() - rss0}
     if a.ids_out:
         flat, counts = materialize()
         np.save(a.ids_out + ".ids.npy", flat)
@@ -301,7 +307,7 @@ def bench_one(a, name, work, mb):
             res = peer(a, which, src)
             keep(f"{which} cold", res["cold"])
             keep(f"{which} warm", res["warm"])
-            rss[which] = max(rss.get(which, 0), res["rss_peak_mb"] - res["rss_texts_mb"])
+            rss[which] = max(rss.get(which, 0), res["resident_growth_mb"])
             line.append(f"{which} {mb / res['cold']:6.1f}/{mb / res['warm']:6.1f}")
         print(f"  round {r + 1} MB/s cold/warm: " + "  ".join(line), flush=True)
     best["mg-preprocess warm"] = max(best["mg-preprocess 2 passes"] - best["mg-preprocess cold"],
@@ -319,7 +325,8 @@ def bench_one(a, name, work, mb):
             rc = best[f"{peer_name} cold"] / best[f"{who} cold"]
             rw = best[f"{peer_name} warm"] / best[f"{who} warm"]
             print(f"  {who} / {peer_name}: cold {rc:.2f}x, warm {rw:.2f}x")
-    print("  peak RSS MB: mg-preprocess (whole process) %.0f; encoder growth: %s" % (
+    print("  peak RSS MB: mg-preprocess (whole process) %.0f; resident growth of the peers "
+          "after their passes, outputs freed: %s" % (
         rss["mg-preprocess"], ", ".join(f"{k} {v:.0f}" for k, v in rss.items()
                                         if k != "mg-preprocess")), flush=True)
 
