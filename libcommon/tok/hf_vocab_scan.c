@@ -396,6 +396,31 @@ static int make_rest(scan *c, char **rest, size_t *rest_len)
     return 1;
 }
 
+/* Hands what was taken to d (the arena becomes d's), or frees it all: *ok says which. */
+static mg_status finish(scan *c, mg_hf_desc *d, size_t len, int *ok, char **rest)
+{
+    mg_status st = *ok ? mg_hf_desc_own_text(d, c->arena) : MG_OK; /* frees it on failure */
+    if (st != MG_OK) c->arena = NULL, *ok = 0;
+    if (!*ok) {
+        int nomem = c->nomem || (len && !c->arena && st == MG_OK);
+        free(c->arena);
+        free(c->vocab), free(c->ids), free(c->ml), free(c->mr);
+        if (rest) free(*rest), *rest = NULL;
+        if (st != MG_OK) return st;
+        if (nomem)
+            return mg_error_set(MG_ERR_NOMEM, "%s: out of memory scanning the vocabulary",
+                                d->file);
+        return MG_OK;
+    }
+    if (c->end[0]) d->vocab = c->vocab, d->vocab_id = c->ids, d->n_vocab = c->n_vocab;
+    else free(c->vocab), free(c->ids);
+    if (c->end[1]) d->merge_l = c->ml, d->merge_r = c->mr, d->n_merges = c->n_merges;
+    else free(c->ml), free(c->mr);
+    d->scanned_vocab = c->end[0] != 0;
+    d->scanned_merges = c->end[1] != 0;
+    return MG_OK;
+}
+
 mg_status mg_hf_scan_model(mg_hf_desc *d, const char *buf, size_t len, char **rest,
                            size_t *rest_len)
 {
@@ -404,24 +429,15 @@ mg_status mg_hf_scan_model(mg_hf_desc *d, const char *buf, size_t len, char **re
     *rest_len = 0;
     c.arena = malloc(len ? len : 1);
     int ok = c.arena && walk_top(&c) && vocab_unique(&c) && make_rest(&c, rest, rest_len);
-    mg_status st = ok ? mg_hf_desc_own_text(d, c.arena) : MG_OK; /* frees it on failure */
-    if (st != MG_OK) c.arena = NULL, ok = 0;
-    if (!ok) {
-        int nomem = c.nomem || (len && !c.arena && st == MG_OK);
-        free(c.arena);
-        free(c.vocab), free(c.ids), free(c.ml), free(c.mr);
-        free(*rest);
-        *rest = NULL;
-        if (st != MG_OK) return st;
-        if (nomem)
-            return mg_error_set(MG_ERR_NOMEM, "%s: out of memory scanning model.vocab", d->file);
-        return MG_OK;
-    }
-    if (c.end[0]) d->vocab = c.vocab, d->vocab_id = c.ids, d->n_vocab = c.n_vocab;
-    else free(c.vocab), free(c.ids);
-    if (c.end[1]) d->merge_l = c.ml, d->merge_r = c.mr, d->n_merges = c.n_merges;
-    else free(c.ml), free(c.mr);
-    d->scanned_vocab = c.end[0] != 0;
-    d->scanned_merges = c.end[1] != 0;
-    return MG_OK;
+    return finish(&c, d, len, &ok, rest);
+}
+
+mg_status mg_hf_scan_vocab_json(mg_hf_desc *d, const char *buf, size_t len)
+{
+    scan c = {.s = (const uint8_t *)buf, .n = len};
+    c.arena = malloc(len ? len : 1);
+    int ok = c.arena && (ws(&c), c.at[0] = c.pos, scan_vocab(&c)) && (ws(&c), c.pos == c.n) &&
+             vocab_unique(&c);
+    c.end[0] = c.pos;
+    return finish(&c, d, len, &ok, NULL);
 }

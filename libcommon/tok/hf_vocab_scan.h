@@ -19,7 +19,10 @@
  *     with no room for the marker) nothing is taken: d is untouched, *rest is NULL, and
  *     the caller parses the whole text with jansson, which gives the same values or the
  *     exact error.
- *   - Returns MG_OK, or MG_ERR_NOMEM (d then untouched).
+ *   - mg_hf_scan_vocab_json() does the same for a GPT-2 vocab.json (the whole text is the
+ *     vocabulary object, whitespace around it allowed): d->vocab filled and
+ *     d->scanned_vocab set when it is in the subset, else d untouched (jansson's turn).
+ *   - Both return MG_OK, or MG_ERR_NOMEM (d then untouched).
  */
 #ifndef MG_TOK_HF_VOCAB_SCAN_H
 #define MG_TOK_HF_VOCAB_SCAN_H
@@ -32,5 +35,6 @@
 
 mg_status mg_hf_scan_model(mg_hf_desc *d, const char *buf, size_t len, char **rest,
                            size_t *rest_len);
+mg_status mg_hf_scan_vocab_json(mg_hf_desc *d, const char *buf, size_t len);
 
 #endif

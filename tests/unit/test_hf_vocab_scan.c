@@ -6,12 +6,14 @@
  * message, vocabulary and merges. The real vocabularies of tests/data (build/vocab) must
  * be taken by the scanner; the edge cases check that it declines what it must.
  */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "mg/file.h"
 #include "../fuzz/hf_scan_oracle.h"
+#include "tok/hf_vocab_scan.h"
 
 /* Compares both ways (tests/fuzz/hf_scan_oracle.h); returns whether the scanner took the
  * vocabulary or merges. */
@@ -96,4 +98,47 @@ MG_TEST(hf_vocab_scan_errors_as_jansson)
     DIFF(t, HEAD "{" BYTES ", \"\xc3\xa9\": 5}, \"merges\": [\"a b\"]}, \"x\": [1,}");
     DIFF(t, HEAD "{" BYTES "}, \"merges\": [\"a b\"]}, \"x\": 1");
     MG_CHECK(t, DIFF(t, HEAD "{" BYTES "}, \"merges\": [\"x y\"]}}")); /* unknown tokens: the builder's error */
+}
+
+/* GPT-2 vocab.json: the scanner's entries against jansson's, in order. */
+static void check_vocab_json(mg_test_ctx *t, const char *text, size_t len, int want_scanned)
+{
+    mg_hf_desc d;
+    mg_hf_desc_init(&d);
+    MG_CHECK_OK(t, mg_hf_scan_vocab_json(&d, text, len));
+    MG_CHECK_EQ_INT(t, d.scanned_vocab, want_scanned);
+    json_t *root = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
+    if (d.scanned_vocab) {
+        MG_CHECK(t, json_is_object(root) && json_object_size(root) == d.n_vocab);
+        size_t i = 0;
+        const char *key;
+        json_t *v;
+        json_object_foreach(root, key, v) {
+            int same = i < d.n_vocab && d.vocab[i].len == strlen(key) &&
+                       memcmp(d.vocab[i].s, key, d.vocab[i].len) == 0 &&
+                       d.vocab_id[i] == json_integer_value(v);
+            MG_CHECK(t, same);
+            if (!same) break;
+            i++;
+        }
+    }
+    json_decref(root);
+    mg_hf_desc_free(&d);
+}
+
+MG_TEST(hf_vocab_scan_gpt2_vocab_json)
+{
+    char path[512], *buf;
+    size_t len;
+    snprintf(path, sizeof path, "%s/gpt2/gpt2-vocab.json", mg_test_vocab_dir());
+    MG_CHECK_OK(t, mg_read_file(path, &buf, &len));
+    if (buf) check_vocab_json(t, buf, len, 1);
+    free(buf);
+    static const char ok[] = " {\"a\": 0, \"\\u00e9\": 1}\n";
+    check_vocab_json(t, ok, sizeof ok - 1, 1);
+    static const char dup[] = "{\"a\": 0, \"a\": 1}", tail[] = "{\"a\": 0} x",
+                      real[] = "{\"a\": 0.5}";
+    check_vocab_json(t, dup, sizeof dup - 1, 0);
+    check_vocab_json(t, tail, sizeof tail - 1, 0);
+    check_vocab_json(t, real, sizeof real - 1, 0);
 }
