@@ -149,6 +149,11 @@ static int put_string(scan *c, mg_hf_str *out)
     size_t k = 0;
     while (c->pos < c->n) {
         uint8_t b = c->s[c->pos];
+        if (b >= 0x20 && b < 0x80 && b != '"' && b != '\\') { /* most bytes: copied */
+            o[k++] = b;
+            c->pos++;
+            continue;
+        }
         if (b == '"') {
             c->pos++;
             o[k] = 0;
@@ -163,10 +168,9 @@ static int put_string(scan *c, mg_hf_str *out)
             continue;
         }
         uint32_t cp;
-        size_t m = b < 0x80 ? 1 : mg_utf8_decode(c->s + c->pos, c->n - c->pos, &cp);
-        if (b >= 0x80 && cp == MG_UC_BAD) return 0;
-        memcpy(o + k, c->s + c->pos, m);
-        k += m, c->pos += m;
+        size_t m = mg_utf8_decode(c->s + c->pos, c->n - c->pos, &cp);
+        if (cp == MG_UC_BAD) return 0;
+        for (size_t i = 0; i < m; i++) o[k++] = c->s[c->pos++];
     }
     return 0;
 }
