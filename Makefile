@@ -180,6 +180,7 @@ fuzz:
 bench: all tools-test vocab
 	scripts/bench-preprocess.sh
 	scripts/bench-tokenizers.sh
+	scripts/bench-tokenizers.sh --peers
 	scripts/bench-convert.sh
 	MG_BENCH_FORMAT=torch_dist scripts/bench-convert.sh
 	scripts/bench-train.sh

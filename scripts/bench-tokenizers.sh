@@ -5,12 +5,19 @@
 # sentencepiece, one core each, in the same run; MB/s and ratios printed (target >= 5x per
 # core), end to end and for the encoder alone.
 #   scripts/bench-tokenizers.sh [CORPUS.jsonl] [--mb N] [--only NAME]
+# With --peers first, instead: mg-preprocess end to end and its encoder alone against
+# gigatoken and quicktok-v1, the fastest exact BPE tokenizers on PyPI (GPT-2/r50k, cl100k,
+# o200k, Llama-3, Qwen3; one core each; a cold and a warm pass; every id checked against
+# tiktoken / HF tokenizers on the whole corpus; scripts/bench_peers.py says how):
+#   scripts/bench-tokenizers.sh --peers [CORPUS.jsonl] [--rounds N] [--mb N] [--only a,b]
 # (MG_BIN: the tools; MG_BUILD: the build folder holding tests/tools/encode_bench, the
 # "encoder only" contender, built here with `make tools-test` when missing)
 # Without a corpus the one of scripts/bench-preprocess.sh is used (built on first use by
 # scripts/make-bench-corpus.py under ~/.cache/mgtools/bench); its first 20 MB by default.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+script=bench_tokenizers.py
+if [ "${1:-}" = --peers ]; then script=bench_peers.py; shift; fi
 venv=$("$root/scripts/setup.sh" --python | sed -n 's/^MG_VENV=//p')
 corpus=
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then corpus=$1; shift; fi
@@ -25,6 +32,6 @@ build=${MG_BUILD:-$root/build}
 vocab=${MG_VOCAB_DIR:-$root/build/vocab}
 [ -n "${MG_VOCAB_DIR:-}" ] || "$root/scripts/unpack-vocab.sh" "$vocab"
 export TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1 OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1
-exec "$venv/bin/python" "$root/scripts/bench_tokenizers.py" --corpus "$corpus" \
+exec "$venv/bin/python" "$root/scripts/$script" --corpus "$corpus" \
   --bin "${MG_BIN:-$root/bin}" --encode-bench "$build/tests/tools/encode_bench" \
   --vocab "$vocab" "$@"

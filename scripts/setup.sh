@@ -20,7 +20,7 @@ esac
 debs=(build-essential pkg-config libzstd-dev libarchive-dev libjansson-dev libonig-dev
       libutf8proc-dev libopenblas-openmp-dev unicode-data zstd xz-utils bzip2 gzip zip fortunes fortunes-zh fortunes-bg
       python3-venv clang libclang-rt-14-dev groff-base man-db bsdextrautils
-      liblz4-dev libacl1-dev libopenmpi-dev openmpi-bin)
+      liblz4-dev libacl1-dev libopenmpi-dev openmpi-bin time)
 
 install_system() {
   local missing=()

@@ -15,18 +15,13 @@ static inline int is_crlf(uint8_t b) { return b == '\r' || b == '\n'; }
 /* End of the \p{L} run starting at i. */
 static size_t run_letters(const uint8_t *s, size_t n, size_t i)
 {
-    while (i < n) {
-        uint8_t b = s[i];
-        if (b < 0x80) {
-            if ((unsigned)((b | 0x20) - 'a') >= 26) break;
-            i++;
-            continue;
-        }
+    for (;;) {
+        i = mg_pk_ascii_letters(s, n, i, 0);
+        if (i >= n || s[i] < 0x80) return i;
         size_t len;
-        if (!(pk_cat(pk_props(s, n, i, &len)) & PK_L)) break;
+        if (!(pk_cat(pk_props(s, n, i, &len)) & PK_L)) return i;
         i += len;
     }
-    return i;
 }
 
 /* End of at most max (0 = any number of) \p{N} characters from i (s[i] is one). */
@@ -34,6 +29,11 @@ static size_t run_digits(const uint8_t *s, size_t n, size_t i, int max)
 {
     for (int k = 0; i < n && (max == 0 || k < max); k++) {
         size_t len;
+        if (s[i] < 0x80) { /* ASCII: the table, no decoding */
+            if (mg_pk_ascii_kind[s[i]] != MG_PK_N) break;
+            i++;
+            continue;
+        }
         if (!(pk_cat(pk_props(s, n, i, &len)) & PK_N)) break;
         i += len;
     }
@@ -62,9 +62,33 @@ static size_t ws_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_
     return pk_ws_tail(i, j, last, n);
 }
 
+/* ASCII fast path, for a character and its successor both ASCII (else 0: the general path
+ * decides; so does an apostrophe, which may start a contraction):
+ *   a letter, or a character of [^\r\n\p{L}\p{N}] before a letter: [^\r\n\p{L}\p{N}]?\p{L}+
+ *   another non-space non-letter non-digit (no letter after it): [^\s\p{L}\p{N}]+[\r\n]*
+ *   a space before such a character: the same with the space;
+ *   a digit (before an ASCII character): \p{N}{1,max};
+ *   whitespace (before an ASCII character that is no letter): the whitespace alternatives. */
+static inline size_t piece_ascii(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
+{
+    uint8_t b = s[i];
+    if (b >= 0x80 || b == '\'') return 0;
+    char k = mg_pk_ascii_kind[b];
+    if (k == MG_PK_L) return run_letters(s, n, i + 1);
+    if (i + 1 >= n || s[i + 1] >= 0x80) return 0;
+    char k2 = mg_pk_ascii_kind[s[i + 1]];
+    if (k2 == MG_PK_L && k != MG_PK_N && b != '\r' && b != '\n') return run_letters(s, n, i + 2);
+    if (k == MG_PK_O) return run_other_crlf(s, n, i + 1);
+    if (b == ' ' && k2 == MG_PK_O) return run_other_crlf(s, n, i + 2);
+    if (k == MG_PK_N) return run_digits(s, n, i, cfg->digits_max);
+    if (k == MG_PK_WS) return ws_piece(cfg, s, n, i);
+    return 0;
+}
+
 static inline size_t cl100k_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
 {
-    size_t len, len2, k;
+    size_t len, len2, k = piece_ascii(cfg, s, n, i);
+    if (k) return k;
     if (s[i] == '\'' && cfg->contractions && (k = mg_pk_contraction(s, n, i, 1)) != 0)
         return i + k;
     uint8_t props = pk_props(s, n, i, &len);

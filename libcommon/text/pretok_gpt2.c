@@ -8,10 +8,10 @@
 #include "pretok_internal.h"
 
 /* Character kinds: White_Space, \p{L}, \p{N}, anything else. */
-enum { K_WS = 'W', K_L = 'L', K_N = 'N', K_O = 'O' };
+enum { K_WS = MG_PK_WS, K_L = MG_PK_L, K_N = MG_PK_N, K_O = MG_PK_O };
 
 /* Kinds of the ASCII characters (checked against the Unicode table by test_pretok.c). */
-static const char ascii_kind[129] = "OOOOOOOOOWWWWWOO"
+const char mg_pk_ascii_kind[129] = "OOOOOOOOOWWWWWOO"
                                     "OOOOOOOOOOOOOOOO"
                                     "WOOOOOOOOOOOOOOO"
                                     "NNNNNNNNNNOOOOOO"
@@ -31,7 +31,7 @@ static inline int kind_at(const uint8_t *s, size_t n, size_t i, size_t *len)
 {
     if (s[i] < 0x80) {
         *len = 1;
-        return ascii_kind[s[i]];
+        return mg_pk_ascii_kind[s[i]];
     }
     return kind_of(pk_props(s, n, i, len));
 }
@@ -40,7 +40,8 @@ static inline int kind_at(const uint8_t *s, size_t n, size_t i, size_t *len)
 static size_t run_kind(const uint8_t *s, size_t n, size_t i, int kind)
 {
     for (;;) {
-        while (i < n && s[i] < 0x80 && ascii_kind[s[i]] == kind) i++;
+        if (kind == K_L) i = mg_pk_ascii_letters(s, n, i, 0);
+        while (i < n && s[i] < 0x80 && mg_pk_ascii_kind[s[i]] == kind) i++;
         if (i >= n || s[i] < 0x80) return i;
         size_t len;
         if (kind_at(s, n, i, &len) != kind) return i;
@@ -48,7 +49,7 @@ static size_t run_kind(const uint8_t *s, size_t n, size_t i, int kind)
     }
 }
 
-int mg_pk_gpt2_ascii_kind(uint8_t b) { return b < 0x80 ? ascii_kind[b] : 0; }
+int mg_pk_gpt2_ascii_kind(uint8_t b) { return b < 0x80 ? mg_pk_ascii_kind[b] : 0; }
 
 size_t mg_pk_contraction(const uint8_t *s, size_t n, size_t i, int fold)
 {
@@ -74,6 +75,12 @@ size_t mg_pk_ws_run(const uint8_t *s, size_t n, size_t i, size_t *last, size_t *
     *crlf = 0;
     while (i < n) {
         size_t len;
+        if (s[i] < 0x80) { /* ASCII: the table, no decoding */
+            if (mg_pk_ascii_kind[s[i]] != K_WS) break;
+            if (s[i] == '\r' || s[i] == '\n') *crlf = i + 1;
+            *last = i++;
+            continue;
+        }
         uint8_t props = pk_props(s, n, i, &len);
         if (!(props & MG_UC_WS)) break;
         if (s[i] == '\r' || s[i] == '\n') *crlf = i + 1;
@@ -89,7 +96,7 @@ static inline size_t gpt2_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t
     size_t len, k;
     /* fast path: ` ?[A-Za-z]` starts ` ?\p{L}+` */
     size_t j = s[i] == ' ' && i + 1 < n ? i + 1 : i;
-    if (s[j] < 0x80 && ascii_kind[s[j]] == K_L) return run_kind(s, n, j + 1, K_L);
+    if (s[j] < 0x80 && mg_pk_ascii_kind[s[j]] == K_L) return run_kind(s, n, j + 1, K_L);
     if (s[i] == '\'' && (k = mg_pk_contraction(s, n, i, 0)) != 0) return i + k;
     int kind = kind_at(s, n, i, &len);
     if (s[i] == ' ' && i + 1 < n) {

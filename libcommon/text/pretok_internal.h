@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mg/error.h"
 #include "mg/pretok.h"
@@ -44,6 +45,9 @@ int mg_scan_deepseek3(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t
 /* The GPT-2 scanner's kind of an ASCII byte ('W', 'L', 'N', 'O'; 0 for b >= 0x80), for the
  * test that checks its table against the Unicode table. */
 int mg_pk_gpt2_ascii_kind(uint8_t b);
+/* That table (pretok_gpt2.c), for the ASCII fast paths of the other scanners. */
+enum { MG_PK_WS = 'W', MG_PK_L = 'L', MG_PK_N = 'N', MG_PK_O = 'O' };
+extern const char mg_pk_ascii_kind[129];
 
 /* Total scanners (every character belongs to some match, so matches tile the text) also
  * have a loop that appends all pieces of s[0, n) at offset base to out. */
@@ -91,6 +95,27 @@ static inline mg_status mg_pk_push(mg_spans *out, size_t off, size_t len)
 #define PK_M (PK_BIT(MG_UC_MN) | PK_BIT(MG_UC_MC) | PK_BIT(MG_UC_ME))
 #define PK_N (PK_BIT(MG_UC_ND) | PK_BIT(MG_UC_NL) | PK_BIT(MG_UC_NO))
 #define PK_PS (PK_BIT(MG_UC_P) | PK_BIT(MG_UC_S))
+
+/* End of the run of ASCII letters from i ([A-Za-z], or only [a-z] when lower_only): eight
+ * bytes at a time while they are there (SWAR: a byte is a letter iff it is below 0x80 and
+ * (b | 0x20) - 'a' < 26; no carry crosses a byte before the first non-letter, so the
+ * lowest non-letter byte found is exact), then byte by byte. */
+static inline size_t mg_pk_ascii_letters(const uint8_t *s, size_t n, size_t i, int lower_only)
+{
+    const uint64_t hi = 0x8080808080808080ULL, ones = 0x0101010101010101ULL;
+    const uint64_t fold = lower_only ? 0 : 0x20 * ones;
+    while (i + 8 <= n) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        uint64_t t = x | fold;
+        uint64_t letter = (t + 0x1F * ones) & ~(t + 0x05 * ones) & ~x & hi;
+        uint64_t stop = ~letter & hi;
+        if (stop) return i + ((size_t)__builtin_ctzll(stop) >> 3);
+        i += 8;
+    }
+    while (i < n && (unsigned)((s[i] | (uint8_t)fold) - 'a') < 26) i++;
+    return i;
+}
 
 /* Property byte and byte length of the character at s[i] (i < n). */
 static inline uint8_t pk_props(const uint8_t *s, size_t n, size_t i, size_t *len)

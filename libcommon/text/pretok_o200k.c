@@ -73,8 +73,7 @@ static size_t word_ascii(const uint8_t *s, size_t n, size_t i)
     for (k = j; k < n && is_upper(s[k]); k++) {
     }
     if (k < n && is_lower(s[k])) /* U*W+ */
-        for (e = k + 1; e < n && is_lower(s[e]); e++) {
-        }
+        e = mg_pk_ascii_letters(s, n, k + 1, 1);
     else
         e = k; /* no W in the run: U+W* with an empty W* */
     return e < n && s[e] >= 0x80 ? 0 : e;
@@ -88,6 +87,11 @@ static size_t word(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
         if (cfg->contractions && e < n && s[e] == '\'') e += mg_pk_contraction(s, n, e, 1);
         return e;
     }
+    /* an ASCII non-letter followed by one (or the end): the letters cannot start at i or at
+     * i + 1 (the prefix is one character), so neither alternative matches */
+    if (s[i] < 0x80 && !is_upper(s[i]) && !is_lower(s[i]) &&
+        (i + 1 >= n || (s[i + 1] < 0x80 && !is_upper(s[i + 1]) && !is_lower(s[i + 1]))))
+        return 0;
     unsigned c = cat_at(s, n, i, &len);
     int prefix = !(c & (PK_L | PK_N)) && !is_crlf(s[i]);
     if (prefix) e = upper_lower(s, n, i + len);
@@ -111,10 +115,24 @@ static size_t other_run(const uint8_t *s, size_t n, size_t i)
     return i;
 }
 
+/* ASCII fast path after word() found no letter alternative, for a character and its
+ * successor both ASCII (else 0): another non-space non-digit starts
+ * [^\s\p{L}\p{N}]+[\r\n/]*, and so does a space before one. */
+static inline size_t other_ascii(const uint8_t *s, size_t n, size_t i)
+{
+    uint8_t b = s[i];
+    if (b >= 0x80 || i + 1 >= n || s[i + 1] >= 0x80) return 0;
+    char k = mg_pk_ascii_kind[b], k2 = mg_pk_ascii_kind[s[i + 1]];
+    if (k == MG_PK_O) return other_run(s, n, i + 1);
+    if (b == ' ' && k2 == MG_PK_O) return other_run(s, n, i + 2);
+    return 0;
+}
+
 static inline size_t o200k_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
 {
     size_t len, len2, e = word(cfg, s, n, i);
     if (e) return e;
+    if ((e = other_ascii(s, n, i)) != 0) return e;
     uint8_t props = pk_props(s, n, i, &len);
     if (pk_cat(props) & PK_N) {
         for (int k = 0; i < n && (cfg->digits_max == 0 || k < cfg->digits_max); k++) {

@@ -145,7 +145,8 @@ static mg_status grow_pairs(mg_bpe *b)
 /* Inserts or overwrites pair (left, right) -> (rank, merged). */
 static mg_status pair_put(mg_bpe *b, int32_t left, int32_t right, uint32_t rank, int32_t merged)
 {
-    if ((b->n_pairs + 1) * 2 > b->pair_mask + 1) MG_FORWARD(grow_pairs(b));
+    /* at most 3/4 full: Llama-3's 280K merges fit 512K slots (8 MiB) */
+    if ((b->n_pairs + 1) * 4 > (b->pair_mask + 1) * 3) MG_FORWARD(grow_pairs(b));
     uint64_t key = mg_bpe_pair_key(left, right);
     size_t i = (size_t)mg_bpe_mix64(key) & b->pair_mask;
     while (b->pairs[i].key != MG_BPE_EMPTY_KEY && b->pairs[i].key != key)

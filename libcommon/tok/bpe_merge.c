@@ -1,18 +1,29 @@
 /* bpe_merge.c — encoding one pre-token with a finalized BPE model (contract in bpe.h).
  *
- *   1. pieces of 2..24 bytes are looked up in the per-thread cache (direct-mapped,
- *      CACHE_SLOTS entries of one 64-byte cache line each, key bytes and up to 8 ids
- *      inline, replaced on collision: bounded memory, no eviction bookkeeping). The table
- *      (4 MiB) is larger than L2, so mg_bpe_encode_spans prefetches the slots of the pieces
- *      PREFETCH_AHEAD positions ahead: the lookups then rarely wait on memory;
+ *   1. pieces of 2..SHORT_KEY_MAX bytes are looked up in the per-thread word cache: a
+ *      2-way set-associative table of WORD_LINES 64-byte lines (WORD_LINES * 64 bytes =
+ *      16 MiB, the fixed budget that keeps one worker under 100 MB; 32 MiB missed 0.3% of
+ *      the lookups of a warm pass over English text, 16 MiB 0.8%; pages are mapped on
+ *      first use, so a small corpus costs less). An entry holds the piece as two words
+ *      (its first and last 8 bytes, or its bytes when shorter: with the length, that
+ *      determines the piece) and up to WORD_IDS_MAX ids; a new entry goes to way 0 and
+ *      pushes way 0 to way 1, so the older of the two is replaced. Longer pieces, and short
+ *      ones with more ids, use the long cache: 2-way set-associative, CACHE_SLOTS entries
+ *      of CACHE_ENTRY bytes (8 MiB) that hold the piece's bytes and then its ids when both
+ *      fit; way 0 takes a new entry and way 1 the one it displaces. Neither table grows, so
+ *      memory stays bounded whatever the corpus (24 MiB per encoder at most).
+ *      mg_bpe_encode_spans computes each piece's word-cache key once, PREFETCH_AHEAD
+ *      positions ahead, and prefetches its line: the lookups then rarely wait on memory;
  *   2. the whole-piece shortcut (if the model has it);
  *   3. the merge: repeatedly merge the adjacent pair with the lowest rank, leftmost first,
  *      until no adjacent pair has a rank. Pieces under SHORT_MAX bytes use a linear scan
  *      over an id array (what tiktoken does); longer ones a binary heap of (rank, position)
  *      with lazy invalidation over a linked list of symbols, O(n log n).
  * Both merge paths pick the same pair at every step: the minimum of (rank, position).
- * Char-initial models (mg_bpe_encode_chars) share the cache and both merge loops; only
- * the initial symbols differ (characters, byte fallback, unk; see bpe.h).
+ * Ids are written straight into the output array, reserved once per call for the worst
+ * case (a byte-level piece of n bytes has at most n ids).
+ * Char-initial models (mg_bpe_encode_chars) share the long cache and both merge loops;
+ * only the initial symbols differ (characters, byte fallback, unk; see bpe.h).
  */
 #include "tok/bpe_impl.h"
 
@@ -20,9 +31,16 @@
 
 #include "mg/grow.h"
 
-#define CACHE_SLOTS 65536
-#define CACHE_KEY_MAX 24
-#define CACHE_IDS_MAX 8
+#define CACHE_SLOTS 32768 /* 2 ways */
+#define CACHE_ENTRY 256
+#define WORD_LINE_BITS 18
+#define WORD_LINES (1u << WORD_LINE_BITS)
+#define SHORT_KEY_MAX 16
+#define WORD_IDS_MAX 3
+/* nids of a word-cache entry whose piece has more ids: they are in the long cache */
+#define WORD_IN_LONG 0xFF
+/* Room a caller of encode_into leaves after the piece's worst case (unconditional stores) */
+#define OUT_SLACK 4
 #define SHORT_MAX 64
 #define PREFETCH_AHEAD 8
 /* Scratch larger than this (in symbols / heap entries) is released after the piece. */
@@ -32,12 +50,22 @@
 #define HOT static inline __attribute__((always_inline))
 
 typedef struct {
-    _Alignas(64) uint8_t key[CACHE_KEY_MAX];
-    uint32_t hash;
-    uint8_t klen, nids;
-    uint8_t pad[2];
-    int32_t ids[CACHE_IDS_MAX];
+    _Alignas(64) uint32_t hash;
+    uint16_t klen, nids;
+    uint8_t data[CACHE_ENTRY - 8]; /* key bytes, then the ids at the next multiple of 4 */
 } cache_entry;
+
+/* One piece of 2..SHORT_KEY_MAX bytes (see word_key); len 0 = empty. */
+typedef struct {
+    uint64_t w0, w1;
+    uint8_t len, nids; /* nids: 1..WORD_IDS_MAX, or WORD_IN_LONG */
+    uint8_t pad[2];
+    int32_t ids[WORD_IDS_MAX];
+} word_entry;
+
+typedef struct {
+    _Alignas(64) word_entry way[2];
+} word_line;
 
 typedef struct {
     uint64_t key; /* rank << 32 | position of the left symbol */
@@ -46,13 +74,17 @@ typedef struct {
 
 struct mg_bpe_cache {
     const mg_bpe *b;
-    cache_entry *entries;
+    word_line *words;       /* 64-byte aligned inside words_mem */
+    cache_entry *entries;   /* 64-byte aligned inside entries_mem */
+    void *words_mem, *entries_mem;
     /* merge scratch, indexed by byte position in the piece */
     int32_t *ids, *next, *prev;
     size_t sym_cap;
     heap_entry *heap;
     size_t heap_n, heap_cap;
 };
+
+static void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
 mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
 {
@@ -61,13 +93,18 @@ mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
     mg_bpe_cache *c = mg_calloc(1, sizeof *c);
     if (!c) return MG_ERR_NOMEM;
     c->b = b;
-    c->entries = aligned_alloc(64, CACHE_SLOTS * sizeof *c->entries);
-    if (c->entries) memset(c->entries, 0, CACHE_SLOTS * sizeof *c->entries);
-    if (!c->entries) {
+    /* calloc of this size maps fresh zero pages: memory is touched only as lines fill */
+    c->words_mem = mg_calloc(WORD_LINES + 1, sizeof *c->words);
+    c->entries_mem = mg_calloc(CACHE_SLOTS + 1, sizeof *c->entries);
+    if (!c->words_mem || !c->entries_mem) {
         mg_error_set(MG_ERR_NOMEM, "out of memory allocating the BPE cache");
+        free(c->words_mem);
+        free(c->entries_mem);
         free(c);
         return MG_ERR_NOMEM;
     }
+    c->words = align64(c->words_mem);
+    c->entries = align64(c->entries_mem);
     *out = c;
     return MG_OK;
 }
@@ -87,7 +124,8 @@ void mg_bpe_cache_free(mg_bpe_cache *c)
 {
     if (!c) return;
     free_scratch(c);
-    free(c->entries);
+    free(c->words_mem);
+    free(c->entries_mem);
     free(c);
 }
 
@@ -107,21 +145,6 @@ static mg_status reserve_symbols(mg_bpe_cache *c, size_t n)
     return MG_OK;
 }
 
-static mg_status append_ids(mg_ids *out, const int32_t *ids, size_t n)
-{
-    if (out->n + n > out->cap) {
-        size_t cap = out->cap ? out->cap : 64;
-        while (cap < out->n + n) cap *= 2;
-        int64_t *v = mg_realloc(out->v, cap * sizeof *v);
-        if (!v) return MG_ERR_NOMEM;
-        out->v = v;
-        out->cap = cap;
-    }
-    for (size_t i = 0; i < n; i++) out->v[out->n + i] = ids[i];
-    out->n += n;
-    return MG_OK;
-}
-
 /* ---- short pieces: linear scan (n < SHORT_MAX) ---- */
 
 /* Rank of the pair of ids[i], ids[i+1]. */
@@ -130,25 +153,47 @@ HOT uint32_t pair_at(const mg_bpe *b, const int32_t *ids, size_t i, int32_t *mer
     return mg_bpe_pair_find(b, ids[i], ids[i + 1], merged);
 }
 
-/* The merge loop over m symbols ids[] with the ranks/results of their adjacent pairs. */
+/* The merge loop over m symbols ids[] with the ranks/results of their adjacent pairs
+ * (rank[i], merged[i]: the pair of symbol i and the next live one). Symbols keep their
+ * positions (no shifting): the right symbol of a merge dies, its rank becomes NO_RANK, and
+ * nxt/prv link the live ones; the minimum (rank, position) is a scan over the rank array.
+ * The survivors are compacted to the front at the end. */
 HOT size_t merge_short_loop(const mg_bpe *b, int32_t *ids, uint32_t *rank, int32_t *merged,
                             size_t m)
 {
-    while (m > 1) {
-        size_t best = 0;
-        for (size_t i = 1; i + 1 < m; i++)
-            if (rank[i] < rank[best]) best = i;
-        if (rank[best] == MG_BPE_NO_RANK) break;
-        ids[best] = merged[best];
-        size_t tail = m - 2 - best; /* pairs after the merged one */
-        memmove(ids + best + 1, ids + best + 2, tail * sizeof *ids);
-        memmove(rank + best, rank + best + 1, tail * sizeof *rank);
-        memmove(merged + best, merged + best + 1, tail * sizeof *merged);
-        m--;
-        if (best > 0) rank[best - 1] = pair_at(b, ids, best - 1, &merged[best - 1]);
-        if (best + 1 < m) rank[best] = pair_at(b, ids, best, &merged[best]);
+    uint8_t nxt[SHORT_MAX], prv[SHORT_MAX];
+    if (m < 2) return m;
+    for (size_t i = 0; i < m; i++) {
+        nxt[i] = (uint8_t)(i + 1);
+        prv[i] = (uint8_t)(i - 1);
     }
-    return m;
+    rank[m - 1] = MG_BPE_NO_RANK;
+    for (;;) {
+        size_t best = 0;
+        uint32_t r = rank[0];
+        for (size_t i = 1; i + 1 < m; i++)
+            if (rank[i] < r) {
+                r = rank[i];
+                best = i;
+            }
+        if (r == MG_BPE_NO_RANK) break;
+        size_t k = nxt[nxt[best]];
+        ids[best] = merged[best];
+        rank[nxt[best]] = MG_BPE_NO_RANK;
+        nxt[best] = (uint8_t)k;
+        rank[best] = MG_BPE_NO_RANK;
+        if (k < m) {
+            prv[k] = (uint8_t)best;
+            rank[best] = mg_bpe_pair_find(b, ids[best], ids[k], &merged[best]);
+        }
+        if (best > 0) {
+            size_t p = prv[best];
+            rank[p] = mg_bpe_pair_find(b, ids[p], ids[best], &merged[p]);
+        }
+    }
+    size_t out = 0;
+    for (size_t i = 0; i < m; i = nxt[i]) ids[out++] = ids[i];
+    return out;
 }
 
 /* Merges piece[0, n) into ids; returns the number of ids. */
@@ -278,32 +323,117 @@ static mg_status merge_long_ids(mg_bpe_cache *c, size_t n, size_t *m)
     return merge_long_run(c, m);
 }
 
-/* ---- cache ---- */
+/* ---- word cache (pieces of 2..SHORT_KEY_MAX bytes) ---- */
 
-static cache_entry *cache_slot(mg_bpe_cache *c, uint64_t h)
+typedef struct {
+    uint64_t w0, w1;
+    word_line *line; /* the piece's line */
+} word_key;
+
+/* The piece as two words: its first and last 8 bytes (overlapping), or for n < 8 its bytes
+ * (mg_bpe_load_tail); with n this determines the piece. Its line: the top bits of a
+ * multiplicative hash of both (they depend on every bit of the key). */
+HOT word_key make_word_key(mg_bpe_cache *c, const uint8_t *p, size_t n)
 {
-    return &c->entries[(size_t)(h >> 16) & (CACHE_SLOTS - 1)];
+    word_key k;
+    if (n >= 8) {
+        memcpy(&k.w0, p, 8);
+        memcpy(&k.w1, p + n - 8, 8);
+    } else {
+        k.w0 = mg_bpe_load_tail(p, n);
+        k.w1 = 0;
+    }
+    uint64_t h = (k.w0 ^ (uint64_t)n << 59) * 0x9E3779B97F4A7C15ULL;
+    h ^= (k.w1 + (h >> 29)) * 0xC2B2AE3D27D4EB4FULL;
+    k.line = &c->words[(size_t)(h >> (64 - WORD_LINE_BITS))];
+    return k;
 }
 
-HOT int cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h, mg_ids *out,
-                     mg_status *st)
+/* The entry of the piece (n bytes, key k) in its line, or NULL. */
+HOT const word_entry *word_find(const word_line *l, const word_key *k, size_t n)
 {
-    cache_entry *e = cache_slot(c, h);
-    if (e->klen != n || e->hash != (uint32_t)h || memcmp(e->key, p, n) != 0) return 0;
-    *st = append_ids(out, e->ids, e->nids);
-    return 1;
+    for (int w = 0; w < 2; w++) {
+        const word_entry *e = &l->way[w];
+        if (e->w0 == k->w0 && e->w1 == k->w1 && e->len == n) return e;
+    }
+    return NULL;
+}
+
+HOT void word_put(word_line *l, const word_key *k, size_t n, const int32_t *ids, size_t nids)
+{
+    l->way[1] = l->way[0];
+    word_entry *e = &l->way[0];
+    e->w0 = k->w0;
+    e->w1 = k->w1;
+    e->len = (uint8_t)n;
+    e->nids = nids <= WORD_IDS_MAX ? (uint8_t)nids : WORD_IN_LONG;
+    if (nids <= WORD_IDS_MAX) memcpy(e->ids, ids, nids * sizeof *ids);
+}
+
+/* ---- long cache (pieces whose bytes and ids fit in one CACHE_ENTRY) ---- */
+
+static inline size_t ids_offset(size_t klen) { return (klen + 3) & ~(size_t)3; }
+
+static inline int cache_fits(size_t klen, size_t nids)
+{
+    return klen <= UINT16_MAX && ids_offset(klen) + nids * sizeof(int32_t) <=
+                                     sizeof(((cache_entry *)0)->data);
+}
+
+/* Way 0 of the piece's set; way 1 follows it. */
+static cache_entry *cache_set(mg_bpe_cache *c, uint64_t h)
+{
+    return &c->entries[((size_t)(h >> 16) & (CACHE_SLOTS / 2 - 1)) * 2];
+}
+
+static int cache_match(const cache_entry *e, const uint8_t *p, size_t n, uint64_t h)
+{
+    return e->klen == n && e->hash == (uint32_t)h && memcmp(e->data, p, n) == 0;
+}
+
+/* The cached ids of the piece (and their number in *nids), or NULL. */
+HOT const int32_t *cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
+                             size_t *nids)
+{
+    cache_entry *e = cache_set(c, h);
+    if (!cache_match(e, p, n, h) && !cache_match(++e, p, n, h)) return NULL;
+    *nids = e->nids;
+    return (const int32_t *)(void *)(e->data + ids_offset(n));
 }
 
 HOT void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
                       const int32_t *ids, size_t nids)
 {
-    if (nids > CACHE_IDS_MAX) return;
-    cache_entry *e = cache_slot(c, h);
-    memcpy(e->key, p, n);
-    e->klen = (uint8_t)n;
+    if (!cache_fits(n, nids)) return;
+    cache_entry *e = cache_set(c, h);
+    if (e[0].klen) memcpy(&e[1], &e[0], 8 + ids_offset(e[0].klen) + e[0].nids * sizeof *ids);
+    memcpy(e->data, p, n);
+    memcpy(e->data + ids_offset(n), ids, nids * sizeof *ids);
+    e->klen = (uint16_t)n;
     e->hash = (uint32_t)h;
-    e->nids = (uint8_t)nids;
-    memcpy(e->ids, ids, nids * sizeof *ids);
+    e->nids = (uint16_t)nids;
+}
+
+/* Reserves room for n more ids plus OUT_SLACK. */
+static mg_status reserve_out(mg_ids *out, size_t n)
+{
+    size_t need = out->n + n + OUT_SLACK;
+    if (need <= out->cap) return MG_OK;
+    size_t cap = out->cap ? out->cap : 64;
+    while (cap < need) cap *= 2;
+    int64_t *v = mg_realloc(out->v, cap * sizeof *v);
+    if (!v) return MG_ERR_NOMEM;
+    out->v = v;
+    out->cap = cap;
+    return MG_OK;
+}
+
+static mg_status append_ids(mg_ids *out, const int32_t *ids, size_t n)
+{
+    MG_FORWARD(reserve_out(out, n));
+    for (size_t i = 0; i < n; i++) out->v[out->n + i] = ids[i];
+    out->n += n;
+    return MG_OK;
 }
 
 /* The whole-piece shortcut: 1 (with the piece's id in small[0]) if the model has it and
@@ -337,42 +467,117 @@ static mg_status encode_uncached(mg_bpe_cache *c, const uint8_t *p, size_t n, in
     return MG_OK;
 }
 
+/* The long cache for piece p[0, n), else the merge (the long cache learns the result).
+ * Result in *ids (for its *nids ids): the cache, small or c->ids. */
+static mg_status encode_long_cached(mg_bpe_cache *c, const uint8_t *p, size_t n,
+                                    int32_t *small, const int32_t **ids, size_t *nids)
+{
+    uint64_t h = mg_bpe_hash(p, n);
+    if ((*ids = cache_get(c, p, n, h, nids)) != NULL) return MG_OK;
+    MG_FORWARD(encode_uncached(c, p, n, small, ids, nids));
+    cache_put(c, p, n, h, *ids, *nids);
+    return MG_OK;
+}
+
+/* A piece the word cache cannot answer: writes its ids at dst (room for n + OUT_SLACK)
+ * and returns their number. wl: the word-cache line that should learn the piece (key k),
+ * NULL when the piece is longer than SHORT_KEY_MAX or its entry says "in the long cache". */
+static size_t encode_miss(mg_bpe_cache *c, const uint8_t *p, size_t n, word_line *wl,
+                          const word_key *k, int64_t *dst, mg_status *st)
+{
+    const int32_t *ids = NULL;
+    size_t nids = 0;
+    int32_t small[SHORT_MAX];
+    if (wl) { /* a new short piece: the merge; the long cache only if it has many ids */
+        *st = encode_uncached(c, p, n, small, &ids, &nids);
+        if (*st == MG_OK && nids > WORD_IDS_MAX) cache_put(c, p, n, mg_bpe_hash(p, n), ids, nids);
+        if (*st == MG_OK && (nids <= WORD_IDS_MAX || cache_fits(n, nids)))
+            word_put(wl, k, n, ids, nids);
+    } else {
+        *st = encode_long_cached(c, p, n, small, &ids, &nids);
+    }
+    if (*st != MG_OK) return 0;
+    for (size_t i = 0; i < nids; i++) dst[i] = ids[i];
+    if (c->sym_cap > KEEP_SCRATCH_MAX || c->heap_cap > KEEP_SCRATCH_MAX) free_scratch(c);
+    return nids;
+}
+
+/* Writes the ids of piece p[0, n) (2 <= n <= SHORT_KEY_MAX, word-cache key k) at dst, which
+ * has room for n + OUT_SLACK ids; returns their number (0 with *st set on an error). */
+HOT size_t encode_short(mg_bpe_cache *c, const uint8_t *p, size_t n, const word_key *k,
+                        int64_t *dst, mg_status *st)
+{
+    word_line *wl = k->line;
+    const word_entry *e = word_find(wl, k, n);
+    if (e && e->nids != WORD_IN_LONG) {
+        dst[0] = e->ids[0]; /* unconditional: OUT_SLACK covers the unused ones */
+        dst[1] = e->ids[1];
+        dst[2] = e->ids[2];
+        return e->nids;
+    }
+    return encode_miss(c, p, n, e ? NULL : wl, k, dst, st);
+}
+
+/* encode_short for any n >= 1. */
+HOT size_t encode_into(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_t n,
+                       int64_t *dst, mg_status *st)
+{
+    if (n == 1) {
+        dst[0] = b->byte_id[p[0]];
+        return 1;
+    }
+    if (n > SHORT_KEY_MAX) return encode_miss(c, p, n, NULL, NULL, dst, st);
+    word_key k = make_word_key(c, p, n);
+    return encode_short(c, p, n, &k, dst, st);
+}
+
 mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *piece, size_t len,
                               mg_ids *out)
 {
     MG_ASSERT(c->b == b);
     if (len == 0) return MG_OK;
-    if (len == 1) return append_ids(out, &b->byte_id[piece[0]], 1);
-    uint64_t h = 0;
+    MG_FORWARD(reserve_out(out, len));
     mg_status st = MG_OK;
-    if (len <= CACHE_KEY_MAX) {
-        h = mg_bpe_hash(piece, len);
-        if (cache_get(c, piece, len, h, out, &st)) return st;
-    }
-    int32_t small[SHORT_MAX];
-    const int32_t *ids = NULL;
-    size_t nids = 0;
-    MG_FORWARD(encode_uncached(c, piece, len, small, &ids, &nids));
-    if (len <= CACHE_KEY_MAX) cache_put(c, piece, len, h, ids, nids);
-    st = append_ids(out, ids, nids);
-    if (c->sym_cap > KEEP_SCRATCH_MAX || c->heap_cap > KEEP_SCRATCH_MAX) free_scratch(c);
+    out->n += encode_into(b, c, piece, len, out->v + out->n, &st);
     return st;
+}
+
+/* Computes the word-cache key of a short piece into *k and prefetches its line. */
+HOT void prefetch_piece(mg_bpe_cache *c, const uint8_t *p, size_t n, word_key *k)
+{
+    if (n < 2 || n > SHORT_KEY_MAX) return;
+    *k = make_word_key(c, p, n);
+    __builtin_prefetch(k->line);
 }
 
 mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
                               const mg_span *spans, size_t n, mg_ids *out)
 {
+    MG_ASSERT(c->b == b);
+    if (n == 0) return MG_OK;
     const uint8_t *t = (const uint8_t *)text;
+    /* spans are in text order and do not overlap: their bytes lie in this range */
+    MG_FORWARD(reserve_out(out, spans[n - 1].off + spans[n - 1].len - spans[0].off));
+    word_key ring[PREFETCH_AHEAD];
     for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
-        if (spans[i].len <= CACHE_KEY_MAX)
-            __builtin_prefetch(cache_slot(c, mg_bpe_hash(t + spans[i].off, spans[i].len)));
+        prefetch_piece(c, t + spans[i].off, spans[i].len, &ring[i]);
+    int64_t *dst = out->v + out->n;
+    mg_status st = MG_OK;
     for (size_t i = 0; i < n; i++) {
-        size_t a = i + PREFETCH_AHEAD;
-        if (a < n && spans[a].len <= CACHE_KEY_MAX)
-            __builtin_prefetch(cache_slot(c, mg_bpe_hash(t + spans[a].off, spans[a].len)));
-        MG_FORWARD(mg_bpe_encode_piece(b, c, t + spans[i].off, spans[i].len, out));
+        const uint8_t *p = t + spans[i].off;
+        size_t len = spans[i].len;
+        word_key *k = &ring[i % PREFETCH_AHEAD]; /* used, then refilled for i + AHEAD */
+        if (len == 1) *dst++ = b->byte_id[p[0]];
+        else if (len > SHORT_KEY_MAX) dst += encode_miss(c, p, len, NULL, NULL, dst, &st);
+        else if (len > 0) dst += encode_short(c, p, len, k, dst, &st);
+        if (st != MG_OK) break;
+        if (i + PREFETCH_AHEAD < n) {
+            const mg_span *a = &spans[i + PREFETCH_AHEAD];
+            prefetch_piece(c, t + a->off, a->len, k);
+        }
     }
-    return MG_OK;
+    out->n = (size_t)(dst - out->v);
+    return st;
 }
 
 /* ---- char-initial models ---- */
@@ -453,15 +658,17 @@ mg_status mg_bpe_encode_chars(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p
     if (len == 0) return MG_OK;
     uint64_t h = 0;
     mg_status st = MG_OK;
-    if (len <= CACHE_KEY_MAX) {
+    if (cache_fits(len, 0)) {
         h = mg_bpe_hash(piece, len);
-        if (cache_get(c, piece, len, h, out, &st)) return st;
+        size_t n_hit;
+        const int32_t *hit = cache_get(c, piece, len, h, &n_hit);
+        if (hit) return append_ids(out, hit, n_hit);
     }
     int32_t small[1];
     const int32_t *ids = NULL;
     size_t nids = 0;
     MG_FORWARD(encode_chars_uncached(c, piece, len, small, &ids, &nids));
-    if (len <= CACHE_KEY_MAX) cache_put(c, piece, len, h, ids, nids);
+    if (cache_fits(len, 0)) cache_put(c, piece, len, h, ids, nids);
     st = append_ids(out, ids, nids);
     if (c->sym_cap > KEEP_SCRATCH_MAX || c->heap_cap > KEEP_SCRATCH_MAX) free_scratch(c);
     return st;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mg/file.h"
+#include "tok/hf_vocab_scan.h"
 
 #define UNSUPPORTED(d, ...) unsupported((d), __VA_ARGS__)
 
@@ -128,8 +129,22 @@ static const char *type_of(const json_t *obj)
 
 /* ---- model ---- */
 
+/* A value hf_vocab_scan.c took: jansson sees its marker there. */
+static mg_status check_scanned(const mg_hf_desc *d, const json_t *v, const char *what)
+{
+    const json_t *m = json_is_array(v) ? json_array_get(v, 0) : json_object_get(v, MG_HF_SCAN_MARKER);
+    if ((json_is_array(v) ? json_array_size(v) : json_object_size(v)) == 1 &&
+        (json_is_array(v) ? json_is_string(m) && strcmp(json_string_value(m),
+                                                         MG_HF_SCAN_MARKER) == 0
+                          : json_is_integer(m)))
+        return MG_OK;
+    return mg_error_set(MG_ERR_FORMAT, "%s: internal error: %s scanned, but jansson found "
+                        "another value there", d->file, what);
+}
+
 static mg_status parse_vocab(mg_hf_desc *d, json_t *vocab)
 {
+    if (d->scanned_vocab) return check_scanned(d, vocab, "model.vocab");
     if (!json_is_object(vocab)) return malformed(d, "model.vocab is not an object");
     size_t n = json_object_size(vocab);
     d->vocab = mg_calloc(n ? n : 1, sizeof *d->vocab);
@@ -173,6 +188,7 @@ static mg_status parse_merge(mg_hf_desc *d, const json_t *m, size_t i)
 
 static mg_status parse_merges(mg_hf_desc *d, const json_t *merges)
 {
+    if (d->scanned_merges) return check_scanned(d, merges, "model.merges");
     if (!merges || json_is_null(merges)) return MG_OK;
     if (!json_is_array(merges)) return malformed(d, "model.merges is not an array");
     size_t n = json_array_size(merges);
@@ -625,8 +641,13 @@ static mg_status parse_post(mg_hf_desc *d, const json_t *p, int depth)
 mg_status mg_hf_desc_parse(mg_hf_desc *d, const char *buf, size_t len, const char *name)
 {
     json_t *root;
+    char *rest;
+    size_t rest_len;
     set_file(d, name);
-    MG_FORWARD(parse_json(d, buf, len, 0, &root));
+    MG_FORWARD(mg_hf_scan_model(d, buf, len, &rest, &rest_len));
+    mg_status st = parse_json(d, rest ? rest : buf, rest ? rest_len : len, 0, &root);
+    free(rest);
+    MG_FORWARD(st);
     MG_FORWARD(parse_model(d, root));
     MG_FORWARD(parse_added(d, root));
     MG_FORWARD(parse_normalizer(d, json_object_get(root, "normalizer"), 0));

@@ -5,8 +5,10 @@
  *     (+ tokenizer_config.json) by hf_json.c, or from GPT-2 vocab.json + merges.txt by
  *     tok_gpt2.c; mg_hf_build() (tok_hf.c) turns a description into a tokenizer.
  *   - Strings (vocabulary entries, merge halves, added-token contents) are views into
- *     buffers the description owns (the parsed JSON trees, the merges text); nothing is
- *     copied per entry. Vocabulary and merge strings are in byte-level form (byte_level.h).
+ *     buffers the description owns (the parsed JSON trees, the merges text, the strings
+ *     hf_vocab_scan.c decoded); nothing is copied per entry. tokenizer.json's model.vocab
+ *     and model.merges are read by hf_vocab_scan.c when they are in its strict subset
+ *     (the rest of the file, and any file outside that subset, by jansson). Vocabulary and merge strings are in byte-level form (byte_level.h).
  *   - Supported tokenizer.json: model BPE (vocab; merges as "a b" strings or ["a","b"]
  *     pairs; ignore_merges; dropout null/0; byte_fallback, unk_token, fuse_unk; empty or
  *     null continuing_subword_prefix / end_of_word_suffix); normalizer null, NFC, Prepend,
@@ -92,6 +94,7 @@ typedef struct {
     size_t n_vocab;
     mg_hf_str *merge_l, *merge_r;
     size_t n_merges;
+    int scanned_vocab, scanned_merges; /* filled by hf_vocab_scan.c, not from the DOM */
     int ignore_merges;
     int char_level;    /* no ByteLevel pre-tokenizer: SentencePiece-style char-initial BPE */
     int byte_fallback; /* model.byte_fallback */

@@ -325,10 +325,64 @@ static mg_status umap(mg_norm_buf *buf, int options, const char *text, size_t le
     return st;
 }
 
+/* Appends src[0, n) at (*dst)[*o], growing the buffer. */
+static mg_status put(char **dst, size_t *cap, size_t *o, const void *src, size_t n)
+{
+    MG_FORWARD(reserve(dst, cap, *o + n + 1));
+    memcpy(*dst + *o, src, n);
+    *o += n;
+    return MG_OK;
+}
+
+/* End of the segment of s[0, len) that holds s[i] (>= 0xCC): the next ASCII byte, or further
+ * while another such byte follows within SEGMENT_JOIN bytes (fewer utf8proc calls). */
+#define SEGMENT_JOIN 32
+static size_t segment_end(const unsigned char *s, size_t len, size_t i)
+{
+    for (;;) {
+        while (i < len && s[i] >= 0x80) i++;
+        size_t k = i;
+        while (k < len && k < i + SEGMENT_JOIN && s[k] < 0xCC) k++;
+        if (k >= len || k >= i + SEGMENT_JOIN) return i;
+        i = k;
+    }
+}
+
+/* NFC a segment at a time: right before an ASCII character is a safe boundary (a starter
+ * that composes with nothing before it, and canonical reordering never crosses a starter),
+ * so only the segments between ASCII characters that hold a code point >= U+0300 go through
+ * utf8proc (each with the ASCII character before it, which may compose with what follows);
+ * the rest is copied. */
 static mg_status nfc(mg_norm_buf *buf, const char *text, size_t len, const char **out,
                      size_t *out_len)
 {
-    return umap(buf, UTF8PROC_COMPOSE, text, len, out, out_len);
+    const unsigned char *s = (const unsigned char *)text;
+    int to_q = inside(text, buf->p, buf->cap);
+    char **dst = to_q ? &buf->q : &buf->p;
+    size_t *cap = to_q ? &buf->qcap : &buf->cap;
+    size_t o = 0, done = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < 0xCC) continue;
+        size_t a = i, e = segment_end(s, len, i);
+        while (a > done && s[a - 1] >= 0x80) a--;
+        if (a > done) a--; /* the ASCII character before: a starter, maybe composing */
+        utf8proc_uint8_t *res = NULL;
+        utf8proc_ssize_t n = utf8proc_map(s + a, (utf8proc_ssize_t)(e - a), &res,
+                                          (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+        if (n < 0)
+            return mg_error_set(MG_ERR_FORMAT, "NFC normalization failed: %s",
+                                utf8proc_errmsg(n));
+        mg_status st = put(dst, cap, &o, s + done, a - done);
+        if (st == MG_OK) st = put(dst, cap, &o, res, (size_t)n);
+        free(res);
+        MG_FORWARD(st);
+        done = e;
+        i = e - 1;
+    }
+    MG_FORWARD(put(dst, cap, &o, s + done, len - done));
+    *out = *dst;
+    *out_len = o;
+    return MG_OK;
 }
 
 /* One character lower-cased as Rust's char::to_lowercase; returns the bytes written. */

@@ -15,6 +15,7 @@
 
 #include "mg/file.h"
 #include "tok/hf_json.h"
+#include "tok/hf_vocab_scan.h"
 #include "tok/tok_internal.h"
 
 static const char endoftext[] = "<|endoftext|>";
@@ -24,7 +25,12 @@ static mg_status load_vocab(mg_hf_desc *d, const char *path)
     char *buf;
     size_t len;
     MG_FORWARD(mg_read_file(path, &buf, &len));
-    json_error_t err;
+    mg_status st = mg_hf_scan_vocab_json(d, buf, len);
+    if (st != MG_OK || d->scanned_vocab) {
+        free(buf);
+        return st;
+    }
+    json_error_t err; /* outside the scanner's subset: jansson reads it, or says what is wrong */
     json_t *root = json_loadb(buf, len, JSON_ALLOW_NUL, &err);
     free(buf);
     if (!root)

@@ -1,6 +1,8 @@
 /* test_bpe.c — the BPE engine (tok/bpe.h): hand-made vocabularies in both modes (ties,
  * duplicates, the whole-piece shortcut, errors), randomized comparison of both merge paths
- * (short scan and heap) against a naive reference, the cache, and the 313 TestPlans.txt
+ * (short scan and heap) against a naive reference, the caches (also past their capacity,
+ * through mg_bpe_encode_spans: replaced entries, pieces with more ids than an entry of the
+ * word cache holds), and the 313 TestPlans.txt
  * cases of the OpenAI encodings through TikTokenizer.
  */
 #include <stdlib.h>
@@ -296,14 +298,22 @@ static mg_bpe *build_model(mg_test_ctx *t, const vocab *v, mg_bpe_mode mode, int
     return b;
 }
 
+/* A random vocabulary (300 tokens past the bytes) in v, its model and a cache for it. */
+static mg_bpe *random_model(mg_test_ctx *t, rng *r, vocab *v, mg_bpe_mode mode, int shortcut,
+                            mg_bpe_cache **c)
+{
+    make_vocab(v, r, 300);
+    fill_pair_table(v, mode);
+    mg_bpe *b = build_model(t, v, mode, shortcut);
+    MG_CHECK_OK(t, mg_bpe_cache_create(c, b));
+    return b;
+}
+
 static void random_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut)
 {
     static vocab v;
-    make_vocab(&v, r, 300);
-    fill_pair_table(&v, mode);
-    mg_bpe *b = build_model(t, &v, mode, shortcut);
     mg_bpe_cache *c;
-    MG_CHECK_OK(t, mg_bpe_cache_create(&c, b));
+    mg_bpe *b = random_model(t, r, &v, mode, shortcut, &c);
     uint8_t text[3000];
     int32_t want[3000];
     for (int k = 0; k < 400 && t->failures == 0; k++) {
@@ -332,6 +342,69 @@ MG_TEST(bpe_random_vs_reference)
         random_round(t, &r, MG_BPE_PAIR_RANK, 0);
         random_round(t, &r, MG_BPE_PAIR_RANK, 1);
     }
+}
+
+/* Many more distinct pieces (2..16 bytes: the word cache; 17..200: the long cache) than
+ * the caches hold, each drawn several times in random order, encoded as spans of one text
+ * by one cache: every piece's ids must equal the reference's, whatever was evicted. */
+static void cache_overflow_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut)
+{
+    enum { POOL = 1200000, LONG_EVERY = 50, DRAWS = 1600000, BATCH = 4096 };
+    static vocab v;
+    mg_bpe_cache *c;
+    mg_bpe *b = random_model(t, r, &v, mode, shortcut, &c);
+    uint32_t *off = malloc(POOL * sizeof *off);
+    uint8_t *len = malloc(POOL), *pool = malloc((size_t)POOL * 24);
+    uint8_t *text = malloc((size_t)BATCH * 200);
+    mg_span *spans = malloc(BATCH * sizeof *spans);
+    int32_t want[200];
+    MG_CHECK(t, off && len && pool && text && spans);
+    size_t used = 0;
+    for (size_t i = 0; i < POOL; i++) { /* short pieces; every LONG_EVERY-th is long */
+        len[i] = (uint8_t)(i % LONG_EVERY ? 2 + rnd(r, 15) : 17 + rnd(r, 6));
+        off[i] = (uint32_t)used;
+        for (size_t k = 0; k < len[i]; k++) pool[used + k] = (uint8_t)('a' + rnd(r, 6));
+        used += len[i];
+    }
+    mg_ids ids = {0};
+    for (size_t d = 0; d < DRAWS && t->failures == 0; d += BATCH) {
+        size_t at = 0;
+        for (size_t i = 0; i < BATCH; i++) {
+            size_t p = rnd(r, POOL);
+            memcpy(text + at, pool + off[p], len[p]);
+            spans[i] = (mg_span){(uint32_t)at, len[p]};
+            at += len[p];
+        }
+        ids.n = 0;
+        MG_CHECK_OK(t, mg_bpe_encode_spans(b, c, (const char *)text, spans, BATCH, &ids));
+        size_t k = 0;
+        for (size_t i = 0; i < BATCH && t->failures == 0; i++) {
+            size_t nw = ref_encode(&v, shortcut, text + spans[i].off, spans[i].len, want);
+            int same = k + nw <= ids.n;
+            for (size_t j = 0; same && j < nw; j++) same = ids.v[k + j] == want[j];
+            if (!same)
+                mg_test_fail(t, __FILE__, __LINE__, "mode %d shortcut %d: draw %zu (%u bytes) "
+                             "differs from the reference", (int)mode, shortcut, d + i,
+                             spans[i].len);
+            k += nw;
+        }
+        MG_CHECK(t, k == ids.n);
+    }
+    mg_ids_free(&ids);
+    free(off);
+    free(len);
+    free(pool);
+    free(text);
+    free(spans);
+    mg_bpe_cache_free(c);
+    mg_bpe_free(b);
+}
+
+MG_TEST(bpe_cache_past_capacity)
+{
+    rng r = {0x2545F4914F6CDD1DULL};
+    cache_overflow_round(t, &r, MG_BPE_TOKEN_RANK, 1);
+    cache_overflow_round(t, &r, MG_BPE_PAIR_RANK, 0);
 }
 
 /* ---- TestPlans.txt (gpt-tokenizer's expected ids for the OpenAI encodings) ---- */

@@ -22,6 +22,10 @@
 #include "tok/hf_json.h"
 #include "tok/normalize.h"
 
+#if MG_HAVE_UTF8PROC
+#include <utf8proc.h>
+#endif
+
 /* ---- byte-level map ---- */
 
 MG_TEST(hf_byte_level_map)
@@ -123,6 +127,44 @@ MG_TEST(hf_normalizer_nfc)
 #endif
     mg_norm_buf_free(&buf);
 }
+
+#if MG_HAVE_UTF8PROC
+/* NFC a segment at a time (between ASCII characters) against utf8proc on the whole text:
+ * random mixes of ASCII, combining marks (reordered and composed), precomposed letters,
+ * Hangul jamo and syllables, singletons and CJK. */
+MG_TEST(hf_normalizer_nfc_segments_equal_whole)
+{
+    static const char *const parts[] = {
+        "e", "a", " ", "\n", "x", "\xcc\x81", "\xcc\x88", "\xcc\xa3", "\xcd\x85", "\xc3\xa9",
+        "\xe1\x84\x80", "\xe1\x85\xa1", "\xe1\x86\xa8", "\xea\xb0\x80", "\xe2\x84\xa6",
+        "\xe4\xb8\xad", "\xd0\xb8", "\xcc\x86", "\xe0\xa4\x95", "\xe0\xa4\xbc",
+        "\xe3\x81\x8b", "\xe3\x82\x99", "\xcd\x84", "\xf0\x9d\x85\x97", "\xf0\x9d\x85\xa5"};
+    mg_normalizer nz = {.n = 0};
+    mg_norm_buf buf = {0};
+    MG_CHECK_OK(t, mg_normalizer_add(&nz, MG_NORM_NFC));
+    uint64_t r = 0x9E3779B97F4A7C15ULL;
+    char text[800];
+    for (int k = 0; k < 3000 && t->failures == 0; k++) {
+        size_t n = 0, m = 1 + (size_t)(k % 120);
+        for (size_t j = 0; j < m; j++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            const char *part = parts[(r >> 33) % (sizeof parts / sizeof *parts)];
+            memcpy(text + n, part, strlen(part));
+            n += strlen(part);
+        }
+        utf8proc_uint8_t *want = NULL;
+        utf8proc_ssize_t wn = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)n,
+                                           &want, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+        const char *out;
+        size_t on;
+        MG_CHECK_OK(t, mg_normalize(&nz, &buf, text, n, &out, &on));
+        if (wn < 0 || on != (size_t)wn || memcmp(out, want, on) != 0)
+            mg_test_fail(t, __FILE__, __LINE__, "text %d (%zu bytes): NFC differs", k, n);
+        free(want);
+    }
+    mg_norm_buf_free(&buf);
+}
+#endif
 
 #define META "\xe2\x96\x81" /* U+2581, SentencePiece's space */
 
