@@ -30,6 +30,22 @@ sed 's/--wrap=.*//' jobs.log
 ls slurm
 cmp one_text_document.bin slurm/corpus_text_document.bin && cmp one_text_document.idx \
   slurm/corpus_text_document.idx && echo "slurm: byte-identical to one run"
+echo "== two keys: one merged dataset per key"
+python3 - <<'PY'
+import json
+for name, n in (("c.jsonl", 3), ("d.jsonl", 4)):
+    with open(name, "w") as f:
+        f.writelines(json.dumps({"text": f"body {name} {i}", "title": f"title {i}"}) + "\n"
+                     for i in range(n))
+PY
+"$MG_BIN/mg-preprocess" --input c.jsonl d.jsonl --output-prefix keys1 "${tok[@]}" --json-keys text title
+"$cl/preprocess.sh" --local --output-prefix keys/c c.jsonl d.jsonl -- "${tok[@]}" --json-keys text title
+echo "local, two keys: exit $?"
+ls keys
+for k in text title; do
+  cmp keys1_${k}_document.bin keys/c_${k}_document.bin && cmp keys1_${k}_document.idx \
+    keys/c_${k}_document.idx && echo "$k: byte-identical to one run"
+done
 echo "== a second submission while the shards of the first exist is refused"
 mkdir slurm/corpus.shards
 PATH=$MG_CLI_DIR/fake-slurm:$PATH "$cl/preprocess.sh" --output-prefix slurm/corpus a.jsonl -- "${tok[@]}"
