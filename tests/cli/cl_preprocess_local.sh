@@ -1,6 +1,6 @@
 # The cluster recipe's preprocessing (scripts/cluster/preprocess.sh) run for real on this
 # machine: 2 shards tokenized one by one (--local), then merged; and the Slurm path, with a
-# stand-in sbatch that runs each job at once (the array's tasks in index order). Both merged
+# stand-in sbatch that runs each job at once (fake-slurm/sbatch). Both merged
 # datasets are byte-identical to one mg-preprocess over the same inputs in the same order.
 cl=$MG_CLI_DIR/../../scripts/cluster
 V=$MG_VOCAB_DIR/gpt2
@@ -23,37 +23,32 @@ ls local
 cmp one_text_document.bin local/corpus_text_document.bin && cmp one_text_document.idx \
   local/corpus_text_document.idx && echo "local: byte-identical to one run"
 
-mkdir fakebin
-cat >fakebin/sbatch <<'SH'
-#!/usr/bin/env bash
-# A stand-in for Slurm's sbatch --parsable: runs the --wrap command now (an --array's
-# indices in order, SLURM_ARRAY_TASK_ID set), logs to jobs.log, prints a job id.
-n=$(( $(cat .jobs 2>/dev/null || echo 0) + 1 )); echo $n >.jobs
-array= wrap=
-for a; do
-  case $a in --array=*) array=${a#--array=}; array=${array%\%*} ;; --wrap=*) wrap=${a#--wrap=} ;; esac
-done
-echo "job $n: ${*%%--wrap=*}" >>jobs.log
-if [ -n "$array" ]; then
-  for i in $(seq "${array%-*}" "${array#*-}"); do
-    SLURM_ARRAY_TASK_ID=$i sh -c "$wrap" >>jobs.log 2>&1 || exit 1
-  done
-else
-  sh -c "$wrap" >>jobs.log 2>&1 || exit 1
-fi
-echo $n
-SH
-chmod +x fakebin/sbatch
-PATH=$PWD/fakebin:$PATH "$cl/preprocess.sh" --nodes 2 --output-prefix slurm/corpus a.jsonl b.jsonl \
+PATH=$MG_CLI_DIR/fake-slurm:$PATH "$cl/preprocess.sh" --nodes 2 --output-prefix slurm/corpus a.jsonl b.jsonl \
   -- "${tok[@]}"
 echo "slurm: exit $?"
 sed 's/--wrap=.*//' jobs.log
 ls slurm
 cmp one_text_document.bin slurm/corpus_text_document.bin && cmp one_text_document.idx \
   slurm/corpus_text_document.idx && echo "slurm: byte-identical to one run"
+echo "== two keys: one merged dataset per key"
+python3 - <<'PY'
+import json
+for name, n in (("c.jsonl", 3), ("d.jsonl", 4)):
+    with open(name, "w") as f:
+        f.writelines(json.dumps({"text": f"body {name} {i}", "title": f"title {i}"}) + "\n"
+                     for i in range(n))
+PY
+"$MG_BIN/mg-preprocess" --input c.jsonl d.jsonl --output-prefix keys1 "${tok[@]}" --json-keys text title
+"$cl/preprocess.sh" --local --output-prefix keys/c c.jsonl d.jsonl -- "${tok[@]}" --json-keys text title
+echo "local, two keys: exit $?"
+ls keys
+for k in text title; do
+  cmp keys1_${k}_document.bin keys/c_${k}_document.bin && cmp keys1_${k}_document.idx \
+    keys/c_${k}_document.idx && echo "$k: byte-identical to one run"
+done
 echo "== a second submission while the shards of the first exist is refused"
 mkdir slurm/corpus.shards
-PATH=$PWD/fakebin:$PATH "$cl/preprocess.sh" --output-prefix slurm/corpus a.jsonl -- "${tok[@]}"
+PATH=$MG_CLI_DIR/fake-slurm:$PATH "$cl/preprocess.sh" --output-prefix slurm/corpus a.jsonl -- "${tok[@]}"
 echo "exit $?"
 echo "== a missing input"
 "$cl/preprocess.sh" --local --output-prefix x a.jsonl nope.jsonl -- "${tok[@]}"
