@@ -151,7 +151,7 @@ static mg_status load_checkpoint(run_state *s)
     mg_gpt_optim *full = s->opt;
     if (optim && s->dopt) MG_FORWARD(mg_gpt_optim_create(&full, s->g));
     mg_train_ckpt_shard sh = shard_of(s->comm);
-    mg_status ls = mg_train_ckpt_load_shard(o->load, &sh, s->g, optim ? full : NULL, &st);
+    mg_status ls = mg_train_ckpt_load_shard(o->load, o->ckpt_step, &sh, s->g, optim ? full : NULL, &st);
     if (ls == MG_OK && optim && s->dopt && st.optim_loaded)
         mg_dist_load_moments(s->dopt, s->g, full);
     if (full != s->opt) mg_gpt_optim_free(full);

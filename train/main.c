@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ckpt_preflight.h"
 #include "comm.h"
 #include "dry_run.h"
 #include "help.h"
+#include "launch_check.h"
 #include "loop.h"
 #include "mg/cli.h"
 #include "options.h"
@@ -71,7 +73,9 @@ static void die_run(mg_status st, mg_comm *world)
 
 static int train(mg_train_opts *o, int argc, char **argv)
 {
-    mg_status st = mg_train_resolve_vocab(o);
+    mg_status st = o->dump_samples > 0 ? MG_OK : mg_train_check_launch(o);
+    if (st == MG_OK) st = mg_train_resolve_vocab(o);
+    if (st == MG_OK) st = mg_train_ckpt_preflight(o); /* before any dataset is built */
     if (st != MG_OK) {
         mg_train_opts_free(o);
         die_parse(st);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt_preflight.h"
 #include "comm_launch.h"
 #include "mg/argv.h"
 #include "mg/cli.h"
@@ -167,6 +168,10 @@ static const struct flag flags[] = {
     {"--no-load-optim", K_ON, F(no_load_optim), 0, NULL, NULL},
     {"--no-load-rng", K_ON, F(no_load_rng), 0, NULL, NULL},
     {"--finetune", K_ON, F(finetune), 0, NULL, NULL},
+    {"--ckpt-step", K_I64, F(ckpt_step), 0, NULL, NULL},
+    {"--use-checkpoint-args", K_ON, F(use_checkpoint_args), 0, NULL, NULL},
+    {"--override-opt_param-scheduler", K_ON, F(override_sched), 0, NULL, NULL},
+    {"--use-checkpoint-opt_param-scheduler", K_ON, F(use_ckpt_sched), 0, NULL, NULL},
     {"--exit-signal-handler", K_ON, F(exit_signal_handler), 0, NULL, NULL},
     {"--exit-interval", K_I64, F(exit_interval), 1, NULL, NULL},
     {"--exit-duration-in-mins", K_I64, F(exit_duration_in_mins), 1, NULL, NULL},
@@ -214,6 +219,7 @@ static void set_defaults(mg_train_opts *o)
     o->seed = 1234;
     o->eval_iters = 100;
     o->log_interval = 100;
+    o->ckpt_step = -1;
 }
 
 static mg_status parse_f64(const struct flag *f, const char *v, double *out)
@@ -336,6 +342,7 @@ mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
     if (o->help || o->version || o->list_flags) return MG_OK;
     o->tok.special_tokens = o->special_tokens;
     o->tok.n_special_tokens = o->n_special_tokens;
+    if (o->use_checkpoint_args) MG_FORWARD(mg_train_use_ckpt_args(o));
     return mg_train_validate(o);
 }
 

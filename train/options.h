@@ -79,6 +79,10 @@ typedef struct {
     int64_t save_interval, exit_interval, exit_duration_in_mins; /* 0 = not given */
     int no_load_optim, no_load_rng, finetune, exit_signal_handler;
     int ckpt_torch_dist;          /* --ckpt-format torch_dist (default torch) */
+    int64_t ckpt_step;            /* --ckpt-step N: the iteration to load; -1 the tracker's */
+    int use_checkpoint_args;      /* --use-checkpoint-args: the model from --load's args */
+    int override_sched;           /* --override-opt_param-scheduler: the flags' schedule */
+    int use_ckpt_sched;           /* --use-checkpoint-opt_param-scheduler: the checkpoint's */
     /* logging (list 6) */
     int64_t log_interval;
     const char *log_file;
@@ -91,8 +95,9 @@ typedef struct {
     const char *pos_type_;          /* --position-embedding-type as given (internal) */
 } mg_train_opts;
 
-/* Parses and validates argv (see the contract). Does not read any file: the vocabulary size
- * comes from mg_train_resolve_vocab() afterwards. */
+/* Parses and validates argv (see the contract). Reads no file except, with
+ * --use-checkpoint-args, the --load checkpoint's args (ckpt_preflight.h): the vocabulary
+ * size comes from mg_train_resolve_vocab() afterwards. */
 mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv);
 
 /* Sets model.vocab_size (from the tokenizer when --tokenizer-type is given, else

@@ -229,6 +229,10 @@ static mg_status check_data_ckpt(mg_train_opts *o)
                  "(Megatron's mock documents end with the tokenizer's eod)");
     if (o->n_data_path && !o->split) o->split = "969, 30, 1"; /* Megatron's legacy default */
     MG_RETURN_IF(o->save && !o->save_interval, MG_ERR_ARG, "--save needs --save-interval");
+    MG_RETURN_IF(o->override_sched && o->use_ckpt_sched, MG_ERR_ARG,
+                 "--override-opt_param-scheduler and --use-checkpoint-opt_param-scheduler "
+                 "cannot be used together");
+    MG_RETURN_IF(o->ckpt_step >= 0 && !o->load, MG_ERR_ARG, "--ckpt-step needs --load");
     /* one model shard writes torch_dist for now (checkpoint.h) */
     MG_RETURN_IF(o->save && o->ckpt_torch_dist && o->model.tp * o->model.pp > 1,
                  MG_ERR_UNSUPPORTED, "not supported yet: --ckpt-format torch_dist with tensor "
