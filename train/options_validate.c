@@ -3,6 +3,7 @@
  * (options.h). Messages name the flags; MG_ERR_ARG for invalid combinations,
  * MG_ERR_UNSUPPORTED for valid Megatron settings this build does not implement. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mg/schema.h"
@@ -184,6 +185,25 @@ static void schedule_steps(mg_train_opts *o, mg_lr_sched *s)
     s->warmup_steps = frac ? o->lr_warmup_fraction * s->decay_steps : (double)o->lr_warmup_samples;
 }
 
+/* The warmup against the decay in the unit the flags gave (iterations or samples), before
+ * mg_lr_sched_check names it in samples; decay: the flag that set the decay length. */
+static mg_status check_warmup(const mg_train_opts *o, const mg_lr_sched *s, const char *decay)
+{
+    if (s->warmup_steps < s->decay_steps) return MG_OK;
+    int iters = o->train_samples == 0;
+    double unit = iters ? (double)o->global_batch_size : 1.0;
+    const char *what = iters ? "iterations" : "samples";
+    char warm[96];
+    if (o->lr_warmup_fraction >= 0)
+        snprintf(warm, sizeof warm, "--lr-warmup-fraction %g (%.17g %s)", o->lr_warmup_fraction,
+                 s->warmup_steps / unit, what);
+    else
+        snprintf(warm, sizeof warm, "%s %.17g", iters ? "--lr-warmup-iters" : "--lr-warmup-samples",
+                 s->warmup_steps / unit);
+    return mg_error_set(MG_ERR_ARG, "the warmup, %s, must be shorter than the decay, %s %.17g "
+                        "(in %s)", warm, decay, s->decay_steps / unit, what);
+}
+
 static mg_status check_schedule(mg_train_opts *o)
 {
     MG_RETURN_IF(isnan(o->lr), MG_ERR_ARG, "the following arguments are required: --lr");
@@ -199,7 +219,12 @@ static mg_status check_schedule(mg_train_opts *o)
     s->start_wd = o->start_weight_decay;
     s->end_wd = o->end_weight_decay;
     s->wd_style = o->weight_decay_incr_style;
+    const char *decay = o->train_samples ? (o->lr_decay_samples ? "--lr-decay-samples"
+                                                                : "--train-samples")
+                                         : (o->lr_decay_iters ? "--lr-decay-iters"
+                                                              : "--train-iters");
     schedule_steps(o, s);
+    MG_FORWARD(check_warmup(o, s, decay));
     return mg_lr_sched_check(s);
 }
 
@@ -228,7 +253,7 @@ static mg_status check_data_ckpt(mg_train_opts *o)
     MG_RETURN_IF(o->mock_data && !o->tok.type, MG_ERR_ARG, "--mock-data needs --tokenizer-type "
                  "(Megatron's mock documents end with the tokenizer's eod)");
     if (o->n_data_path && !o->split) o->split = "969, 30, 1"; /* Megatron's legacy default */
-    MG_RETURN_IF(o->save && !o->save_interval, MG_ERR_ARG, "--save needs --save-interval");
+    /* --save without --save-interval: at the end only (loop.c), as Megatron */
     MG_RETURN_IF(o->override_sched && o->use_ckpt_sched, MG_ERR_ARG,
                  "--override-opt_param-scheduler and --use-checkpoint-opt_param-scheduler "
                  "cannot be used together");

@@ -18,6 +18,10 @@ t() {
 t $M --train-iters 4 --tensor-model-parallel-size 2
 "$MG_BIN/mg-train" $M --train-iters 4 --save ck --save-interval 2 >/dev/null 2>&1
 echo "train exit $?"
+# --save without --save-interval saves at the end (Megatron's behaviour)
+"$MG_BIN/mg-train" $M --train-iters 3 --save at-end >/dev/null 2>&1
+echo "train exit $?"
+ls at-end
 t $M --train-iters 4 --load ck --ckpt-step 3
 t $M --train-iters 4 --ckpt-step 2
 t $M --train-iters 4 --load ck --ckpt-step 2
