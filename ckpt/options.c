@@ -47,9 +47,10 @@ static uint64_t size_arg(const char *flag, const char *v)
 
 static int choice(const char *flag, const char *v, const char *const *names, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(v, names[i])) return i;
-    mg_usage_error("%s: invalid choice '%s'", flag, v);
+    int i;
+    if (mg_argv_choice(flag, v, names, (size_t)n, &i) != MG_OK)
+        mg_usage_error("%s", mg_last_error());
+    return i;
 }
 
 static mg_tdtype dtype_arg(const char *v)
@@ -166,7 +167,7 @@ void ck_parse_options(ck_opts *o, int argc, char **argv)
     for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;) {
         if (ev == MG_ARGV_POSITIONAL && a.word[0] != '-')
             mg_usage_error("unexpected argument '%s'", a.word);
-        if (ev != MG_ARGV_FLAG) mg_usage_error("unknown or incomplete option '%s'", a.word);
+        if (ev != MG_ARGV_FLAG) mg_usage_error("%s", (mg_argv_error(&a, ev), mg_last_error()));
         if (a.id == C_LIST_FLAGS) list_flags = 1;
         else if (flags[a.id].nargs == MG_ARGV_SWITCH) set_switch(o, a.id);
         else set_value(o, a.id, a.values[0]);

@@ -113,20 +113,11 @@ static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
     *spec = (mg_argv_spec){t, O_COUNT, 1, 0, O_HELP, file_flags, dir_flags};
 }
 
-/* argparse's words for the scanner's errors. */
+/* argparse's words for the scanner's errors (mg/argv.h). */
 __attribute__((noreturn)) static void scan_error(const mg_argv *a, mg_argv_event ev)
 {
-    const char *name = a->id >= 0 ? flags[a->id].name : "";
-    switch (ev) {
-    case MG_ARGV_AMBIGUOUS:
-        mg_usage_error("ambiguous option: %.*s could match %s", (int)a->name_len, a->word,
-                       a->candidates);
-    case MG_ARGV_EXPLICIT: mg_usage_error("%s: ignored explicit argument '%s'", name, a->value);
-    case MG_ARGV_MISSING:
-        mg_usage_error("%s: expected %s", name,
-                       flags[a->id].kind == ARG_ONE ? "one argument" : "at least one argument");
-    default: mg_usage_error("unrecognized argument: %s", a->word);
-    }
+    mg_argv_error(a, ev);
+    mg_usage_error("%s", mg_last_error());
 }
 
 static void push(const char ***arr, size_t *n, const char *v)

@@ -297,21 +297,6 @@ static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
     *spec = (mg_argv_spec){t, N_FLAGS, 0, 0, -1, file_flags, dir_flags};
 }
 
-/* Megatron's (argparse's) words for the scanner's errors. */
-static mg_status scan_error(const mg_argv *a, mg_argv_event ev)
-{
-    const char *name = a->id >= 0 ? flags[a->id].name : "";
-    switch (ev) {
-    case MG_ARGV_EXPLICIT:
-        return mg_error_set(MG_ERR_ARG, "argument %s: ignored explicit argument '%s'", name,
-                            a->value);
-    case MG_ARGV_MISSING:
-        return mg_error_set(MG_ERR_ARG, "argument %s: expected %s", name,
-                            flags[a->id].kind == K_LIST ? "at least one argument"
-                                                        : "one argument");
-    default: return mg_error_set(MG_ERR_ARG, "unrecognized arguments: %s", a->word);
-    }
-}
 
 /* Applies flag a->id with its values. */
 static mg_status take(mg_train_opts *o, const mg_argv *a)
@@ -338,7 +323,7 @@ mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
     mg_argv a;
     mg_argv_init(&a, &spec, argc, argv);
     for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;)
-        MG_FORWARD(ev == MG_ARGV_FLAG ? take(o, &a) : scan_error(&a, ev));
+        MG_FORWARD(ev == MG_ARGV_FLAG ? take(o, &a) : mg_argv_error(&a, ev) /* argparse's words */);
     if (o->help || o->version || o->list_flags) return MG_OK;
     o->tok.special_tokens = o->special_tokens;
     o->tok.n_special_tokens = o->n_special_tokens;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/argv.h"
 #include "mg/grow.h"
 #include "mg/strbuf.h"
 
@@ -48,6 +49,21 @@ static const struct {
     {"BertWordPieceCase", mg_tok_bert_create},
 };
 
+/* Megatron's --tokenizer-type choices (megatron/training/arguments.py) that are not here:
+ * "not supported yet"; any other name is an invalid choice listing Megatron's. */
+static mg_status unknown_type(const char *type)
+{
+    static const char *const megatron[] = {
+        "BertWordPieceLowerCase", "BertWordPieceCase", "GPT2BPETokenizer",
+        "SentencePieceTokenizer", "GPTSentencePieceTokenizer", "HuggingFaceTokenizer",
+        "Llama2Tokenizer", "TikTokenizer", "MultimodalTokenizer", "NullTokenizer",
+        "NullMultimodalTokenizer", "SFTTokenizer"};
+    int i;
+    MG_FORWARD(mg_argv_choice("--tokenizer-type", type, megatron,
+                              sizeof megatron / sizeof *megatron, &i));
+    return mg_error_set(MG_ERR_UNSUPPORTED, "not supported yet: --tokenizer-type %s", type);
+}
+
 mg_status mg_tokenizer_create(mg_tokenizer **out, const mg_tok_opts *o)
 {
     *out = NULL;
@@ -66,7 +82,7 @@ mg_status mg_tokenizer_create(mg_tokenizer **out, const mg_tok_opts *o)
         *out = tk;
         return MG_OK;
     }
-    return mg_error_set(MG_ERR_UNSUPPORTED, "not supported yet: --tokenizer-type %s", o->type);
+    return unknown_type(o->type);
 }
 
 void mg_tokenizer_free(mg_tokenizer *tk)
