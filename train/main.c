@@ -12,9 +12,11 @@
 
 #include "ckpt_preflight.h"
 #include "comm.h"
+#include "comm_launch.h"
 #include "dry_run.h"
 #include "help.h"
 #include "launch_check.h"
+#include "options_megatron.h"
 #include "loop.h"
 #include "mg/cli.h"
 #include "options.h"
@@ -96,6 +98,15 @@ static int train(mg_train_opts *o, int argc, char **argv)
     return MG_EXIT_OK;
 }
 
+/* Megatron's flags taken without effect, named once (by the first rank of a launch). */
+static void note_ignored(const mg_train_opts *o)
+{
+    char text[2048];
+    mg_comm_launch l;
+    mg_train_megatron_note(o, text, sizeof text);
+    if (text[0] && mg_comm_launch_detect(&l) == MG_OK && l.rank == 0) mg_note("%s", text);
+}
+
 int main(int argc, char **argv)
 {
     mg_cli_init("mg-train");
@@ -120,6 +131,7 @@ int main(int argc, char **argv)
         mg_train_opts_free(&o);
         return MG_EXIT_OK;
     }
+    note_ignored(&o);
     if (o.dry_run) return dry_run(&o);
     if (o.bf16 || o.fp16) {
         fprintf(stderr, "%s: not supported on CPU: %s\n", mg_cli_prog(),

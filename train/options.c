@@ -14,6 +14,7 @@
 #include "mg/argv.h"
 #include "mg/cli.h"
 #include "options_internal.h"
+#include "options_megatron.h"
 
 enum kind { K_ON, K_OFF, K_I64, K_F64, K_INT_F64, K_STR, K_LIST, K_CHOICE };
 
@@ -294,13 +295,19 @@ static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
                                                          : MG_ARGV_LIST;
         t[i] = (mg_argv_flag){flags[i].name, n};
     }
-    *spec = (mg_argv_spec){t, N_FLAGS, 0, 0, -1, file_flags, dir_flags};
+    size_t nm = mg_train_megatron_count();
+    for (size_t i = 0; i < nm; i++) t[N_FLAGS + i] = mg_train_megatron_flag(i);
+    *spec = (mg_argv_spec){t, N_FLAGS + nm, 0, 0, -1, file_flags, dir_flags};
 }
 
 
 /* Applies flag a->id with its values. */
 static mg_status take(mg_train_opts *o, const mg_argv *a)
 {
+    if ((size_t)a->id >= N_FLAGS) { /* options_megatron.h */
+        mg_train_megatron_take(o, (size_t)a->id - N_FLAGS, a->values, a->nvalues);
+        return MG_OK;
+    }
     const struct flag *f = &flags[a->id];
     if (f->kind == K_ON || f->kind == K_OFF) {
         *(int *)(void *)((char *)o + f->off) = f->kind == K_ON;
@@ -317,7 +324,7 @@ mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
     mg_comm_launch l; /* the world size, as Megatron's WORLD_SIZE */
     MG_FORWARD(mg_comm_launch_detect(&l));
     o->world_size = l.world_size;
-    mg_argv_flag table[N_FLAGS];
+    mg_argv_flag table[N_FLAGS + MG_TRAIN_MEGATRON_MAX];
     mg_argv_spec spec;
     argv_table(table, &spec);
     mg_argv a;
@@ -327,13 +334,14 @@ mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
     if (o->help || o->version || o->list_flags) return MG_OK;
     o->tok.special_tokens = o->special_tokens;
     o->tok.n_special_tokens = o->n_special_tokens;
+    MG_FORWARD(mg_train_megatron_check(o));
     if (o->use_checkpoint_args) MG_FORWARD(mg_train_use_ckpt_args(o));
     return mg_train_validate(o);
 }
 
 void mg_train_list_flags(void)
 {
-    mg_argv_flag table[N_FLAGS];
+    mg_argv_flag table[N_FLAGS + MG_TRAIN_MEGATRON_MAX];
     mg_argv_spec spec;
     argv_table(table, &spec);
     mg_cli_list_flags(&spec);

@@ -35,6 +35,8 @@
 #include "mg/model_desc.h"
 #include "mg/tokenizer.h"
 
+#define MG_TRAIN_MAX_IGNORED 64
+
 typedef struct {
     /* model (flag list 1); model.seq_length, model.padded_vocab_size derived */
     mg_model_desc model;
@@ -93,6 +95,10 @@ typedef struct {
     int openai_gelu, no_bias_gelu_fusion; /* --openai-gelu, --no-bias-gelu-fusion */
     mg_lr_sched sched;              /* derived, in samples */
     const char *pos_type_;          /* --position-embedding-type as given (internal) */
+    /* Megatron's flags without an effect here, or refused (options_megatron.h) */
+    const char *ignored_flags[MG_TRAIN_MAX_IGNORED];
+    size_t n_ignored_flags;
+    char refused_flags[1024];
 } mg_train_opts;
 
 /* Parses and validates argv (see the contract). Reads no file except, with
