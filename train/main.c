@@ -13,6 +13,7 @@
 #include "ckpt_preflight.h"
 #include "comm.h"
 #include "comm_launch.h"
+#include "data_preflight.h"
 #include "dry_run.h"
 #include "help.h"
 #include "launch_check.h"
@@ -76,6 +77,7 @@ static void die_run(mg_status st, mg_comm *world)
 static int train(mg_train_opts *o, int argc, char **argv)
 {
     mg_status st = o->dump_samples > 0 ? MG_OK : mg_train_check_launch(o);
+    if (st == MG_OK) st = mg_train_data_preflight(o);
     if (st == MG_OK) st = mg_train_resolve_vocab(o);
     if (st == MG_OK) st = mg_train_ckpt_preflight(o); /* before any dataset is built */
     if (st != MG_OK) {
