@@ -64,7 +64,7 @@ enum {
     C_LOAD_DIR, C_SAVE_DIR, C_INSPECT, C_TOKENIZER_DIR, C_LOADER, C_SAVER, C_TP, C_PP,
     C_PP_FIRST, C_PP_LAST, C_DTYPE, C_DIVISIBLE, C_TRUE_VOCAB, C_IMPL, C_CKPT_FORMAT, C_ITERATION,
     C_MAX_SHARD, C_WORKERS, C_DROP_OPTIM, C_VERIFY, C_QUIET, C_HELP, C_VERSION, C_LIST_FLAGS,
-    C_COUNT
+    C_SUMMARY, C_COUNT
 };
 
 /* convert.py's flags: exact names; a value is the next word whatever it looks like. */
@@ -93,6 +93,7 @@ static const mg_argv_flag flags[C_COUNT] = {
     [C_HELP] = {"--help", MG_ARGV_SWITCH},
     [C_VERSION] = {"--version", MG_ARGV_SWITCH},
     [C_LIST_FLAGS] = {"--list-flags", MG_ARGV_SWITCH},
+    [C_SUMMARY] = {"--summary", MG_ARGV_SWITCH},
 };
 
 /* Flags whose value is a directory (shell completion). */
@@ -138,12 +139,14 @@ static void set_switch(ck_opts *o, int id)
     case C_QUIET: o->quiet = 1; break;
     case C_HELP: o->help = 1; break;
     case C_VERSION: o->version = 1; break;
+    case C_SUMMARY: o->summary = 1; break;
     }
 }
 
 static void check(const ck_opts *o)
 {
     if (o->help || o->version) return;
+    if (o->summary && !o->inspect_dir) mg_usage_error("--summary needs --inspect DIR");
     if (o->inspect_dir) {
         if (o->load_dir || o->save_dir) mg_usage_error("--inspect takes no --load-dir/--save-dir");
         return;
