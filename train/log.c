@@ -105,24 +105,34 @@ static mg_status json_iter(mg_train_log *l, const mg_log_iter *it, double tps, d
         it->skipped, !isfinite(it->loss));
 }
 
+/* Megatron's %.1f from 10 TFLOP/s up; below, 3 significant digits in fixed notation (at
+ * most 12 decimals), so that a CPU's throughput is not printed as 0.0. */
+static const char *tflops_text(char *buf, size_t n, double tflops)
+{
+    int decimals = 1;
+    if (tflops > 0 && tflops < 10) decimals = 2 - (int)floor(log10(tflops));
+    snprintf(buf, n, "%.*f", decimals > 12 ? 12 : decimals, tflops);
+    return buf;
+}
+
 static void print_line(mg_train_log *l, const mg_log_iter *it)
 {
     double secs = l->seconds / (double)l->iters;
     double tflops = mg_tflops_per_gpu(l->flops / (double)l->iters, secs, 1);
     double mfu = mg_mfu(l->flops / l->seconds, l->peak);
     double loss = l->advanced ? l->loss / (double)l->advanced : NAN;
-    char ts[64], mfus[32];
+    char ts[64], mfus[32], tf[32];
     stamp(ts, sizeof ts);
     if (mfu < 0) snprintf(mfus, sizeof mfus, "unknown");
     else snprintf(mfus, sizeof mfus, "%.2f%%", 100.0 * mfu);
     fprintf(l->out,
             "%s iteration %8lld/%8lld | consumed samples: %12lld | elapsed time per iteration "
-            "(ms): %.1f | throughput per GPU (TFLOP/s/GPU): %.1f | tokens per second: %.1f | "
+            "(ms): %.1f | throughput per GPU (TFLOP/s/GPU): %s | tokens per second: %.1f | "
             "MFU: %s | learning rate: %.6E | global batch size: %5lld | lm loss: %.6E | "
             "loss scale: 1.0 | grad norm: %.3f | number of skipped iterations: %3lld | "
             "number of nan iterations: %3lld |\n",
             ts, (long long)it->iteration, (long long)it->train_iters,
-            (long long)it->consumed_samples, secs * 1e3, tflops,
+            (long long)it->consumed_samples, secs * 1e3, tflops_text(tf, sizeof tf, tflops),
             (double)l->tokens / l->seconds, mfus, it->lr, (long long)it->global_batch_size,
             loss, it->grad_norm, (long long)l->skipped, (long long)l->nan);
     fflush(l->out);

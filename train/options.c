@@ -180,6 +180,7 @@ static const struct flag flags[] = {
     {"--log-interval", K_I64, F(log_interval), 1, NULL, NULL},
     {"--log-file", K_STR, F(log_file), 0, NULL, NULL},
     {"--log-throughput", K_ON, F(log_throughput), 0, NULL, NULL},
+    {"--peak-tflops", K_F64, F(peak_tflops), 0, NULL, NULL},
     /* the tool */
     {"--dry-run", K_ON, F(dry_run), 0, NULL, NULL},
     {"--dump-samples", K_I64, F(dump_samples), 1, NULL, NULL},
@@ -221,6 +222,7 @@ static void set_defaults(mg_train_opts *o)
     o->eval_iters = 100;
     o->log_interval = 100;
     o->ckpt_step = -1;
+    o->peak_tflops = NAN; /* measured */
 }
 
 static mg_status parse_f64(const struct flag *f, const char *v, double *out)

@@ -89,6 +89,7 @@ typedef struct {
     int64_t log_interval;
     const char *log_file;
     int log_throughput;
+    double peak_tflops;           /* --peak-tflops: MFU's peak per rank; NAN = measured */
     /* planning (list 7) and the tool */
     int dry_run, help, version, list_flags; /* list_flags: --list-flags */
     int64_t dump_samples;           /* --dump-samples N: print N training samples, exit */

@@ -254,6 +254,8 @@ static mg_status check_data_ckpt(mg_train_opts *o)
                  "(Megatron's mock documents end with the tokenizer's eod)");
     if (o->n_data_path && !o->split) o->split = "969, 30, 1"; /* Megatron's legacy default */
     /* --save without --save-interval: at the end only (loop.c), as Megatron */
+    MG_RETURN_IF(!isnan(o->peak_tflops) && !(o->peak_tflops > 0), MG_ERR_ARG,
+                 "--peak-tflops must be > 0 (got %g)", o->peak_tflops);
     MG_RETURN_IF(o->override_sched && o->use_ckpt_sched, MG_ERR_ARG,
                  "--override-opt_param-scheduler and --use-checkpoint-opt_param-scheduler "
                  "cannot be used together");
