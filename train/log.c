@@ -11,9 +11,12 @@
 #include <time.h>
 
 #include "flops.h"
+#include "tb_events.h"
 
 struct mg_train_log {
     FILE *out, *json;
+    mg_tb_writer *tb;          /* --tensorboard-dir, or NULL */
+    int64_t tb_interval, samples; /* samples: the last iteration's consumed samples */
     int64_t interval;
     double peak;
     /* the interval's sums */
@@ -42,7 +45,34 @@ void mg_train_log_free(mg_train_log *l)
 {
     if (!l) return;
     if (l->json) fclose(l->json);
+    mg_tb_free(l->tb);
     free(l);
+}
+
+mg_status mg_train_log_tensorboard(mg_train_log *l, const char *dir, int64_t interval)
+{
+    l->tb_interval = interval > 0 ? interval : 1;
+    return mg_tb_create(&l->tb, dir);
+}
+
+/* Megatron's training_log scalars: each by iteration and "vs samples". */
+static mg_status tb_pair(mg_train_log *l, const char *tag, int64_t it, double v)
+{
+    char vs[96];
+    snprintf(vs, sizeof vs, "%s vs samples", tag);
+    MG_FORWARD(mg_tb_scalar(l->tb, tag, it, v));
+    return mg_tb_scalar(l->tb, vs, l->samples, v);
+}
+
+static mg_status tb_iter(mg_train_log *l, const mg_log_iter *it)
+{
+    if (!l->tb || it->iteration % l->tb_interval) return MG_OK;
+    MG_FORWARD(tb_pair(l, "learning-rate", it->iteration, it->lr));
+    MG_FORWARD(tb_pair(l, "batch-size", it->iteration, (double)it->global_batch_size));
+    if (!it->skipped && isfinite(it->loss))
+        MG_FORWARD(tb_pair(l, "lm loss", it->iteration, it->loss));
+    MG_FORWARD(tb_pair(l, "loss-scale", it->iteration, 1.0));
+    return tb_pair(l, "grad-norm", it->iteration, it->grad_norm);
 }
 
 static double now_s(void)
@@ -144,6 +174,8 @@ mg_status mg_train_log_iter(mg_train_log *l, const mg_log_iter *it)
     double tflops = mg_tflops_per_gpu(it->flops, it->seconds, 1);
     double mfu = it->seconds > 0 ? mg_mfu(it->flops / it->seconds, l->peak) : -1;
     MG_FORWARD(json_iter(l, it, tps, tflops, mfu));
+    l->samples = it->consumed_samples;
+    MG_FORWARD(tb_iter(l, it));
     l->iters++;
     l->seconds += it->seconds;
     l->flops += it->flops;
@@ -177,6 +209,11 @@ mg_status mg_train_log_eval(mg_train_log *l, int64_t iteration, const char *spli
     dash[w] = 0;
     fprintf(l->out, "%s\n%s\n%s\n", dash, line, dash);
     fflush(l->out);
+    if (l->tb) { /* evaluate_and_print_results: "lm loss validation" / "lm loss test" */
+        char tag[64];
+        snprintf(tag, sizeof tag, "lm loss %s", split_name);
+        MG_FORWARD(tb_pair(l, tag, iteration, loss));
+    }
     char a[40], b[40];
     return json_line(l, "{\"kind\": \"%s\", \"iteration\": %lld, \"loss\": %s, \"ppl\": %s}\n",
                      strcmp(split_name, "test") == 0 ? "test" : "valid", (long long)iteration,

@@ -49,6 +49,12 @@ mg_status mg_train_log_create(mg_train_log **l, FILE *out, const char *jsonl,
 void mg_train_log_free(mg_train_log *l); /* accepts NULL; closes the metrics file */
 /* Records one iteration; prints the line when it is due. */
 mg_status mg_train_log_iter(mg_train_log *l, const mg_log_iter *it);
+/* --tensorboard-dir: also writes TensorBoard scalars (tb_events.h) every `interval`
+ * iterations, Megatron's training_log tags each by iteration and "vs samples":
+ * learning-rate, batch-size, lm loss (advanced iterations), loss-scale (1.0), grad-norm;
+ * and at each evaluation "lm loss validation" / "lm loss test". */
+mg_status mg_train_log_tensorboard(mg_train_log *l, const char *dir, int64_t interval);
+
 /* Prints the validation block for split_name "validation" or "test". */
 mg_status mg_train_log_eval(mg_train_log *l, int64_t iteration, const char *split_name,
                             double loss);

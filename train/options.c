@@ -181,6 +181,8 @@ static const struct flag flags[] = {
     {"--log-file", K_STR, F(log_file), 0, NULL, NULL},
     {"--log-throughput", K_ON, F(log_throughput), 0, NULL, NULL},
     {"--peak-tflops", K_F64, F(peak_tflops), 0, NULL, NULL},
+    {"--tensorboard-dir", K_STR, F(tensorboard_dir), 0, NULL, NULL},
+    {"--tensorboard-log-interval", K_I64, F(tensorboard_log_interval), 1, NULL, NULL},
     /* the tool */
     {"--dry-run", K_ON, F(dry_run), 0, NULL, NULL},
     {"--dump-samples", K_I64, F(dump_samples), 1, NULL, NULL},
@@ -223,6 +225,7 @@ static void set_defaults(mg_train_opts *o)
     o->log_interval = 100;
     o->ckpt_step = -1;
     o->peak_tflops = NAN; /* measured */
+    o->tensorboard_log_interval = 1;
 }
 
 static mg_status parse_f64(const struct flag *f, const char *v, double *out)
@@ -284,7 +287,8 @@ static mg_status set_value(mg_train_opts *o, const struct flag *f, const char *v
 /* Flags whose value is a file or path prefix, or a directory (shell completion). */
 static const char *const file_flags[] = {"--vocab-file", "--merge-file", "--tokenizer-model",
                                          "--data-path", "--log-file", NULL};
-static const char *const dir_flags[] = {"--data-cache-path", "--save", "--load", NULL};
+static const char *const dir_flags[] = {"--data-cache-path", "--save", "--load",
+                                        "--tensorboard-dir", NULL};
 
 /* The scanner's table: Megatron's parser has allow_abbrev=False (exact names only). */
 static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)

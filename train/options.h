@@ -89,6 +89,8 @@ typedef struct {
     int64_t log_interval;
     const char *log_file;
     int log_throughput;
+    const char *tensorboard_dir;  /* --tensorboard-dir: TensorBoard event files */
+    int64_t tensorboard_log_interval; /* --tensorboard-log-interval (1) */
     double peak_tflops;           /* --peak-tflops: MFU's peak per rank; NAN = measured */
     /* planning (list 7) and the tool */
     int dry_run, help, version, list_flags; /* list_flags: --list-flags */
