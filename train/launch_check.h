@@ -1,5 +1,6 @@
 /* launch_check.h — mg-train's check that this launch has a process for every model shard,
- * made before any file is read (one process plans any layout: --dry-run, --dump-samples).
+ * made before any file is read: by the options for a launch of several ranks, by main for
+ * one process (which plans any layout: --dry-run, --dump-samples).
  *
  * Contract:
  *   - mg_train_check_launch: MG_ERR_ARG when world_size < TP x PP, naming both sizes, the

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mg/schema.h"
+#include "launch_check.h"
 #include "options_internal.h"
 
 #define LL(x) ((long long)(x))
@@ -105,6 +106,7 @@ static mg_status check_batch(mg_train_opts *o)
     int64_t mp = o->model.tp * o->model.pp;
     /* one process (no launcher) plans any layout with DP 1 (--dry-run); training refuses
      * it when the world is made (comm.h) */
+    if (o->world_size > 1) MG_FORWARD(mg_train_check_launch(o)); /* too few ranks */
     MG_RETURN_IF(o->world_size > 1 && o->world_size % mp, MG_ERR_ARG,
                  "world size (%lld) is not divisible by tensor model parallel size (%lld) "
                  "times pipeline model parallel size (%lld)", LL(o->world_size),

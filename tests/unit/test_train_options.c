@@ -238,3 +238,21 @@ MG_TEST(train_plan_memory)
     MG_CHECK_EQ_INT(t, mg_param_count_rank(&o.model), 2 * layer + 1024 * 64 + 64);
     mg_train_opts_free(&o);
 }
+
+/* A launch with fewer ranks than TP x PP model shards names the processes it needs (here
+ * under mpirun's environment); one that TP x PP does not divide keeps Megatron's words. */
+MG_TEST(train_options_too_few_ranks)
+{
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
+    expect(t, BASE "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2", MG_ERR_ARG,
+           "--tensor-model-parallel-size 2 x --pipeline-model-parallel-size 2 needs 4 processes "
+           "(one per model shard), this launch has 2: run mpirun -np 4 mg-train");
+    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+    expect(t, BASE "--tensor-model-parallel-size 2", MG_ERR_ARG,
+           "world size (3) is not divisible by tensor model parallel size (2)");
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+}
