@@ -10,7 +10,8 @@ M="--num-layers 1 --hidden-size 16 --num-attention-heads 2 --seq-length 16
   --overlap-grad-reduce --num-workers 2 2>&1 >/dev/null
 echo "exit $?"
 "$MG_BIN/mg-train" $M --use-mcore-models --num-experts 8 --moe-router-topk 2 --fp8-format hybrid \
-  --context-parallel-size 2 --rotary-percent 0.5 --use-legacy-models 2>&1
+  --context-parallel-size 2 --rotary-percent 0.5 --use-legacy-models --optimizer sgd 2>&1
 echo "exit $?"
-"$MG_BIN/mg-train" $M --rotary-percent 1.0 --expert-model-parallel-size 1 2>&1 >/dev/null
+"$MG_BIN/mg-train" $M --rotary-percent 1.0 --expert-model-parallel-size 1 --optimizer adam \
+  2>&1 >/dev/null
 echo "exit $?"
