@@ -24,9 +24,7 @@ static void defaults(ck_opts *o)
 static int64_t num(const char *flag, const char *v, int64_t min, int64_t max)
 {
     int64_t x;
-    if (mg_parse_i64(v, min, max, &x) != 0)
-        mg_usage_error("%s: expected an integer in [%lld, %lld], got '%s'", flag, (long long)min,
-                       (long long)max, v);
+    if (mg_argv_int(flag, v, min, max, &x) != MG_OK) mg_usage_error("%s", mg_last_error());
     return x;
 }
 

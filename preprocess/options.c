@@ -131,9 +131,8 @@ static void push(const char ***arr, size_t *n, const char *v)
 static int64_t int_value(int id, const char *v, int64_t min)
 {
     int64_t x;
-    if (mg_parse_i64(v, min, INT64_MAX, &x) != 0)
-        mg_usage_error("%s: invalid value '%s' (expected an integer >= %lld)", flags[id].name,
-                       v, (long long)min);
+    if (mg_argv_int(flags[id].name, v, min, INT64_MAX, &x) != MG_OK)
+        mg_usage_error("%s", mg_last_error());
     return x;
 }
 
@@ -156,8 +155,8 @@ static void set_value(struct mg_preprocess_opts *o, int id, const char *v)
     case O_VOCAB_SIZE: o->tok.vocab_size = int_value(id, v, 1); break;
     case O_TIKTOKEN_PATTERN:
         if (!mg_tiktoken_pattern_known(v))
-            mg_usage_error("%s: invalid value '%s' (expected v1, v2, r50k_base, p50k_base, "
-                           "p50k_edit, cl100k_base or o200k_base)", flags[id].name, v);
+            mg_usage_error("argument %s: invalid choice: '%s' (choose from v1, v2, r50k_base, "
+                           "p50k_base, p50k_edit, cl100k_base, o200k_base)", flags[id].name, v);
         o->tok.tiktoken_pattern = v;
         break;
     case O_TIKTOKEN_NUM_SPECIAL: o->tok.tiktoken_num_special = int_value(id, v, 0); break;

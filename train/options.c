@@ -239,10 +239,7 @@ static mg_status parse_f64(const struct flag *f, const char *v, double *out)
 
 static mg_status parse_i64(const struct flag *f, const char *v, int64_t *out)
 {
-    MG_RETURN_IF(mg_parse_i64(v, f->min, INT64_MAX, out) != 0, MG_ERR_ARG,
-                 "argument %s: invalid value '%s' (expected an integer >= %lld)", f->name, v,
-                 (long long)f->min);
-    return MG_OK;
+    return mg_argv_int(f->name, v, f->min, INT64_MAX, out);
 }
 
 /* The count of list flag f's array (--data-path, --tokenizer-special-tokens). */

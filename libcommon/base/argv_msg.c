@@ -1,8 +1,10 @@
 /* argv_msg.c — mg/argv.h's messages: the scanner's errors and invalid choices in one wording
  * for the three tools (argparse's), with the closest valid name. */
 #include "mg/argv.h"
+#include "mg/cli.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <strings.h>
 #include <stdio.h>
 #include <string.h>
@@ -108,4 +110,14 @@ mg_status mg_argv_choice(const char *flag, const char *v, const char *const *nam
                             "choose from %s)", flag, v, near, list);
     return mg_error_set(MG_ERR_ARG, "argument %s: invalid choice: '%s' (choose from %s)", flag,
                         v, list);
+}
+
+mg_status mg_argv_int(const char *flag, const char *v, int64_t min, int64_t max, int64_t *out)
+{
+    if (mg_parse_i64(v, min, max, out) == 0) return MG_OK;
+    if (max == INT64_MAX)
+        return mg_error_set(MG_ERR_ARG, "argument %s: invalid value '%s' (expected an integer "
+                            ">= %lld)", flag, v, (long long)min);
+    return mg_error_set(MG_ERR_ARG, "argument %s: invalid value '%s' (expected an integer in "
+                        "[%lld, %lld])", flag, v, (long long)min, (long long)max);
 }

@@ -29,6 +29,7 @@
 #define MG_ARGV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mg/error.h"
 
@@ -88,6 +89,9 @@ mg_status mg_argv_error(const mg_argv *a, mg_argv_event ev);
 /* *index = the position of v in names[0..n); else MG_ERR_ARG listing them for flag. */
 mg_status mg_argv_choice(const char *flag, const char *v, const char *const *names, size_t n,
                          int *index);
+/* *out = v as an integer in [min, max]; else MG_ERR_ARG "argument FLAG: invalid value 'V'
+ * (expected an integer >= MIN)" (or "in [MIN, MAX]" when max < INT64_MAX). */
+mg_status mg_argv_int(const char *flag, const char *v, int64_t min, int64_t max, int64_t *out);
 /* The name among names[0..n) closest to word[0..len) (see above), or NULL. */
 const char *mg_argv_closest(const char *word, size_t len, const char *const *names, size_t n);
 
