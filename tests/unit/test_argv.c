@@ -144,3 +144,16 @@ MG_TEST(argv_choice_lists_the_valid_values)
                     "mean megatron? choose from megatron, hf)");
     MG_CHECK(t, mg_argv_closest("xyzzy", 5, names, 2) == NULL);
 }
+
+MG_TEST(argv_int_values)
+{
+    int64_t x = 0;
+    MG_CHECK_OK(t, mg_argv_int("--workers", "4", 1, INT64_MAX, &x));
+    MG_CHECK_EQ_INT(t, x, 4);
+    MG_CHECK_EQ_INT(t, mg_argv_int("--workers", "0", 1, INT64_MAX, &x), MG_ERR_ARG);
+    MG_CHECK_EQ_STR(t, mg_last_error(),
+                    "argument --workers: invalid value '0' (expected an integer >= 1)");
+    MG_CHECK_EQ_INT(t, mg_argv_int("--tp", "x", 1, 4096, &x), MG_ERR_ARG);
+    MG_CHECK_EQ_STR(t, mg_last_error(),
+                    "argument --tp: invalid value 'x' (expected an integer in [1, 4096])");
+}
