@@ -169,6 +169,12 @@ static mg_status check_model(mg_train_opts *o, const mg_train_ckpt_head *h)
             diff_add(&l, "%s %lld, %s %lld", model_ints[i].key, LL(cv), model_ints[i].flag, LL(mv));
     }
     if (s == MG_OK) compare_variants(&l, &c, &o->model);
+    /* learned positions: the table's rows (check_checkpoint_args compares it too) */
+    if (s == MG_OK && c.learned_positions && o->model.learned_positions &&
+        c.max_position_embeddings > 0 &&
+        c.max_position_embeddings != o->model.max_position_embeddings)
+        diff_add(&l, "max_position_embeddings %lld, --max-position-embeddings %lld",
+                 LL(c.max_position_embeddings), LL(o->model.max_position_embeddings));
     mg_model_free(&c);
     MG_FORWARD(s);
     MG_RETURN_IF(l.n, MG_ERR_ARG, "--load %s: the model flags contradict the checkpoint "

@@ -17,7 +17,8 @@
  *       - the checkpoint is `torch` at another TP x PP than the run: both layouts and the
  *         mg-convert command that reshards it;
  *       - a model flag contradicts the checkpoint's args: every such flag, each as
- *         "KEY CKPT_VALUE, --FLAG FLAG_VALUE";
+ *         "KEY CKPT_VALUE, --FLAG FLAG_VALUE" (the sizes, the variants, the padded
+ *         vocabulary, and max_position_embeddings with learned positions);
  *       - when the scheduler state is loaded (not --finetune, --no-load-optim, release)
  *         and neither --override-opt_param-scheduler nor
  *         --use-checkpoint-opt_param-scheduler is given: any of max_lr, min_lr,

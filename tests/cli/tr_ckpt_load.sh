@@ -27,6 +27,7 @@ t $M --train-iters 4 --ckpt-step 2
 t $M --train-iters 4 --load ck --ckpt-step 2
 t $M --train-iters 4 --load ck --num-layers 2 --hidden-size 32
 t $M --train-iters 4 --load ck --normalization RMSNorm --swiglu --ffn-hidden-size 64
+t $M --train-iters 4 --load ck --max-position-embeddings 32
 t $M --train-iters 6 --load ck
 t $M --train-iters 6 --load ck --lr 2e-3 --min-lr 1e-4 --lr-decay-style linear
 t $M --train-iters 6 --load ck --override-opt_param-scheduler
