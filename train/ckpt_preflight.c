@@ -193,20 +193,35 @@ static int num_of(const mg_pk_obj *x, double *v)
     return 1;
 }
 
+/* steps: a count of samples (Megatron's scheduler counts samples) */
 static const struct {
     const char *key, *flags;
     size_t off;
+    int steps;
 } sched_nums[] = {
-    {"max_lr", "--lr", offsetof(mg_lr_sched, max_lr)},
-    {"min_lr", "--min-lr", offsetof(mg_lr_sched, min_lr)},
-    {"lr_warmup_steps", "the warmup in samples: --lr-warmup-*",
-     offsetof(mg_lr_sched, warmup_steps)},
-    {"lr_decay_steps", "the decay in samples: --lr-decay-iters/samples, else --train-iters/samples",
-     offsetof(mg_lr_sched, decay_steps)},
-    {"start_wd", "--start-weight-decay / --weight-decay", offsetof(mg_lr_sched, start_wd)},
-    {"end_wd", "--end-weight-decay / --weight-decay", offsetof(mg_lr_sched, end_wd)},
-    {"wd_incr_steps", "--train-iters/samples in samples", offsetof(mg_lr_sched, wd_incr_steps)},
+    {"max_lr", "--lr", offsetof(mg_lr_sched, max_lr), 0},
+    {"min_lr", "--min-lr", offsetof(mg_lr_sched, min_lr), 0},
+    {"lr_warmup_steps", "--lr-warmup-iters/samples/fraction",
+     offsetof(mg_lr_sched, warmup_steps), 1},
+    {"lr_decay_steps", "--lr-decay-iters/samples, else --train-iters/samples",
+     offsetof(mg_lr_sched, decay_steps), 1},
+    {"start_wd", "--start-weight-decay or --weight-decay", offsetof(mg_lr_sched, start_wd), 0},
+    {"end_wd", "--end-weight-decay or --weight-decay", offsetof(mg_lr_sched, end_wd), 0},
+    {"wd_incr_steps", "--train-iters/samples", offsetof(mg_lr_sched, wd_incr_steps), 1},
 };
+
+/* One difference: a step count also in iterations when the run counts iterations (gbs > 0). */
+static void sched_diff(diff_list *l, size_t i, double cv, double mv, double gbs)
+{
+    const char *key = sched_nums[i].key, *flags = sched_nums[i].flags;
+    if (!sched_nums[i].steps)
+        diff_add(l, "%s %g, the flags' %g (%s)", key, cv, mv, flags);
+    else if (gbs > 0)
+        diff_add(l, "%s %g samples = %g iterations, the flags' %g = %g iterations (%s)", key,
+                 cv, cv / gbs, mv, mv / gbs, flags);
+    else
+        diff_add(l, "%s %g samples, the flags' %g (%s)", key, cv, mv, flags);
+}
 
 static double *f64_at(mg_lr_sched *s, size_t off) { return (double *)(void *)((char *)s + off); }
 
@@ -215,14 +230,16 @@ static const char *str_of(const mg_pk_obj *x)
     return x && x->kind == MG_PK_STR ? x->str : NULL;
 }
 
-/* Compares (take = 0) or takes (take = 1) the checkpoint's scheduler values. */
-static mg_status sched_pass(const mg_pk_obj *d, mg_lr_sched *s, int take, diff_list *l)
+/* Compares (take = 0) or takes (take = 1) the checkpoint's scheduler values; gbs > 0: the
+ * run counts iterations of gbs samples. */
+static mg_status sched_pass(const mg_pk_obj *d, mg_lr_sched *s, int take, double gbs,
+                            diff_list *l)
 {
     for (size_t i = 0; i < sizeof sched_nums / sizeof *sched_nums; i++) {
         double cv, *mv = f64_at(s, sched_nums[i].off);
         if (!num_of(mg_pk_get(d, sched_nums[i].key), &cv) || cv == *mv) continue;
         if (take) *mv = cv;
-        else diff_add(l, "%s %g, flags %g (%s)", sched_nums[i].key, cv, *mv, sched_nums[i].flags);
+        else sched_diff(l, i, cv, *mv, gbs);
     }
     const char *ls = str_of(mg_pk_get(d, "lr_decay_style"));
     const char *ws = str_of(mg_pk_get(d, "wd_incr_style"));
@@ -248,7 +265,8 @@ static mg_status check_sched(mg_train_opts *o, const mg_train_ckpt_head *h)
     if (!loads || !d || (d->kind != MG_PK_DICT && d->kind != MG_PK_ODICT) || o->override_sched)
         return MG_OK;
     diff_list l = {.at = 0, .n = 0};
-    MG_FORWARD(sched_pass(d, &o->sched, o->use_ckpt_sched, &l));
+    double gbs = o->train_samples ? 0 : (double)o->global_batch_size;
+    MG_FORWARD(sched_pass(d, &o->sched, o->use_ckpt_sched, gbs, &l));
     MG_RETURN_IF(l.n, MG_ERR_ARG,
                  "--load %s: the learning-rate schedule differs from the checkpoint's "
                  "(checkpoint: %s): give --use-checkpoint-opt_param-scheduler to continue "
