@@ -285,7 +285,7 @@ static mg_status set_value(mg_train_opts *o, const struct flag *f, const char *v
 static const char *const file_flags[] = {"--vocab-file", "--merge-file", "--tokenizer-model",
                                          "--data-path", "--log-file", NULL};
 static const char *const dir_flags[] = {"--data-cache-path", "--save", "--load",
-                                        "--tensorboard-dir", NULL};
+                                        "--tensorboard-dir", "--wandb-save-dir", NULL};
 
 /* The scanner's table: Megatron's parser has allow_abbrev=False (exact names only). */
 static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
