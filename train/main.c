@@ -17,10 +17,10 @@
 #include "dry_run.h"
 #include "help.h"
 #include "launch_check.h"
-#include "options_megatron.h"
 #include "loop.h"
 #include "mg/cli.h"
 #include "options.h"
+#include "options_megatron.h"
 #include "rank_check.h"
 
 static void die_parse(mg_status st)

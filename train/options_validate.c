@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mg/schema.h"
 #include "launch_check.h"
+#include "mg/schema.h"
 #include "options_internal.h"
 
 #define LL(x) ((long long)(x))
