@@ -36,6 +36,7 @@ typedef struct {
     int64_t iteration;           /* -1: release */
     uint64_t max_shard;
     int drop_optim, verify, quiet, help, version;
+    int summary;                 /* --inspect --summary: one line per kind of tensor */
     int workers;                 /* 0: automatic */
 } ck_opts;
 

@@ -61,6 +61,8 @@ void ck_print_help(void)
         "  --inspect DIR                     print format, model, TP/PP, every tensor with shape,\n"
         "                                    dtype and sharding, total bytes and problems found;\n"
         "                                    exit 1 if there are problems\n"
+        "  --summary                         with --inspect: one line per kind of tensor (layers\n"
+        "                                    as *, files as their count) instead of every tensor\n"
         "\n"
         "  -h, --help                        this text\n"
         "  --version                         version, git revision and optional parts built in\n"

@@ -213,6 +213,40 @@ static mg_status check_tensor(const ck_source *s, const mg_param *p, int k,
     return MG_OK;
 }
 
+/* The layer count the tensor names show: 1 + the largest N of "layers.N." / "h.N.". */
+static int64_t weight_layers(const hf_impl *h)
+{
+    int64_t n = 0;
+    for (size_t f = 0; f < h->nfiles; f++)
+        for (size_t i = 0; i < f_count(&h->files[f]); i++) {
+            const char *name = f_at(&h->files[f], i)->name, *at = strstr(name, "layers.");
+            long long k;
+            if (!at && (at = strstr(name, "h.")) && at != name && at[-1] != '.') at = NULL;
+            if (at && sscanf(strchr(at, '.') + 1, "%lld.", &k) == 1 && k + 1 > n) n = k + 1;
+        }
+    return n;
+}
+
+/* config.json against the weights: the layer count and the hidden size (from the word
+ * embeddings), named as config.json's keys. */
+static mg_status check_config(const ck_source *s, const hf_impl *h, const char *dir)
+{
+    int64_t layers = weight_layers(h);
+    MG_RETURN_IF(layers && layers != s->m.num_layers, MG_ERR_FORMAT,
+                 "%s/config.json: num_hidden_layers %lld; the weights have %lld layers", dir,
+                 (long long)s->m.num_layers, (long long)layers);
+    char names[3][256];
+    size_t fi;
+    const mg_st_tensor *t = s->nparams && mg_schema_hf_names(&s->params[0], &s->m, names) > 0
+                                ? find(h, names[0], &fi) : NULL;
+    MG_RETURN_IF(t && s->params[0].spec->split == MG_SPLIT_VOCAB && t->ndim == 2 &&
+                     t->shape[1] != s->m.hidden_size, MG_ERR_FORMAT,
+                 "%s/config.json: hidden_size %lld; the weights have %lld (%s [%lld, %lld])", dir,
+                 (long long)s->m.hidden_size, (long long)t->shape[1], t->name,
+                 (long long)t->shape[0], (long long)t->shape[1]);
+    return MG_OK;
+}
+
 static mg_status bind_params(ck_source *s, hf_impl *h)
 {
     h->pt = mg_calloc(s->nparams, sizeof(*h->pt));
@@ -309,6 +343,7 @@ mg_status ck_hf_open(ck_source **out, const char *dir, const ck_opts *o)
     mg_status st = read_config(s, dir, o);
     if (st == MG_OK) st = ck_source_params(s);
     if (st == MG_OK) st = open_files(s, h, dir);
+    if (st == MG_OK) st = check_config(s, h, dir);
     if (st == MG_OK) st = bind_params(s, h);
     if (st == MG_OK && h->pt[0][0]->dtype != MG_TD_F64) s->m.dtype = h->pt[0][0]->dtype;
     if (st == MG_OK) st = check_leftovers(s, h);

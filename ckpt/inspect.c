@@ -278,10 +278,15 @@ static void print_model(const ck_source *s)
            (long long)m->hidden_size, (long long)m->ffn_hidden_size,
            (long long)m->num_attention_heads, (long long)m->num_query_groups,
            (long long)m->kv_channels);
-    printf("vocab: %lld%s, padded %lld, divisible by %lld\n", (long long)m->vocab_size,
-           s->vocab_unknown ? " (unknown: padded size used)" : "",
-           (long long)(m->padded_vocab_size ? m->padded_vocab_size : m->vocab_size),
-           (long long)m->make_vocab_size_divisible_by);
+    if (!strncmp(s->format, "hf", 2)) /* unpadded rows: Megatron's padding at the target */
+        printf("vocab: %lld (Hugging Face: not padded), padded %lld when converted at TP 1 "
+               "(divisible by %lld x TP)\n", (long long)m->vocab_size,
+               (long long)mg_model_padded_vocab(m, 1), (long long)m->make_vocab_size_divisible_by);
+    else
+        printf("vocab: %lld%s, padded %lld, divisible by %lld\n", (long long)m->vocab_size,
+               s->vocab_unknown ? " (unknown: padded size used)" : "",
+               (long long)(m->padded_vocab_size ? m->padded_vocab_size : m->vocab_size),
+               (long long)m->make_vocab_size_divisible_by);
     printf("variant: %s, %s, %s positions, biases %s, qkv bias %s, embeddings %s, dtype %s\n",
            m->rmsnorm ? "RMSNorm" : "LayerNorm", m->swiglu ? "SwiGLU" : "GeLU",
            m->learned_positions ? "learned" : "rope", m->add_bias_linear ? "yes" : "no",
@@ -291,6 +296,52 @@ static void print_model(const ck_source *s)
     if (m->pp_first) printf(", first stage %lld layers", (long long)m->pp_first);
     if (m->pp_last) printf(", last stage %lld layers", (long long)m->pp_last);
     printf("\n");
+}
+
+/* --summary: a row's kind, "NAME-with-layers-as-* DESC\tFILE" (so that sorting groups the
+ * kinds, then their files). */
+static char *kind_of(const row *r)
+{
+    const char *sep = strstr(r->name, "  ");
+    const char *name = sep ? sep + 2 : r->name;
+    size_t flen = sep ? (size_t)(sep - r->name) : 0;
+    size_t cap = strlen(r->name) + strlen(r->desc) + 8;
+    char *k = malloc(cap), *w = k;
+    if (!k) abort();
+    for (const char *p = name; *p;) {
+        int at_layer = (!strncmp(p, "layers.", 7) || (!strncmp(p, "h.", 2) && p > name &&
+                                                       p[-1] == '.'));
+        size_t skip = at_layer ? (p[0] == 'l' ? 7 : 2) : 0;
+        if (at_layer && p[skip] >= '0' && p[skip] <= '9') {
+            memcpy(w, p, skip);
+            w += skip;
+            *w++ = '*';
+            for (p += skip; *p >= '0' && *p <= '9'; p++) {}
+            continue;
+        }
+        *w++ = *p++;
+    }
+    snprintf(w, cap - (size_t)(w - k), " %s\t%.*s", r->desc, (int)flen, r->name);
+    return k;
+}
+
+/* One line per kind: "  KIND SHAPE DTYPE SPLIT  xN in F file(s)". */
+static void print_summary(const report *rp)
+{
+    char **k = malloc((rp->n ? rp->n : 1) * sizeof *k);
+    if (!k) abort();
+    for (size_t i = 0; i < rp->n; i++) k[i] = kind_of(&rp->r[i]);
+    qsort(k, rp->n, sizeof *k, cmp_str);
+    printf("tensor kinds:\n");
+    for (size_t i = 0, j; i < rp->n; i = j) {
+        size_t klen = (size_t)(strchr(k[i], '\t') - k[i]), files = 1;
+        for (j = i + 1; j < rp->n && !strncmp(k[j], k[i], klen + 1); j++)
+            files += strcmp(strchr(k[j], '\t'), strchr(k[j - 1], '\t')) != 0;
+        printf("  %.*s  x%zu in %zu file%s\n", (int)klen, k[i], j - i, files,
+               files == 1 ? "" : "s");
+    }
+    for (size_t i = 0; i < rp->n; i++) free(k[i]);
+    free(k);
 }
 
 /* When the loader fails: the model from args (rank 0) or config.json alone, for the
@@ -366,9 +417,10 @@ int ck_inspect(const char *dir, const ck_opts *o)
     if (hf) list_hf(&rp, dir);
     else list_megatron(&rp, dir);
     if (rp.n) qsort(rp.r, rp.n, sizeof(row), cmp_row);
-    printf("tensors:\n");
+    if (o->summary) print_summary(&rp);
+    else printf("tensors:\n");
     for (size_t i = 0; i < rp.n; i++) {
-        printf("  %s %s\n", rp.r[i].name, rp.r[i].desc);
+        if (!o->summary) printf("  %s %s\n", rp.r[i].name, rp.r[i].desc);
         free(rp.r[i].name);
     }
     free(rp.r);

@@ -24,9 +24,7 @@ static void defaults(ck_opts *o)
 static int64_t num(const char *flag, const char *v, int64_t min, int64_t max)
 {
     int64_t x;
-    if (mg_parse_i64(v, min, max, &x) != 0)
-        mg_usage_error("%s: expected an integer in [%lld, %lld], got '%s'", flag, (long long)min,
-                       (long long)max, v);
+    if (mg_argv_int(flag, v, min, max, &x) != MG_OK) mg_usage_error("%s", mg_last_error());
     return x;
 }
 
@@ -47,9 +45,10 @@ static uint64_t size_arg(const char *flag, const char *v)
 
 static int choice(const char *flag, const char *v, const char *const *names, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(v, names[i])) return i;
-    mg_usage_error("%s: invalid choice '%s'", flag, v);
+    int i;
+    if (mg_argv_choice(flag, v, names, (size_t)n, &i) != MG_OK)
+        mg_usage_error("%s", mg_last_error());
+    return i;
 }
 
 static mg_tdtype dtype_arg(const char *v)
@@ -63,7 +62,7 @@ enum {
     C_LOAD_DIR, C_SAVE_DIR, C_INSPECT, C_TOKENIZER_DIR, C_LOADER, C_SAVER, C_TP, C_PP,
     C_PP_FIRST, C_PP_LAST, C_DTYPE, C_DIVISIBLE, C_TRUE_VOCAB, C_IMPL, C_CKPT_FORMAT, C_ITERATION,
     C_MAX_SHARD, C_WORKERS, C_DROP_OPTIM, C_VERIFY, C_QUIET, C_HELP, C_VERSION, C_LIST_FLAGS,
-    C_COUNT
+    C_SUMMARY, C_COUNT
 };
 
 /* convert.py's flags: exact names; a value is the next word whatever it looks like. */
@@ -92,6 +91,7 @@ static const mg_argv_flag flags[C_COUNT] = {
     [C_HELP] = {"--help", MG_ARGV_SWITCH},
     [C_VERSION] = {"--version", MG_ARGV_SWITCH},
     [C_LIST_FLAGS] = {"--list-flags", MG_ARGV_SWITCH},
+    [C_SUMMARY] = {"--summary", MG_ARGV_SWITCH},
 };
 
 /* Flags whose value is a directory (shell completion). */
@@ -137,12 +137,14 @@ static void set_switch(ck_opts *o, int id)
     case C_QUIET: o->quiet = 1; break;
     case C_HELP: o->help = 1; break;
     case C_VERSION: o->version = 1; break;
+    case C_SUMMARY: o->summary = 1; break;
     }
 }
 
 static void check(const ck_opts *o)
 {
     if (o->help || o->version) return;
+    if (o->summary && !o->inspect_dir) mg_usage_error("--summary needs --inspect DIR");
     if (o->inspect_dir) {
         if (o->load_dir || o->save_dir) mg_usage_error("--inspect takes no --load-dir/--save-dir");
         return;
@@ -166,7 +168,7 @@ void ck_parse_options(ck_opts *o, int argc, char **argv)
     for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;) {
         if (ev == MG_ARGV_POSITIONAL && a.word[0] != '-')
             mg_usage_error("unexpected argument '%s'", a.word);
-        if (ev != MG_ARGV_FLAG) mg_usage_error("unknown or incomplete option '%s'", a.word);
+        if (ev != MG_ARGV_FLAG) mg_usage_error("%s", (mg_argv_error(&a, ev), mg_last_error()));
         if (a.id == C_LIST_FLAGS) list_flags = 1;
         else if (flags[a.id].nargs == MG_ARGV_SWITCH) set_switch(o, a.id);
         else set_value(o, a.id, a.values[0]);

@@ -113,20 +113,11 @@ static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
     *spec = (mg_argv_spec){t, O_COUNT, 1, 0, O_HELP, file_flags, dir_flags};
 }
 
-/* argparse's words for the scanner's errors. */
+/* argparse's words for the scanner's errors (mg/argv.h). */
 __attribute__((noreturn)) static void scan_error(const mg_argv *a, mg_argv_event ev)
 {
-    const char *name = a->id >= 0 ? flags[a->id].name : "";
-    switch (ev) {
-    case MG_ARGV_AMBIGUOUS:
-        mg_usage_error("ambiguous option: %.*s could match %s", (int)a->name_len, a->word,
-                       a->candidates);
-    case MG_ARGV_EXPLICIT: mg_usage_error("%s: ignored explicit argument '%s'", name, a->value);
-    case MG_ARGV_MISSING:
-        mg_usage_error("%s: expected %s", name,
-                       flags[a->id].kind == ARG_ONE ? "one argument" : "at least one argument");
-    default: mg_usage_error("unrecognized argument: %s", a->word);
-    }
+    mg_argv_error(a, ev);
+    mg_usage_error("%s", mg_last_error());
 }
 
 static void push(const char ***arr, size_t *n, const char *v)
@@ -140,9 +131,8 @@ static void push(const char ***arr, size_t *n, const char *v)
 static int64_t int_value(int id, const char *v, int64_t min)
 {
     int64_t x;
-    if (mg_parse_i64(v, min, INT64_MAX, &x) != 0)
-        mg_usage_error("%s: invalid value '%s' (expected an integer >= %lld)", flags[id].name,
-                       v, (long long)min);
+    if (mg_argv_int(flags[id].name, v, min, INT64_MAX, &x) != MG_OK)
+        mg_usage_error("%s", mg_last_error());
     return x;
 }
 
@@ -165,8 +155,8 @@ static void set_value(struct mg_preprocess_opts *o, int id, const char *v)
     case O_VOCAB_SIZE: o->tok.vocab_size = int_value(id, v, 1); break;
     case O_TIKTOKEN_PATTERN:
         if (!mg_tiktoken_pattern_known(v))
-            mg_usage_error("%s: invalid value '%s' (expected v1, v2, r50k_base, p50k_base, "
-                           "p50k_edit, cl100k_base or o200k_base)", flags[id].name, v);
+            mg_usage_error("argument %s: invalid choice: '%s' (choose from v1, v2, r50k_base, "
+                           "p50k_base, p50k_edit, cl100k_base, o200k_base)", flags[id].name, v);
         o->tok.tiktoken_pattern = v;
         break;
     case O_TIKTOKEN_NUM_SPECIAL: o->tok.tiktoken_num_special = int_value(id, v, 0); break;

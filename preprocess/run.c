@@ -90,6 +90,18 @@ static void check_output_dir(const char *prefix)
     free(dir);
 }
 
+/* The files of input directories that are not corpus files: named once, on stderr. */
+static void report_skipped(const mg_instream *in)
+{
+    const char *const *paths;
+    size_t n = mg_instream_skipped(in, &paths), shown = n < 10 ? n : 10;
+    if (!n) return;
+    mg_warn("skipped %zu file%s in the input directories that %s not corpus files (it takes "
+            MG_INSTREAM_CORPUS_RULE "):", n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
+    for (size_t i = 0; i < shown; i++) fprintf(stderr, "  %s\n", paths[i]);
+    if (n > shown) fprintf(stderr, "  ... and %zu more\n", n - shown);
+}
+
 static void setup(run_ctx *r, const struct mg_preprocess_opts *o)
 {
     check_output_dir(o->output_prefix);
@@ -101,6 +113,7 @@ static void setup(run_ctx *r, const struct mg_preprocess_opts *o)
                                          "token", o->tok.type));
     st = mg_instream_open(&r->in, o->inputs, o->n_inputs, 0);
     if (st != MG_OK) fail(r, st);
+    report_skipped(r->in);
     /* --keep-sequential-samples keeps the input order: the merged partitions equal one. */
     size_t parts = o->keep_sequential_samples ? 1 : (size_t)o->partitions;
     mg_dtype dt = mg_dtype_for_vocab(mg_tokenizer_vocab_size(r->tk));

@@ -1,6 +1,7 @@
 /* checkpoint.c — checkpoint.h: Megatron `torch`-format save and load for mg-train. */
 #include "checkpoint.h"
 #include "checkpoint_internal.h"
+#include "ckpt_head.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -595,16 +596,16 @@ mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
                              mg_train_ckpt_state *st)
 {
     const mg_train_ckpt_shard one = {0, 0, 1};
-    return mg_train_ckpt_load_shard(dir, &one, g, opt, st);
+    return mg_train_ckpt_load_shard(dir, -1, &one, g, opt, st);
 }
 
-mg_status mg_train_ckpt_load_shard(const char *dir, const mg_train_ckpt_shard *sh, mg_gpt *g,
-                                   mg_gpt_optim *opt, mg_train_ckpt_state *st)
+mg_status mg_train_ckpt_load_shard(const char *dir, int64_t step, const mg_train_ckpt_shard *sh,
+                                   mg_gpt *g, mg_gpt_optim *opt, mg_train_ckpt_state *st)
 {
     mg_megatron_iter it;
     char path[MG_PATH_MAX], rel[MG_PATH_MAX], name[MG_MEGATRON_NAME_MAX];
     memset(st, 0, sizeof *st);
-    MG_FORWARD(mg_megatron_tracker_read(dir, &it));
+    MG_FORWARD(mg_train_ckpt_iter(dir, step, &it));
     mg_megatron_iter_name(&it, name);
     int release = it.release;
     snprintf(path, sizeof path, "%s/%s", dir, name);

@@ -81,11 +81,12 @@ mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration);
 mg_status mg_train_ckpt_shard_file(char *buf, size_t n, const char *dir, int64_t iteration,
                                    const mg_train_ckpt_shard *sh, const char *file);
 
-/* Reads DIR's latest checkpoint into g (and opt when not NULL) and *st: mp_rank_00, or
- * the shard sh's file. */
+/* Reads DIR's latest checkpoint (load_shard: iteration step, -1 the tracker's; a Hugging Face
+ * folder or a missing iteration named as ckpt_head.h names them) into g (and opt when not
+ * NULL) and *st: mp_rank_00, or the shard sh's file. */
 mg_status mg_train_ckpt_load(const char *dir, mg_gpt *g, mg_gpt_optim *opt,
                              mg_train_ckpt_state *st);
-mg_status mg_train_ckpt_load_shard(const char *dir, const mg_train_ckpt_shard *sh, mg_gpt *g,
-                                   mg_gpt_optim *opt, mg_train_ckpt_state *st);
+mg_status mg_train_ckpt_load_shard(const char *dir, int64_t step, const mg_train_ckpt_shard *sh,
+                                   mg_gpt *g, mg_gpt_optim *opt, mg_train_ckpt_state *st);
 
 #endif

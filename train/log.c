@@ -11,9 +11,12 @@
 #include <time.h>
 
 #include "flops.h"
+#include "tb_events.h"
 
 struct mg_train_log {
     FILE *out, *json;
+    mg_tb_writer *tb;          /* --tensorboard-dir, or NULL */
+    int64_t tb_interval, samples; /* samples: the last iteration's consumed samples */
     int64_t interval;
     double peak;
     /* the interval's sums */
@@ -42,7 +45,34 @@ void mg_train_log_free(mg_train_log *l)
 {
     if (!l) return;
     if (l->json) fclose(l->json);
+    mg_tb_free(l->tb);
     free(l);
+}
+
+mg_status mg_train_log_tensorboard(mg_train_log *l, const char *dir, int64_t interval)
+{
+    l->tb_interval = interval > 0 ? interval : 1;
+    return mg_tb_create(&l->tb, dir);
+}
+
+/* Megatron's training_log scalars: each by iteration and "vs samples". */
+static mg_status tb_pair(mg_train_log *l, const char *tag, int64_t it, double v)
+{
+    char vs[96];
+    snprintf(vs, sizeof vs, "%s vs samples", tag);
+    MG_FORWARD(mg_tb_scalar(l->tb, tag, it, v));
+    return mg_tb_scalar(l->tb, vs, l->samples, v);
+}
+
+static mg_status tb_iter(mg_train_log *l, const mg_log_iter *it)
+{
+    if (!l->tb || it->iteration % l->tb_interval) return MG_OK;
+    MG_FORWARD(tb_pair(l, "learning-rate", it->iteration, it->lr));
+    MG_FORWARD(tb_pair(l, "batch-size", it->iteration, (double)it->global_batch_size));
+    if (!it->skipped && isfinite(it->loss))
+        MG_FORWARD(tb_pair(l, "lm loss", it->iteration, it->loss));
+    MG_FORWARD(tb_pair(l, "loss-scale", it->iteration, 1.0));
+    return tb_pair(l, "grad-norm", it->iteration, it->grad_norm);
 }
 
 static double now_s(void)
@@ -105,24 +135,34 @@ static mg_status json_iter(mg_train_log *l, const mg_log_iter *it, double tps, d
         it->skipped, !isfinite(it->loss));
 }
 
+/* Megatron's %.1f from 10 TFLOP/s up; below, 3 significant digits in fixed notation (at
+ * most 12 decimals), so that a CPU's throughput is not printed as 0.0. */
+static const char *tflops_text(char *buf, size_t n, double tflops)
+{
+    int decimals = 1;
+    if (tflops > 0 && tflops < 10) decimals = 2 - (int)floor(log10(tflops));
+    snprintf(buf, n, "%.*f", decimals > 12 ? 12 : decimals, tflops);
+    return buf;
+}
+
 static void print_line(mg_train_log *l, const mg_log_iter *it)
 {
     double secs = l->seconds / (double)l->iters;
     double tflops = mg_tflops_per_gpu(l->flops / (double)l->iters, secs, 1);
     double mfu = mg_mfu(l->flops / l->seconds, l->peak);
     double loss = l->advanced ? l->loss / (double)l->advanced : NAN;
-    char ts[64], mfus[32];
+    char ts[64], mfus[32], tf[32];
     stamp(ts, sizeof ts);
     if (mfu < 0) snprintf(mfus, sizeof mfus, "unknown");
     else snprintf(mfus, sizeof mfus, "%.2f%%", 100.0 * mfu);
     fprintf(l->out,
             "%s iteration %8lld/%8lld | consumed samples: %12lld | elapsed time per iteration "
-            "(ms): %.1f | throughput per GPU (TFLOP/s/GPU): %.1f | tokens per second: %.1f | "
+            "(ms): %.1f | throughput per GPU (TFLOP/s/GPU): %s | tokens per second: %.1f | "
             "MFU: %s | learning rate: %.6E | global batch size: %5lld | lm loss: %.6E | "
             "loss scale: 1.0 | grad norm: %.3f | number of skipped iterations: %3lld | "
             "number of nan iterations: %3lld |\n",
             ts, (long long)it->iteration, (long long)it->train_iters,
-            (long long)it->consumed_samples, secs * 1e3, tflops,
+            (long long)it->consumed_samples, secs * 1e3, tflops_text(tf, sizeof tf, tflops),
             (double)l->tokens / l->seconds, mfus, it->lr, (long long)it->global_batch_size,
             loss, it->grad_norm, (long long)l->skipped, (long long)l->nan);
     fflush(l->out);
@@ -134,6 +174,8 @@ mg_status mg_train_log_iter(mg_train_log *l, const mg_log_iter *it)
     double tflops = mg_tflops_per_gpu(it->flops, it->seconds, 1);
     double mfu = it->seconds > 0 ? mg_mfu(it->flops / it->seconds, l->peak) : -1;
     MG_FORWARD(json_iter(l, it, tps, tflops, mfu));
+    l->samples = it->consumed_samples;
+    MG_FORWARD(tb_iter(l, it));
     l->iters++;
     l->seconds += it->seconds;
     l->flops += it->flops;
@@ -167,6 +209,11 @@ mg_status mg_train_log_eval(mg_train_log *l, int64_t iteration, const char *spli
     dash[w] = 0;
     fprintf(l->out, "%s\n%s\n%s\n", dash, line, dash);
     fflush(l->out);
+    if (l->tb) { /* evaluate_and_print_results: "lm loss validation" / "lm loss test" */
+        char tag[64];
+        snprintf(tag, sizeof tag, "lm loss %s", split_name);
+        MG_FORWARD(tb_pair(l, tag, iteration, loss));
+    }
     char a[40], b[40];
     return json_line(l, "{\"kind\": \"%s\", \"iteration\": %lld, \"loss\": %s, \"ppl\": %s}\n",
                      strcmp(split_name, "test") == 0 ? "test" : "valid", (long long)iteration,

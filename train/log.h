@@ -5,7 +5,7 @@
  * Contract:
  *   - The iteration line, printed for iteration 1 and every --log-interval iterations:
  *       " [YYYY-mm-dd HH:MM:SS.ffffff] iteration %8d/%8d | consumed samples: %12d |
- *        elapsed time per iteration (ms): %.1f | throughput per GPU (TFLOP/s/GPU): %.1f |
+ *        elapsed time per iteration (ms): %.1f | throughput per GPU (TFLOP/s/GPU): T |
  *        tokens per second: %.1f | MFU: %.2f% | learning rate: %.6E |
  *        global batch size: %5d | lm loss: %.6E | loss scale: 1.0 | grad norm: %.3f |
  *        number of skipped iterations: %3d | number of nan iterations: %3d |"
@@ -13,7 +13,9 @@
  *     TFLOP/s and lm loss are averages over the iterations since the last line (skipped
  *     iterations excluded from the loss, as Megatron); lr and grad norm are the last
  *     iteration's. MFU prints "unknown" when the peak is unknown. The counters count the
- *     iterations since the last line.
+ *     iterations since the last line. T is %.1f from 10 TFLOP/s up (Megatron's format) and
+ *     3 significant digits in fixed notation below (at most 12 decimals), so that a CPU's
+ *     throughput does not print as 0.0.
  *   - The validation block is Megatron's evaluate_and_print_results: a dashed line, then
  *     " validation loss at iteration N on validation set | lm loss value: %.6E |
  *     lm loss PPL: %.6E | " (PPL = exp(min(20, loss))), then the dashed line again.
@@ -47,6 +49,12 @@ mg_status mg_train_log_create(mg_train_log **l, FILE *out, const char *jsonl,
 void mg_train_log_free(mg_train_log *l); /* accepts NULL; closes the metrics file */
 /* Records one iteration; prints the line when it is due. */
 mg_status mg_train_log_iter(mg_train_log *l, const mg_log_iter *it);
+/* --tensorboard-dir: also writes TensorBoard scalars (tb_events.h) every `interval`
+ * iterations, Megatron's training_log tags each by iteration and "vs samples":
+ * learning-rate, batch-size, lm loss (advanced iterations), loss-scale (1.0), grad-norm;
+ * and at each evaluation "lm loss validation" / "lm loss test". */
+mg_status mg_train_log_tensorboard(mg_train_log *l, const char *dir, int64_t interval);
+
 /* Prints the validation block for split_name "validation" or "test". */
 mg_status mg_train_log_eval(mg_train_log *l, int64_t iteration, const char *split_name,
                             double loss);

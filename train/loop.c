@@ -151,7 +151,8 @@ static mg_status load_checkpoint(run_state *s)
     mg_gpt_optim *full = s->opt;
     if (optim && s->dopt) MG_FORWARD(mg_gpt_optim_create(&full, s->g));
     mg_train_ckpt_shard sh = shard_of(s->comm);
-    mg_status ls = mg_train_ckpt_load_shard(o->load, &sh, s->g, optim ? full : NULL, &st);
+    mg_status ls =
+        mg_train_ckpt_load_shard(o->load, o->ckpt_step, &sh, s->g, optim ? full : NULL, &st);
     if (ls == MG_OK && optim && s->dopt && st.optim_loaded)
         mg_dist_load_moments(s->dopt, s->g, full);
     if (full != s->opt) mg_gpt_optim_free(full);
@@ -473,15 +474,19 @@ static mg_status run(run_state *s, FILE *out)
     double t_start = now_s();
     NOTE(s, "building datasets and the model");
     MG_FORWARD(setup(s));
-    double peak = mg_measure_gemm_peak(&s->k, 0.3);
+    double peak = o->peak_tflops > 0 ? o->peak_tflops * 1e12 : mg_measure_gemm_peak(&s->k, 0.3);
     NOTE(s, "model: %lld parameters, %lld micro-batches of %lld x %lld tokens per iteration "
-         "per rank; %lld ranks (TP %lld, PP %lld, DP %lld, %s); gemm peak %.1f GFLOP/s (%s, "
+         "per rank; %lld ranks (TP %lld, PP %lld, DP %lld, %s); %s peak %.1f GFLOP/s (%s, "
          "%d threads)", (long long)s->g->nparams, (long long)s->nmicro,
          (long long)o->micro_batch_size, (long long)o->model.seq_length,
          (long long)mg_comm_size(s->comm), (long long)o->model.tp, (long long)o->model.pp,
-         (long long)o->data_parallel_size, mg_comm_backend_name(s->comm), peak / 1e9,
+         (long long)o->data_parallel_size, mg_comm_backend_name(s->comm),
+         o->peak_tflops > 0 ? "--peak-tflops" : "gemm", peak / 1e9,
          mgk_gemm_impl(), s->k.nthreads);
     MG_FORWARD(mg_train_log_create(&s->log, out, o->log_file, o->log_interval, peak));
+    if (o->tensorboard_dir && s->log_rank) /* Megatron's writer: the last rank */
+        MG_FORWARD(mg_train_log_tensorboard(s->log, o->tensorboard_dir,
+                                            o->tensorboard_log_interval));
     if (o->exit_signal_handler) install_handlers();
     MG_FORWARD(train(s, t_start));
     note_measured(s);

@@ -10,12 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ckpt_preflight.h"
 #include "comm.h"
+#include "comm_launch.h"
+#include "data_preflight.h"
 #include "dry_run.h"
 #include "help.h"
+#include "launch_check.h"
 #include "loop.h"
 #include "mg/cli.h"
 #include "options.h"
+#include "options_megatron.h"
 #include "rank_check.h"
 
 static void die_parse(mg_status st)
@@ -71,7 +76,10 @@ static void die_run(mg_status st, mg_comm *world)
 
 static int train(mg_train_opts *o, int argc, char **argv)
 {
-    mg_status st = mg_train_resolve_vocab(o);
+    mg_status st = o->dump_samples > 0 ? MG_OK : mg_train_check_launch(o);
+    if (st == MG_OK) st = mg_train_data_preflight(o);
+    if (st == MG_OK) st = mg_train_resolve_vocab(o);
+    if (st == MG_OK) st = mg_train_ckpt_preflight(o); /* before any dataset is built */
     if (st != MG_OK) {
         mg_train_opts_free(o);
         die_parse(st);
@@ -90,6 +98,15 @@ static int train(mg_train_opts *o, int argc, char **argv)
     if (st != MG_OK) die_run(st, world);
     mg_comm_free(world);
     return MG_EXIT_OK;
+}
+
+/* Megatron's flags taken without effect, named once (by the first rank of a launch). */
+static void note_ignored(const mg_train_opts *o)
+{
+    char text[2048];
+    mg_comm_launch l;
+    mg_train_megatron_note(o, text, sizeof text);
+    if (text[0] && mg_comm_launch_detect(&l) == MG_OK && l.rank == 0) mg_note("%s", text);
 }
 
 int main(int argc, char **argv)
@@ -116,6 +133,7 @@ int main(int argc, char **argv)
         mg_train_opts_free(&o);
         return MG_EXIT_OK;
     }
+    note_ignored(&o);
     if (o.dry_run) return dry_run(&o);
     if (o.bf16 || o.fp16) {
         fprintf(stderr, "%s: not supported on CPU: %s\n", mg_cli_prog(),

@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt_preflight.h"
 #include "comm_launch.h"
 #include "mg/argv.h"
 #include "mg/cli.h"
 #include "options_internal.h"
+#include "options_megatron.h"
 
 enum kind { K_ON, K_OFF, K_I64, K_F64, K_INT_F64, K_STR, K_LIST, K_CHOICE };
 
@@ -167,6 +169,10 @@ static const struct flag flags[] = {
     {"--no-load-optim", K_ON, F(no_load_optim), 0, NULL, NULL},
     {"--no-load-rng", K_ON, F(no_load_rng), 0, NULL, NULL},
     {"--finetune", K_ON, F(finetune), 0, NULL, NULL},
+    {"--ckpt-step", K_I64, F(ckpt_step), 0, NULL, NULL},
+    {"--use-checkpoint-args", K_ON, F(use_checkpoint_args), 0, NULL, NULL},
+    {"--override-opt_param-scheduler", K_ON, F(override_sched), 0, NULL, NULL},
+    {"--use-checkpoint-opt_param-scheduler", K_ON, F(use_ckpt_sched), 0, NULL, NULL},
     {"--exit-signal-handler", K_ON, F(exit_signal_handler), 0, NULL, NULL},
     {"--exit-interval", K_I64, F(exit_interval), 1, NULL, NULL},
     {"--exit-duration-in-mins", K_I64, F(exit_duration_in_mins), 1, NULL, NULL},
@@ -174,6 +180,9 @@ static const struct flag flags[] = {
     {"--log-interval", K_I64, F(log_interval), 1, NULL, NULL},
     {"--log-file", K_STR, F(log_file), 0, NULL, NULL},
     {"--log-throughput", K_ON, F(log_throughput), 0, NULL, NULL},
+    {"--peak-tflops", K_F64, F(peak_tflops), 0, NULL, NULL},
+    {"--tensorboard-dir", K_STR, F(tensorboard_dir), 0, NULL, NULL},
+    {"--tensorboard-log-interval", K_I64, F(tensorboard_log_interval), 1, NULL, NULL},
     /* the tool */
     {"--dry-run", K_ON, F(dry_run), 0, NULL, NULL},
     {"--dump-samples", K_I64, F(dump_samples), 1, NULL, NULL},
@@ -214,6 +223,9 @@ static void set_defaults(mg_train_opts *o)
     o->seed = 1234;
     o->eval_iters = 100;
     o->log_interval = 100;
+    o->ckpt_step = -1;
+    o->peak_tflops = NAN; /* measured */
+    o->tensorboard_log_interval = 1;
 }
 
 static mg_status parse_f64(const struct flag *f, const char *v, double *out)
@@ -227,10 +239,7 @@ static mg_status parse_f64(const struct flag *f, const char *v, double *out)
 
 static mg_status parse_i64(const struct flag *f, const char *v, int64_t *out)
 {
-    MG_RETURN_IF(mg_parse_i64(v, f->min, INT64_MAX, out) != 0, MG_ERR_ARG,
-                 "argument %s: invalid value '%s' (expected an integer >= %lld)", f->name, v,
-                 (long long)f->min);
-    return MG_OK;
+    return mg_argv_int(f->name, v, f->min, INT64_MAX, out);
 }
 
 /* The count of list flag f's array (--data-path, --tokenizer-special-tokens). */
@@ -275,7 +284,8 @@ static mg_status set_value(mg_train_opts *o, const struct flag *f, const char *v
 /* Flags whose value is a file or path prefix, or a directory (shell completion). */
 static const char *const file_flags[] = {"--vocab-file", "--merge-file", "--tokenizer-model",
                                          "--data-path", "--log-file", NULL};
-static const char *const dir_flags[] = {"--data-cache-path", "--save", "--load", NULL};
+static const char *const dir_flags[] = {"--data-cache-path", "--save", "--load",
+                                        "--tensorboard-dir", "--wandb-save-dir", NULL};
 
 /* The scanner's table: Megatron's parser has allow_abbrev=False (exact names only). */
 static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
@@ -288,28 +298,19 @@ static void argv_table(mg_argv_flag *t, mg_argv_spec *spec)
                                                          : MG_ARGV_LIST;
         t[i] = (mg_argv_flag){flags[i].name, n};
     }
-    *spec = (mg_argv_spec){t, N_FLAGS, 0, 0, -1, file_flags, dir_flags};
+    size_t nm = mg_train_megatron_count();
+    for (size_t i = 0; i < nm; i++) t[N_FLAGS + i] = mg_train_megatron_flag(i);
+    *spec = (mg_argv_spec){t, N_FLAGS + nm, 0, 0, -1, file_flags, dir_flags};
 }
 
-/* Megatron's (argparse's) words for the scanner's errors. */
-static mg_status scan_error(const mg_argv *a, mg_argv_event ev)
-{
-    const char *name = a->id >= 0 ? flags[a->id].name : "";
-    switch (ev) {
-    case MG_ARGV_EXPLICIT:
-        return mg_error_set(MG_ERR_ARG, "argument %s: ignored explicit argument '%s'", name,
-                            a->value);
-    case MG_ARGV_MISSING:
-        return mg_error_set(MG_ERR_ARG, "argument %s: expected %s", name,
-                            flags[a->id].kind == K_LIST ? "at least one argument"
-                                                        : "one argument");
-    default: return mg_error_set(MG_ERR_ARG, "unrecognized arguments: %s", a->word);
-    }
-}
 
 /* Applies flag a->id with its values. */
 static mg_status take(mg_train_opts *o, const mg_argv *a)
 {
+    if ((size_t)a->id >= N_FLAGS) { /* options_megatron.h */
+        mg_train_megatron_take(o, (size_t)a->id - N_FLAGS, a->values, a->nvalues);
+        return MG_OK;
+    }
     const struct flag *f = &flags[a->id];
     if (f->kind == K_ON || f->kind == K_OFF) {
         *(int *)(void *)((char *)o + f->off) = f->kind == K_ON;
@@ -326,22 +327,24 @@ mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
     mg_comm_launch l; /* the world size, as Megatron's WORLD_SIZE */
     MG_FORWARD(mg_comm_launch_detect(&l));
     o->world_size = l.world_size;
-    mg_argv_flag table[N_FLAGS];
+    mg_argv_flag table[N_FLAGS + MG_TRAIN_MEGATRON_MAX];
     mg_argv_spec spec;
     argv_table(table, &spec);
     mg_argv a;
     mg_argv_init(&a, &spec, argc, argv);
     for (mg_argv_event ev; (ev = mg_argv_next(&a)) != MG_ARGV_END;)
-        MG_FORWARD(ev == MG_ARGV_FLAG ? take(o, &a) : scan_error(&a, ev));
+        MG_FORWARD(ev == MG_ARGV_FLAG ? take(o, &a) : mg_argv_error(&a, ev) /* argparse's words */);
     if (o->help || o->version || o->list_flags) return MG_OK;
     o->tok.special_tokens = o->special_tokens;
     o->tok.n_special_tokens = o->n_special_tokens;
+    MG_FORWARD(mg_train_megatron_check(o));
+    if (o->use_checkpoint_args) MG_FORWARD(mg_train_use_ckpt_args(o));
     return mg_train_validate(o);
 }
 
 void mg_train_list_flags(void)
 {
-    mg_argv_flag table[N_FLAGS];
+    mg_argv_flag table[N_FLAGS + MG_TRAIN_MEGATRON_MAX];
     mg_argv_spec spec;
     argv_table(table, &spec);
     mg_cli_list_flags(&spec);

@@ -35,6 +35,8 @@
 #include "mg/model_desc.h"
 #include "mg/tokenizer.h"
 
+#define MG_TRAIN_MAX_IGNORED 64
+
 typedef struct {
     /* model (flag list 1); model.seq_length, model.padded_vocab_size derived */
     mg_model_desc model;
@@ -79,20 +81,32 @@ typedef struct {
     int64_t save_interval, exit_interval, exit_duration_in_mins; /* 0 = not given */
     int no_load_optim, no_load_rng, finetune, exit_signal_handler;
     int ckpt_torch_dist;          /* --ckpt-format torch_dist (default torch) */
+    int64_t ckpt_step;            /* --ckpt-step N: the iteration to load; -1 the tracker's */
+    int use_checkpoint_args;      /* --use-checkpoint-args: the model from --load's args */
+    int override_sched;           /* --override-opt_param-scheduler: the flags' schedule */
+    int use_ckpt_sched;           /* --use-checkpoint-opt_param-scheduler: the checkpoint's */
     /* logging (list 6) */
     int64_t log_interval;
     const char *log_file;
     int log_throughput;
+    const char *tensorboard_dir;  /* --tensorboard-dir: TensorBoard event files */
+    int64_t tensorboard_log_interval; /* --tensorboard-log-interval (1) */
+    double peak_tflops;           /* --peak-tflops: MFU's peak per rank; NAN = measured */
     /* planning (list 7) and the tool */
     int dry_run, help, version, list_flags; /* list_flags: --list-flags */
     int64_t dump_samples;           /* --dump-samples N: print N training samples, exit */
     int openai_gelu, no_bias_gelu_fusion; /* --openai-gelu, --no-bias-gelu-fusion */
     mg_lr_sched sched;              /* derived, in samples */
     const char *pos_type_;          /* --position-embedding-type as given (internal) */
+    /* Megatron's flags without an effect here, or refused (options_megatron.h) */
+    const char *ignored_flags[MG_TRAIN_MAX_IGNORED];
+    size_t n_ignored_flags;
+    char refused_flags[1024];
 } mg_train_opts;
 
-/* Parses and validates argv (see the contract). Does not read any file: the vocabulary size
- * comes from mg_train_resolve_vocab() afterwards. */
+/* Parses and validates argv (see the contract). Reads no file except, with
+ * --use-checkpoint-args, the --load checkpoint's args (ckpt_preflight.h): the vocabulary
+ * size comes from mg_train_resolve_vocab() afterwards. */
 mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv);
 
 /* Sets model.vocab_size (from the tokenizer when --tokenizer-type is given, else

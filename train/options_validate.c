@@ -3,8 +3,10 @@
  * (options.h). Messages name the flags; MG_ERR_ARG for invalid combinations,
  * MG_ERR_UNSUPPORTED for valid Megatron settings this build does not implement. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "launch_check.h"
 #include "mg/schema.h"
 #include "options_internal.h"
 
@@ -104,6 +106,7 @@ static mg_status check_batch(mg_train_opts *o)
     int64_t mp = o->model.tp * o->model.pp;
     /* one process (no launcher) plans any layout with DP 1 (--dry-run); training refuses
      * it when the world is made (comm.h) */
+    if (o->world_size > 1) MG_FORWARD(mg_train_check_launch(o)); /* too few ranks */
     MG_RETURN_IF(o->world_size > 1 && o->world_size % mp, MG_ERR_ARG,
                  "world size (%lld) is not divisible by tensor model parallel size (%lld) "
                  "times pipeline model parallel size (%lld)", LL(o->world_size),
@@ -184,6 +187,25 @@ static void schedule_steps(mg_train_opts *o, mg_lr_sched *s)
     s->warmup_steps = frac ? o->lr_warmup_fraction * s->decay_steps : (double)o->lr_warmup_samples;
 }
 
+/* The warmup against the decay in the unit the flags gave (iterations or samples), before
+ * mg_lr_sched_check names it in samples; decay: the flag that set the decay length. */
+static mg_status check_warmup(const mg_train_opts *o, const mg_lr_sched *s, const char *decay)
+{
+    if (s->warmup_steps < s->decay_steps) return MG_OK;
+    int iters = o->train_samples == 0;
+    double unit = iters ? (double)o->global_batch_size : 1.0;
+    const char *what = iters ? "iterations" : "samples";
+    char warm[96];
+    if (o->lr_warmup_fraction >= 0)
+        snprintf(warm, sizeof warm, "--lr-warmup-fraction %g (%.17g %s)", o->lr_warmup_fraction,
+                 s->warmup_steps / unit, what);
+    else
+        snprintf(warm, sizeof warm, "%s %.17g", iters ? "--lr-warmup-iters" : "--lr-warmup-samples",
+                 s->warmup_steps / unit);
+    return mg_error_set(MG_ERR_ARG, "the warmup, %s, must be shorter than the decay, %s %.17g "
+                        "(in %s)", warm, decay, s->decay_steps / unit, what);
+}
+
 static mg_status check_schedule(mg_train_opts *o)
 {
     MG_RETURN_IF(isnan(o->lr), MG_ERR_ARG, "the following arguments are required: --lr");
@@ -199,7 +221,12 @@ static mg_status check_schedule(mg_train_opts *o)
     s->start_wd = o->start_weight_decay;
     s->end_wd = o->end_weight_decay;
     s->wd_style = o->weight_decay_incr_style;
+    const char *decay = o->train_samples ? (o->lr_decay_samples ? "--lr-decay-samples"
+                                                                : "--train-samples")
+                                         : (o->lr_decay_iters ? "--lr-decay-iters"
+                                                              : "--train-iters");
     schedule_steps(o, s);
+    MG_FORWARD(check_warmup(o, s, decay));
     return mg_lr_sched_check(s);
 }
 
@@ -228,7 +255,13 @@ static mg_status check_data_ckpt(mg_train_opts *o)
     MG_RETURN_IF(o->mock_data && !o->tok.type, MG_ERR_ARG, "--mock-data needs --tokenizer-type "
                  "(Megatron's mock documents end with the tokenizer's eod)");
     if (o->n_data_path && !o->split) o->split = "969, 30, 1"; /* Megatron's legacy default */
-    MG_RETURN_IF(o->save && !o->save_interval, MG_ERR_ARG, "--save needs --save-interval");
+    /* --save without --save-interval: at the end only (loop.c), as Megatron */
+    MG_RETURN_IF(!isnan(o->peak_tflops) && !(o->peak_tflops > 0), MG_ERR_ARG,
+                 "--peak-tflops must be > 0 (got %g)", o->peak_tflops);
+    MG_RETURN_IF(o->override_sched && o->use_ckpt_sched, MG_ERR_ARG,
+                 "--override-opt_param-scheduler and --use-checkpoint-opt_param-scheduler "
+                 "cannot be used together");
+    MG_RETURN_IF(o->ckpt_step >= 0 && !o->load, MG_ERR_ARG, "--ckpt-step needs --load");
     /* one model shard writes torch_dist for now (checkpoint.h) */
     MG_RETURN_IF(o->save && o->ckpt_torch_dist && o->model.tp * o->model.pp > 1,
                  MG_ERR_UNSUPPORTED, "not supported yet: --ckpt-format torch_dist with tensor "

@@ -2,8 +2,9 @@
  *
  * Contract (see mg/instream.h):
  *   - At open, every input is checked (a missing one is MG_ERR_NOTFOUND naming it) and
- *     directories are expanded, recursively, to their regular files sorted by name
- *     (strcmp; symbolic links to files are followed, links to directories are not).
+ *     directories are expanded, recursively, to their corpus files sorted by name
+ *     (strcmp; symbolic links to files are followed, links to directories are not); the
+ *     other files are kept in the skipped list (mg/instream.h's rule).
  *   - With libarchive each file is read through archive_read_support_filter_all() and the
  *     formats tar, zip, raw (a plain or compressed single stream) and empty: a tar/zip
  *     yields its regular members in archive order, anything else is one stream. Without
@@ -47,6 +48,8 @@
 struct mg_instream {
     char **files;           /* expanded inputs ("-" = stdin) */
     size_t nfiles, cap_files;
+    char **skipped;         /* files in directories that are not corpus files */
+    size_t nskipped, cap_skipped;
     size_t next_file;       /* index of the next input to open */
     size_t max_line;
     uint64_t total_hint;
@@ -93,20 +96,56 @@ static char *concat3(const char *a, const char *sep, const char *b)
     return d;
 }
 
+/* Appends a copy of path to the list *v of *n entries (capacity *cap). */
+static mg_status push_path(char ***v, size_t *n, size_t *cap, const char *path)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 16;
+        char **f = mg_realloc(*v, c * sizeof *f);
+        if (!f) return MG_ERR_NOMEM;
+        *v = f;
+        *cap = c;
+    }
+    (*v)[*n] = concat3(path, "", "");
+    if (!(*v)[*n]) return MG_ERR_NOMEM;
+    (*n)++;
+    return MG_OK;
+}
+
 static mg_status add_file(mg_instream *s, const char *path, uint64_t size)
 {
-    if (s->nfiles == s->cap_files) {
-        size_t cap = s->cap_files ? 2 * s->cap_files : 16;
-        char **f = mg_realloc(s->files, cap * sizeof *f);
-        if (!f) return MG_ERR_NOMEM;
-        s->files = f;
-        s->cap_files = cap;
-    }
-    s->files[s->nfiles] = concat3(path, "", "");
-    if (!s->files[s->nfiles]) return MG_ERR_NOMEM;
-    s->nfiles++;
+    MG_FORWARD(push_path(&s->files, &s->nfiles, &s->cap_files, path));
     s->total_hint += size;
     return MG_OK;
+}
+
+static int ends_with(const char *s, size_t n, const char *tail)
+{
+    size_t k = strlen(tail);
+    return n >= k && memcmp(s + n - k, tail, k) == 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* MG_INSTREAM_CORPUS_RULE: NAME.jsonl / NAME.json, each maybe compressed, or an archive. */
+static int corpus_name(const char *name)
+{
+    static const char *const packed[] = {".gz", ".bz2", ".xz", ".zst"};
+    static const char *const archives[] = {".tar", ".tgz", ".zip"};
+    size_t n = strlen(name);
+    if (name[0] == '.') return 0;
+    for (size_t i = 0; i < sizeof packed / sizeof *packed; i++)
+        if (ends_with(name, n, packed[i])) {
+            n -= strlen(packed[i]);
+            break;
+        }
+    for (size_t i = 0; i < sizeof archives / sizeof *archives; i++)
+        if (ends_with(name, n, archives[i])) return 1;
+    return ends_with(name, n, ".jsonl") || ends_with(name, n, ".json");
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b)
@@ -148,6 +187,8 @@ static mg_status add_path(mg_instream *s, const char *path, int top)
         if (!top && (lstat(path, &lst) != 0 || !S_ISDIR(lst.st_mode))) return MG_OK;
         return add_dir(s, path);
     }
+    if (!top && !corpus_name(base_name(path)))
+        return push_path(&s->skipped, &s->nskipped, &s->cap_skipped, path);
     if (S_ISREG(st.st_mode)) return add_file(s, path, (uint64_t)st.st_size);
     if (top) return add_file(s, path, 0); /* a fifo or device named explicitly */
     return MG_OK;
@@ -562,6 +603,12 @@ uint64_t mg_instream_bytes(const mg_instream *s) { return s->bytes; }
 
 uint64_t mg_instream_total_hint(const mg_instream *s) { return s->total_hint; }
 
+size_t mg_instream_skipped(const mg_instream *s, const char *const **paths)
+{
+    *paths = (const char *const *)s->skipped;
+    return s->nskipped;
+}
+
 uint64_t mg_instream_compressed_pos(const mg_instream *s)
 {
     return s->done_compressed + (s->open ? src_compressed_pos(s) : 0);
@@ -573,6 +620,8 @@ void mg_instream_free(mg_instream *s)
     close_input(s);
     for (size_t i = 0; i < s->nfiles; i++) free(s->files[i]);
     free(s->files);
+    for (size_t i = 0; i < s->nskipped; i++) free(s->skipped[i]);
+    free(s->skipped);
 #if !MG_HAVE_ARCHIVE
     free(s->rbuf);
 #endif

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/argv.h"
 #include "mg/grow.h"
 #include "mg/strbuf.h"
 
@@ -61,6 +62,21 @@ static void release_loading_memory(void)
 #endif
 }
 
+/* Megatron's --tokenizer-type choices (megatron/training/arguments.py) that are not here:
+ * "not supported yet"; any other name is an invalid choice listing Megatron's. */
+static mg_status unknown_type(const char *type)
+{
+    static const char *const megatron[] = {
+        "BertWordPieceLowerCase", "BertWordPieceCase", "GPT2BPETokenizer",
+        "SentencePieceTokenizer", "GPTSentencePieceTokenizer", "HuggingFaceTokenizer",
+        "Llama2Tokenizer", "TikTokenizer", "MultimodalTokenizer", "NullTokenizer",
+        "NullMultimodalTokenizer", "SFTTokenizer"};
+    int i;
+    MG_FORWARD(mg_argv_choice("--tokenizer-type", type, megatron,
+                              sizeof megatron / sizeof *megatron, &i));
+    return mg_error_set(MG_ERR_UNSUPPORTED, "not supported yet: --tokenizer-type %s", type);
+}
+
 mg_status mg_tokenizer_create(mg_tokenizer **out, const mg_tok_opts *o)
 {
     *out = NULL;
@@ -80,7 +96,7 @@ mg_status mg_tokenizer_create(mg_tokenizer **out, const mg_tok_opts *o)
         *out = tk;
         return MG_OK;
     }
-    return mg_error_set(MG_ERR_UNSUPPORTED, "not supported yet: --tokenizer-type %s", o->type);
+    return unknown_type(o->type);
 }
 
 void mg_tokenizer_free(mg_tokenizer *tk)

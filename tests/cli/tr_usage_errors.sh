@@ -1,5 +1,5 @@
-# mg-train usage errors (exit 2, the flag named), unsupported settings (exit 2,
-# "not supported yet": dropout, mrope), --bf16 on CPU, --mock-data without a
+# mg-train usage errors (exit 2, the flag named; the warmup in the unit given), unsupported
+# settings (exit 2, "not supported yet": dropout, mrope), --bf16 on CPU, --mock-data without a
 # tokenizer, and a run without data.
 M="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
    --max-position-embeddings 32 --micro-batch-size 2 --train-iters 10 --lr 1e-3 --vocab-size 100"
@@ -15,7 +15,8 @@ t $M --max-position-embeddings 16
 t $M --train-samples 100
 t $M --lr-warmup-fraction 0.1 --lr-warmup-iters 2
 t $M --min-lr 0.1
-t $M --save ckpt
+t $M --lr-warmup-iters 10
+t $M --lr-decay-iters 5 --lr-warmup-fraction 1.0
 t $M --mock-data --data-path corpus
 t --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 \
   --max-position-embeddings 32 --micro-batch-size 2 --train-iters 10 --lr 1e-3 --dry-run

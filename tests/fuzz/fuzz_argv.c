@@ -1,7 +1,8 @@
 /* fuzz_argv.c — libFuzzer target for the command-line scanner (mg/argv.h): the input, split
  * at NUL bytes, is argv; scanned under each dialect (abbrev, any_value), every event consumes
  * or stops, values lie inside argv (or inside the word for "=value"), counts follow nargs,
- * and the scan ends. Must not crash or trip a sanitizer. */
+ * the scan ends and each error event is worded (mg_argv_error). Must not crash or trip a
+ * sanitizer. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@ static void scan(int argc, char **argv, int abbrev, int any_value)
         if (steps > argc) abort(); /* every flag event consumes a word */
         int before = a.i;
         mg_argv_event ev = mg_argv_next(&a);
+        if (ev != MG_ARGV_FLAG && ev != MG_ARGV_END && mg_argv_error(&a, ev) != MG_ERR_ARG)
+            abort(); /* every error event has its message */
         if (ev != MG_ARGV_FLAG) return;
         if (a.i <= before || a.id < 0 || (size_t)a.id >= spec.n) abort();
         mg_argv_nargs n = flags[a.id].nargs;

@@ -100,3 +100,60 @@ MG_TEST(argv_abbreviations_and_any_value)
     MG_CHECK(t, a.id == F_INPUT && !strcmp(a.values[0], "--quiet"));
     MG_CHECK_EQ_INT(t, mg_argv_next(&a), MG_ARGV_END);
 }
+
+/* The message of event ev for words: checks the status and the text. */
+static void check_message(mg_test_ctx *t, const char **words, const char *want)
+{
+    const mg_argv_spec spec = {flags, F_N, 0, 0, F_HELP, NULL, NULL};
+    mg_argv a;
+    mg_argv_event ev = nth(&a, &spec, words, 9);
+    MG_CHECK_EQ_INT(t, mg_argv_error(&a, ev), MG_ERR_ARG);
+    MG_CHECK_EQ_STR(t, mg_last_error(), want);
+}
+
+MG_TEST(argv_messages_name_the_closest_flag)
+{
+    check_message(t, (const char *[]){"--inputs", "x", NULL},
+                  "unrecognized arguments: --inputs (did you mean --input?)");
+    check_message(t, (const char *[]){"--INSPECT", NULL},
+                  "unrecognized arguments: --INSPECT (did you mean --inspect?)");
+    check_message(t, (const char *[]){"--pat", NULL},
+                  "unrecognized arguments: --pat (did you mean --paths?)");
+    check_message(t, (const char *[]){"--zebra", NULL}, "unrecognized arguments: --zebra");
+    check_message(t, (const char *[]){"--", NULL}, "unrecognized arguments: --");
+    check_message(t, (const char *[]){"--quiet=1", NULL},
+                  "argument --quiet: ignored explicit argument '1'");
+    check_message(t, (const char *[]){"--keys", NULL},
+                  "argument --keys: expected at least one argument");
+    check_message(t, (const char *[]){"--input", NULL}, "argument --input: expected one argument");
+    check_message(t, (const char *[]){"stray", NULL}, "unrecognized arguments: stray");
+}
+
+MG_TEST(argv_choice_lists_the_valid_values)
+{
+    static const char *const names[] = {"megatron", "hf"};
+    int i = -1;
+    MG_CHECK_OK(t, mg_argv_choice("--saver", "hf", names, 2, &i));
+    MG_CHECK_EQ_INT(t, i, 1);
+    MG_CHECK_EQ_INT(t, mg_argv_choice("--saver", "HF", names, 2, &i), MG_ERR_ARG);
+    MG_CHECK_EQ_STR(t, mg_last_error(),
+                    "argument --saver: invalid choice: 'HF' (did you mean hf? choose from "
+                    "megatron, hf)");
+    MG_CHECK_EQ_INT(t, mg_argv_choice("--saver", "megatorn", names, 2, &i), MG_ERR_ARG);
+    MG_CHECK_EQ_STR(t, mg_last_error(), "argument --saver: invalid choice: 'megatorn' (did you "
+                    "mean megatron? choose from megatron, hf)");
+    MG_CHECK(t, mg_argv_closest("xyzzy", 5, names, 2) == NULL);
+}
+
+MG_TEST(argv_int_values)
+{
+    int64_t x = 0;
+    MG_CHECK_OK(t, mg_argv_int("--workers", "4", 1, INT64_MAX, &x));
+    MG_CHECK_EQ_INT(t, x, 4);
+    MG_CHECK_EQ_INT(t, mg_argv_int("--workers", "0", 1, INT64_MAX, &x), MG_ERR_ARG);
+    MG_CHECK_EQ_STR(t, mg_last_error(),
+                    "argument --workers: invalid value '0' (expected an integer >= 1)");
+    MG_CHECK_EQ_INT(t, mg_argv_int("--tp", "x", 1, 4096, &x), MG_ERR_ARG);
+    MG_CHECK_EQ_STR(t, mg_last_error(),
+                    "argument --tp: invalid value 'x' (expected an integer in [1, 4096])");
+}

@@ -212,6 +212,38 @@ MG_TEST(instream_directory_sorted_recursive)
     mg_instream_free(s);
 }
 
+/* A directory's other files (an index cache, the .bin/.idx, hidden files) are skipped and
+ * listed; the same files named as inputs are read. */
+MG_TEST(instream_directory_skips_other_files)
+{
+    const char *root = mg_test_path(t, "d");
+    mkdir(root, 0755);
+    mkdir(mg_test_path(t, "d/cache"), 0755);
+    mg_test_write_file(t, "d/a.jsonl", "a1\n", 3);
+    mg_test_write_file(t, "d/b.json.zst.txt", "x\n", 2);
+    mg_test_write_file(t, "d/.c.jsonl", "x\n", 2);
+    mg_test_write_file(t, "d/cache/x-description.txt", "{\n", 2);
+    mg_test_write_file(t, "d/p_text_document.idx", "x", 1);
+    dump d = read_one(root, 1);
+    MG_CHECK_OK(t, d.st);
+    char want[1024];
+    snprintf(want, sizeof want, "%s/a.jsonl:1:a1\n", root);
+    MG_CHECK_EQ_STR(t, d.text, want);
+    free(d.text);
+    mg_instream *s;
+    const char *const *skipped;
+    MG_CHECK_OK(t, mg_instream_open(&s, &root, 1, 0));
+    MG_CHECK_EQ_INT(t, mg_instream_skipped(s, &skipped), 4);
+    snprintf(want, sizeof want, "%s/cache/x-description.txt", root);
+    MG_CHECK_EQ_STR(t, skipped[2], want);
+    mg_instream_free(s);
+    const char *named = mg_test_path(t, "d/b.json.zst.txt");
+    d = read_one(named, 1);
+    MG_CHECK_OK(t, d.st);
+    MG_CHECK(t, d.text && strstr(d.text, ":1:x\n") != NULL);
+    free(d.text);
+}
+
 MG_TEST(instream_several_inputs_in_order)
 {
     const char *paths[] = {mg_test_write_file(t, "1", "one\n", 4),

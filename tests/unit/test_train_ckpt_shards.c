@@ -59,7 +59,7 @@ static void roundtrip(mg_test_ctx *t, const char *flags, const mg_gpt_layout *la
         mg_gpt_optim *bo = NULL;
         MG_CHECK_OK(t, mg_gpt_optim_create(&bo, back));
         mg_train_ckpt_state got;
-        MG_CHECK_OK(t, mg_train_ckpt_load_shard(dir, &sh[i], back, bo, &got));
+        MG_CHECK_OK(t, mg_train_ckpt_load_shard(dir, -1, &sh[i], back, bo, &got));
         MG_CHECK_EQ_INT(t, got.iteration, 5);
         MG_CHECK_EQ_INT(t, bo->step, 5);
         for (size_t k = 0; k < back->nt; k++) { /* the tensors (not the alignment padding) */

@@ -44,7 +44,7 @@ MG_TEST(train_log_line_and_metrics)
     fclose(mem);
     MG_CHECK(t, strstr(out, "] iteration        1/      10 | consumed samples:            4 |"));
     MG_CHECK(t, strstr(out, "elapsed time per iteration (ms): 500.0 | throughput per GPU "
-                            "(TFLOP/s/GPU): 2.0 | tokens per second: 128.0 | MFU: 50.00% |"));
+                            "(TFLOP/s/GPU): 2.00 | tokens per second: 128.0 | MFU: 50.00% |"));
     MG_CHECK(t, strstr(out, "learning rate: 2.500000E-04 | global batch size:     4 | "
                             "lm loss: 3.000000E+00 | loss scale: 1.0 | grad norm: 1.250 | "
                             "number of skipped iterations:   0 | number of nan iterations:   0 |\n"));

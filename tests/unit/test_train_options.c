@@ -123,14 +123,15 @@ MG_TEST(train_options_errors)
     expect(t, BASE "--train-samples 5", MG_ERR_ARG, "cannot be used together");
     expect(t, BASE "--lr-warmup-fraction 0.1 --lr-warmup-iters 2", MG_ERR_ARG, "only specify one");
     expect(t, BASE "--lr-warmup-samples 4", MG_ERR_ARG, "sample-based training");
-    expect(t, BASE "--lr-warmup-iters 10", MG_ERR_ARG, "shorter than the decay");
+    expect(t, BASE "--lr-warmup-iters 10", MG_ERR_ARG,
+           "the warmup, --lr-warmup-iters 10, must be shorter than the decay, --train-iters 10 "
+           "(in iterations)");
     expect(t, BASE "--min-lr 1", MG_ERR_ARG, "--min-lr (1) must be <= --lr");
     expect(t, BASE "--lr-decay-style WSD", MG_ERR_ARG, "--lr-wsd-decay-iters");
     expect(t, BASE "--start-weight-decay 0.1", MG_ERR_ARG, "--weight-decay-incr-style linear");
     expect(t, BASE "--weight-decay-incr-style cosine", MG_ERR_ARG, "--start-weight-decay and");
     expect(t, BASE "--bf16 --fp16", MG_ERR_ARG, "cannot be used together");
     expect(t, BASE "--mock-data --data-path x", MG_ERR_ARG, "a single data source");
-    expect(t, BASE "--save ck", MG_ERR_ARG, "--save needs --save-interval");
     expect(t, BASE "--tensor-model-parallel-size 3", MG_ERR_ARG, "multiples of --tensor-model");
     expect(t, BASE "--position-embedding-type none", MG_ERR_UNSUPPORTED, "not supported yet: "
            "--position-embedding-type none");
@@ -236,4 +237,22 @@ MG_TEST(train_plan_memory)
     /* stage 0: 2 layers + embedding; stage 1: 2 layers + final norm + embedding copy */
     MG_CHECK_EQ_INT(t, mg_param_count_rank(&o.model), 2 * layer + 1024 * 64 + 64);
     mg_train_opts_free(&o);
+}
+
+/* A launch with fewer ranks than TP x PP model shards names the processes it needs (here
+ * under mpirun's environment); one that TP x PP does not divide keeps Megatron's words. */
+MG_TEST(train_options_too_few_ranks)
+{
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
+    expect(t, BASE "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2", MG_ERR_ARG,
+           "--tensor-model-parallel-size 2 x --pipeline-model-parallel-size 2 needs 4 processes "
+           "(one per model shard), this launch has 2: run mpirun -np 4 mg-train");
+    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+    expect(t, BASE "--tensor-model-parallel-size 2", MG_ERR_ARG,
+           "world size (3) is not divisible by tensor model parallel size (2)");
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
 }

@@ -15,12 +15,23 @@
  *     MG_ARGV_MISSING; a word that is not a flag where a flag is expected is
  *     MG_ARGV_POSITIONAL.
  *   - Values point into argv (or, for "=value", into the word): valid as long as argv.
- *     The scanner neither prints nor exits: the tool words every error its own way.
+ *     The scanner neither prints nor exits.
+ *   - Messages, one wording for the three tools (argparse's): mg_argv_error() words a
+ *     scanner error as MG_ERR_ARG ("unrecognized arguments: --num-layer (did you mean
+ *     --num-layers?)", "argument --x: expected one argument", ...); mg_argv_choice() finds
+ *     a value among the valid ones or is MG_ERR_ARG "argument --x: invalid choice: 'v'
+ *     (did you mean w? choose from a, b, c)". The closest name: one the word is a prefix of
+ *     (the shortest), else the nearest by edit distance (ASCII case folded) within a third
+ *     of the word's length; none when nothing is that close or the word has under 4
+ *     characters.
  */
 #ifndef MG_ARGV_H
 #define MG_ARGV_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "mg/error.h"
 
 typedef enum { MG_ARGV_SWITCH, MG_ARGV_ONE, MG_ARGV_LIST, MG_ARGV_ANY } mg_argv_nargs;
 
@@ -72,5 +83,16 @@ void mg_argv_init(mg_argv *a, const mg_argv_spec *spec, int argc, char **argv);
 mg_argv_event mg_argv_next(mg_argv *a);
 /* 1 if w is a flag word (see above). */
 int mg_argv_is_flag_word(const char *w);
+
+/* The message of event ev (not MG_ARGV_FLAG or MG_ARGV_END) of a's last word: MG_ERR_ARG. */
+mg_status mg_argv_error(const mg_argv *a, mg_argv_event ev);
+/* *index = the position of v in names[0..n); else MG_ERR_ARG listing them for flag. */
+mg_status mg_argv_choice(const char *flag, const char *v, const char *const *names, size_t n,
+                         int *index);
+/* *out = v as an integer in [min, max]; else MG_ERR_ARG "argument FLAG: invalid value 'V'
+ * (expected an integer >= MIN)" (or "in [MIN, MAX]" when max < INT64_MAX). */
+mg_status mg_argv_int(const char *flag, const char *v, int64_t min, int64_t max, int64_t *out);
+/* The name among names[0..n) closest to word[0..len) (see above), or NULL. */
+const char *mg_argv_closest(const char *word, size_t len, const char *const *names, size_t n);
 
 #endif /* MG_ARGV_H */

@@ -2,7 +2,11 @@
  *
  * Contract:
  *   - An mg_instream reads a list of inputs in order. Each input is a path, a directory
- *     (its regular files, sorted by name, recursively), or "-" for stdin.
+ *     (its corpus files, sorted by name, recursively), or "-" for stdin. In a directory a
+ *     corpus file is one MG_INSTREAM_CORPUS_RULE names (not hidden, *.jsonl or *.json,
+ *     each maybe .gz/.bz2/.xz/.zst, or an archive .tar[.gz|...], .tgz, .zip); the other
+ *     files are skipped and listed by mg_instream_skipped(). A file named as an input is
+ *     read whatever its name.
  *   - Each file is opened through libarchive: plain, .gz, .bz2, .xz, .zst (detected by
  *     content, not by name); tar and zip archives (themselves possibly compressed) yield
  *     their regular members in archive order, and each member is again decompressed if it
@@ -48,6 +52,14 @@ const char *mg_instream_where(const mg_instream *s, uint64_t *line_no);
 uint64_t mg_instream_bytes(const mg_instream *s);
 uint64_t mg_instream_total_hint(const mg_instream *s);
 uint64_t mg_instream_compressed_pos(const mg_instream *s);
+
+/* The rule for directory members, for messages. */
+#define MG_INSTREAM_CORPUS_RULE \
+    "*.jsonl, *.json, either compressed (.gz, .bz2, .xz, .zst), and .tar[.gz|...]/.tgz/.zip archives"
+
+/* The files skipped in input directories (full paths, valid until mg_instream_free);
+ * returns their number. */
+size_t mg_instream_skipped(const mg_instream *s, const char *const **paths);
 
 void mg_instream_free(mg_instream *s); /* accepts NULL */
 

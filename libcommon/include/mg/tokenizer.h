@@ -14,7 +14,8 @@
  *                             it: [CLS] ... [SEP] per text, eod = [SEP]; Case adds 100
  *                             <extra_id_i>; needs utf8proc)
  *     HuggingFaceTokenizer also takes WordPiece tokenizer.json files (BERT-style).
- *     Anything else is MG_ERR_UNSUPPORTED "not supported yet: --tokenizer-type X".
+ *     Megatron's other types are MG_ERR_UNSUPPORTED "not supported yet: --tokenizer-type
+ *     X"; a name Megatron does not have is MG_ERR_ARG listing its choices (mg/argv.h).
  *   - Semantics follow Megatron's current tokenizer system (megatron/core/tokenizers,
  *     "HEAD" in these comments; docs/TOKENIZERS.md): ids == what Megatron writes into .bin.
  *   - A tokenizer is immutable and shared by threads; each thread encodes through its own
