@@ -1,9 +1,10 @@
 # mk/nccl_emu.mk — the NCCL host shim (kernels/nccl_emu/, docs/CUDA_EMU.md "NCCL on the host")
 # and the programs that run mg-train's NCCL backend (train/comm_nccl.c) on it. Included by the
 # Makefile after mk/cuda_emu.mk.
-#   make nccl-emu   builds $(BUILD)/tests/tools/comm_probe_nccl: tests/tools/comm_probe.c on
-#                   device buffers through the NCCL backend, run under mpirun by
-#                   tests/interop/test_nccl_emu.py
+#   make nccl-emu   builds $(BUILD)/tests/tools/comm_probe_nccl (tests/tools/comm_probe.c on
+#                   device buffers through the NCCL backend) and nccl_types_probe (the shim's
+#                   other types and operators), run by tests/interop/test_nccl_emu.py under
+#                   mpirun and (comm_probe_nccl) torchrun-style
 # Needs NVIDIA's headers (CUDA_INC: cuda_runtime.h, cuda_bf16.h, cublasLt.h, and nccl.h there
 # or in NCCL_EMU_INC) and MPI; no CUDA or NCCL library is linked. For the emulation build of
 # mg-train: compile train/comm_*.c with NCCL_EMU_COMM_CFLAGS and link $(NCCL_EMU_OBJS),
@@ -30,6 +31,8 @@ NCCL_EMU_COMM_SRCS := $(filter-out train/comm_plan.c,$(sort $(wildcard train/com
 NCCL_EMU_PROBE_OBJS := $(NCCL_EMU_COMM_SRCS:%.c=$(NCCL_EMU_DIR)/%.o) \
                        $(NCCL_EMU_DIR)/tests/tools/comm_probe.o
 NCCL_EMU_PROBE := $(BUILD)/tests/tools/comm_probe_nccl
+NCCL_EMU_TYPES_OBJ := $(NCCL_EMU_DIR)/tests/nccl_emu/nccl_types_probe.o
+NCCL_EMU_TYPES := $(BUILD)/tests/tools/nccl_types_probe
 
 $(NCCL_EMU_DIR)/%.o: %.cc
 	@mkdir -p $(dir $@)
@@ -49,16 +52,22 @@ $(NCCL_EMU_PROBE): $(NCCL_EMU_PROBE_OBJS) $(NCCL_EMU_OBJS) $(EMU_CORE_OBJS) $(KL
 	$(Q)$(CXX) $(CXXFLAGS_EMU) $(CFLAGS) -o $@ $(NCCL_EMU_PROBE_OBJS) $(NCCL_EMU_OBJS) \
 	  $(EMU_CORE_OBJS) $(KLIB) $(LIB) $(LDLIBS_ALL) $(NCCL_EMU_LDLIBS)
 
+$(NCCL_EMU_TYPES): $(NCCL_EMU_TYPES_OBJ) $(NCCL_EMU_OBJS) $(EMU_CORE_OBJS) $(KLIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(say) LINK $@
+	$(Q)$(CXX) $(CXXFLAGS_EMU) $(CFLAGS) -o $@ $(NCCL_EMU_TYPES_OBJ) $(NCCL_EMU_OBJS) \
+	  $(EMU_CORE_OBJS) $(KLIB) $(LIB) $(LDLIBS_ALL) $(NCCL_EMU_LDLIBS)
+
 .PHONY: nccl-emu
 ifeq ($(HAVE_NCCL_EMU),1)
-nccl-emu: $(NCCL_EMU_PROBE)
+nccl-emu: $(NCCL_EMU_PROBE) $(NCCL_EMU_TYPES)
 else
 # No stale probe may pass in place of one that cannot be built.
 nccl-emu:
-	@rm -f $(NCCL_EMU_PROBE)
+	@rm -f $(NCCL_EMU_PROBE) $(NCCL_EMU_TYPES)
 	@echo "nccl-emu: needs NVIDIA's headers with nccl.h (CUDA_INC=$(CUDA_INC), NCCL_EMU_INC=$(NCCL_EMU_INC)) and MPI (HAVE_MPI=$(HAVE_MPI)): $(NCCL_EMU_PROBE) not built"
 endif
 
 test test-interop: nccl-emu
 
--include $(NCCL_EMU_OBJS:.o=.d) $(NCCL_EMU_PROBE_OBJS:.o=.d)
+-include $(NCCL_EMU_OBJS:.o=.d) $(NCCL_EMU_PROBE_OBJS:.o=.d) $(NCCL_EMU_TYPES_OBJ:.o=.d)

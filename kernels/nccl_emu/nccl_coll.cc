@@ -1,5 +1,5 @@
-/* nccl_coll.cc — NCCL's collectives, send/recv and groups on the host, over MPI
- * (nccl_emu_internal.h).
+/* nccl_coll.cc — NCCL's collectives, send/recv and groups on the host, over the transport
+ * of nccl_net.cc (nccl_emu_internal.h).
  *
  * Contract:
  *   - The arguments are checked as NCCL checks them: a live communicator, a served type and
@@ -32,7 +32,7 @@ using namespace mgk_nccl;
 enum { TAG_COLL = 21, TAG_P2P = 22 };
 
 static int g_group_depth;
-static std::vector<MPI_Request> g_group_reqs;
+static std::vector<request> g_group_reqs;
 
 /* The common checks of every data call. */
 static ncclResult_t check_call(const char *call, ncclComm_t comm, ncclDataType_t t,
@@ -57,25 +57,6 @@ static ncclResult_t check_buf(const char *call, const char *name, const void *p,
     return ncclSuccess;
 }
 
-/* An MPI_Isend of buf, or an MPI_Irecv into it (then buf is writable memory). */
-static ncclResult_t post(const char *call, ncclComm_t c, bool send, const void *buf,
-                         size_t bytes, int peer, int tag, std::vector<MPI_Request> *reqs)
-{
-    MPI_Request q;
-    int rc = send ? MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, c->mpi, &q)
-                  : MPI_Irecv(const_cast<void *>(buf), (int)bytes, MPI_BYTE, peer, tag, c->mpi, &q);
-    if (rc != MPI_SUCCESS) return mpi_fail(rc, call);
-    reqs->push_back(q);
-    return ncclSuccess;
-}
-
-static ncclResult_t wait_all(const char *call, std::vector<MPI_Request> *reqs)
-{
-    int rc = MPI_Waitall((int)reqs->size(), reqs->data(), MPI_STATUSES_IGNORE);
-    reqs->clear();
-    return rc == MPI_SUCCESS ? ncclSuccess : mpi_fail(rc, call);
-}
-
 static size_t block_off(size_t n, int p, int b) { return (size_t)b * n / (size_t)p; }
 
 /* Phase 1: rank b receives block b (off(b), len(b) elements of `send` on every rank) and
@@ -87,20 +68,21 @@ static ncclResult_t reduce_blocks(const char *call, ncclComm_t c, const void *se
     size_t esz = type_size(t), mylen = block_off(n, p, me + 1) - block_off(n, p, me);
     c->scratch.resize((size_t)p * mylen * esz + 1);
     std::vector<const void *> src((size_t)p);
-    std::vector<MPI_Request> reqs;
+    std::vector<request> reqs;
     ncclResult_t r = ncclSuccess;
     for (int q = 0; q < p && r == ncclSuccess; q++) {
         unsigned char *slot = c->scratch.data() + (size_t)q * mylen * esz;
         src[(size_t)q] = q == me ? (const void *)((const char *)send + block_off(n, p, me) * esz)
                                  : (const void *)slot;
-        if (q != me) r = post(call, c, false, slot, mylen * esz, q, TAG_COLL, &reqs);
+        if (q != me) r = net_post(call, c, false, slot, mylen * esz, q, TAG_COLL, &reqs);
     }
     for (int q = 0; q < p && r == ncclSuccess; q++) {
         size_t o = block_off(n, p, q), len = block_off(n, p, q + 1) - o;
         if (q != me)
-            r = post(call, c, true, (const char *)send + o * esz, len * esz, q, TAG_COLL, &reqs);
+            r = net_post(call, c, true, (const char *)send + o * esz, len * esz, q, TAG_COLL,
+                         &reqs);
     }
-    ncclResult_t w = wait_all(call, &reqs);
+    ncclResult_t w = net_wait(call, &reqs);
     if (r != ncclSuccess) return r;
     if (w != ncclSuccess) return w;
     reduce(dst, src.data(), p, mylen, t, op);
@@ -111,17 +93,17 @@ static ncclResult_t reduce_blocks(const char *call, ncclComm_t c, const void *se
 static ncclResult_t gather_blocks(const char *call, ncclComm_t c, void *buf, size_t n, size_t esz)
 {
     int p = c->nranks, me = c->rank;
-    std::vector<MPI_Request> reqs;
+    std::vector<request> reqs;
     ncclResult_t r = ncclSuccess;
     size_t mo = block_off(n, p, me), mlen = block_off(n, p, me + 1) - mo;
     for (int q = 0; q < p && r == ncclSuccess; q++) {
         if (q == me) continue;
         size_t o = block_off(n, p, q), len = block_off(n, p, q + 1) - o;
-        r = post(call, c, false, (char *)buf + o * esz, len * esz, q, TAG_COLL, &reqs);
+        r = net_post(call, c, false, (char *)buf + o * esz, len * esz, q, TAG_COLL, &reqs);
         if (r == ncclSuccess)
-            r = post(call, c, true, (char *)buf + mo * esz, mlen * esz, q, TAG_COLL, &reqs);
+            r = net_post(call, c, true, (char *)buf + mo * esz, mlen * esz, q, TAG_COLL, &reqs);
     }
-    ncclResult_t w = wait_all(call, &reqs);
+    ncclResult_t w = net_wait(call, &reqs);
     return r != ncclSuccess ? r : w;
 }
 
@@ -177,15 +159,15 @@ ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, n
     if (r == ncclSuccess && comm->rank == root) r = check_buf(call, "sendbuff", sendbuff, bytes);
     if (r == ncclSuccess) r = check_buf(call, "recvbuff", recvbuff, bytes);
     if (r != ncclSuccess || count == 0) return r;
-    std::vector<MPI_Request> reqs;
+    std::vector<request> reqs;
     if (comm->rank != root) {
-        r = post(call, comm, false, recvbuff, bytes, root, TAG_COLL, &reqs);
+        r = net_post(call, comm, false, recvbuff, bytes, root, TAG_COLL, &reqs);
     } else {
         if (recvbuff != sendbuff) memmove(recvbuff, sendbuff, bytes);
         for (int q = 0; q < comm->nranks && r == ncclSuccess; q++)
-            if (q != root) r = post(call, comm, true, recvbuff, bytes, q, TAG_COLL, &reqs);
+            if (q != root) r = net_post(call, comm, true, recvbuff, bytes, q, TAG_COLL, &reqs);
     }
-    ncclResult_t w = wait_all(call, &reqs);
+    ncclResult_t w = net_wait(call, &reqs);
     return r != ncclSuccess ? r : w;
 }
 
@@ -198,10 +180,11 @@ static ncclResult_t p2p(const char *call, bool send, const void *buf, size_t cou
         r = fail(ncclInvalidArgument, call, "peer %d of %d ranks", peer, comm->nranks);
     if (r == ncclSuccess) r = check_buf(call, send ? "sendbuff" : "recvbuff", buf, bytes);
     if (r != ncclSuccess) return r;
-    if (g_group_depth > 0) return post(call, comm, send, buf, bytes, peer, TAG_P2P, &g_group_reqs);
-    std::vector<MPI_Request> reqs;
-    r = post(call, comm, send, buf, bytes, peer, TAG_P2P, &reqs);
-    ncclResult_t w = wait_all(call, &reqs);
+    if (g_group_depth > 0)
+        return net_post(call, comm, send, buf, bytes, peer, TAG_P2P, &g_group_reqs);
+    std::vector<request> reqs;
+    r = net_post(call, comm, send, buf, bytes, peer, TAG_P2P, &reqs);
+    ncclResult_t w = net_wait(call, &reqs);
     return r != ncclSuccess ? r : w;
 }
 
@@ -228,5 +211,5 @@ ncclResult_t ncclGroupEnd(void)
     if (g_group_depth == 0)
         return fail(ncclInvalidUsage, "ncclGroupEnd", "no ncclGroupStart to end");
     if (--g_group_depth > 0) return ncclSuccess;
-    return wait_all("ncclGroupEnd", &g_group_reqs);
+    return net_wait("ncclGroupEnd", &g_group_reqs);
 }

@@ -1,23 +1,26 @@
-/* nccl_comm.cc — NCCL's communicator calls on the host, over MPI (nccl_emu_internal.h), for
- * the emulation build: NVIDIA's nccl.h declares them, this file defines them.
+/* nccl_comm.cc — NCCL's communicator calls on the host (nccl_emu_internal.h), for the
+ * emulation build: NVIDIA's nccl.h declares them, this file defines them.
  *
  * Contract:
- *   - ncclGetUniqueId makes a random id (a magic, the pid, the clock, a counter). The id is
- *     data to hand to the other ranks, as with NCCL: the shim does not use it to find them,
- *     but checks at init that every rank passed the same id (else ncclInvalidArgument), so
- *     a bootstrap that fails to deliver it (comm_nccl.c over MPI or TCP) is caught.
- *   - ncclCommInitRank(Config) initialises MPI if nobody has (and finalises it when the
- *     last communicator is destroyed) and is collective over MPI_COMM_WORLD: launch one
- *     process per rank under mpirun (nranks must equal MPI's world size; NCCL ranks may be
- *     any permutation of MPI's). Ranks must be distinct and in [0, nranks).
- *   - ncclCommSplit is MPI_Comm_split of the parent (NCCL_SPLIT_NOCOLOR: no communicator);
- *     a NULL config inherits the parent's blocking mode.
+ *   - ncclGetUniqueId makes a random id (a magic, the pid, the clock, a counter) that also
+ *     names a socket this process listens on (nccl_boot.cc): hand it to the other ranks as
+ *     with NCCL (comm_nccl.c does, over MPI or TCP).
+ *   - ncclCommInitRank(Config) is collective over the ranks that pass the same id. When the
+ *     caller has initialised MPI (an mpirun launch), the communicator is MPI's: nranks must
+ *     equal MPI's world size (NCCL ranks may be any permutation of MPI's), every rank must
+ *     pass the same id (else ncclInvalidArgument, so a bootstrap that fails to deliver it is
+ *     caught) and a distinct rank in [0, nranks). Otherwise (torchrun's launch, any other)
+ *     the ranks meet at the id's socket and connect to each other (nccl_boot.cc): processes
+ *     of one host, one such world per process.
+ *   - ncclCommSplit: MPI_Comm_split of the parent, or nccl_boot.cc's split over sockets
+ *     (NCCL_SPLIT_NOCOLOR: no communicator); a NULL config inherits the parent's blocking mode.
  *   - Non-blocking communicators (config.blocking = 0): init and split return ncclInProgress
  *     and the first ncclCommGetAsyncError reports ncclInProgress once, then ncclSuccess, so a
  *     caller's polling loop runs; using the communicator before that is ncclInvalidUsage.
  *   - Every error is printed on stderr ("mgk-emu: CALL: why") and kept for ncclGetLastError.
- *   - A peer that never calls hangs the call (there are no timeouts inside MPI); mpirun ends
- *     the job when a process dies.
+ *   - A peer that never calls hangs the call (no timeouts inside the transports); a peer
+ *     that ends fails the socket transport's calls (ncclRemoteError), and mpirun ends an MPI
+ *     job when a process dies.
  */
 #include "nccl_emu/nccl_emu_internal.h"
 
@@ -30,8 +33,7 @@
 
 static const char ID_MAGIC[16] = "mgk-emu-ncclid1";
 
-static int g_live;          /* communicators not destroyed */
-static bool g_mpi_ours;     /* MPI_Init was called here */
+static int g_live_sock;     /* socket communicators not destroyed */
 static char g_last_error[512];
 
 namespace mgk_nccl {
@@ -108,22 +110,16 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
     memset(id, 0, sizeof *id);
     memcpy(id->internal, ID_MAGIC, sizeof ID_MAGIC);
     memcpy(id->internal + sizeof ID_MAGIC, parts, sizeof parts);
-    return ncclSuccess;
+    return boot_make_id(id);
 }
 
-static ncclResult_t mpi_ready(const char *call)
+/* The caller initialised MPI (and did not finalise it): the communicators are MPI's. */
+static bool mpi_launch(void)
 {
     int inited = 0, finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized) return fail(ncclInvalidUsage, call, "MPI was finalised already");
     MPI_Initialized(&inited);
-    if (inited) return ncclSuccess;
-    int provided = 0;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-        return fail(ncclSystemError, call, "MPI_Init failed (the emulated NCCL runs over MPI: "
-                    "launch the ranks under mpirun)");
-    g_mpi_ours = true;
-    return ncclSuccess;
+    MPI_Finalized(&finalized);
+    return inited && !finalized;
 }
 
 /* Every rank passed the same id and a distinct rank in [0, nranks). */
@@ -173,19 +169,40 @@ static ncclResult_t check_config(const char *call, const ncclConfig_t *cfg, bool
     return ncclSuccess;
 }
 
-static ncclResult_t made(ncclComm_t *out, MPI_Comm mpi, bool blocking)
+/* A communicator on MPI's mpi or on the socket group sock (one of them). */
+static ncclResult_t made(ncclComm_t *out, MPI_Comm mpi, sock_group *sock, bool blocking)
 {
     ncclComm *c = new ncclComm();
     c->mpi = mpi;
-    MPI_Comm_rank(mpi, &c->rank);
-    MPI_Comm_size(mpi, &c->nranks);
-    MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN);
+    c->sock = sock;
+    if (sock) {
+        c->nranks = (int)sock->world.size();
+        for (int i = 0; i < c->nranks; i++)
+            if (sock->world[(size_t)i] == sock_world_rank()) c->rank = i;
+        g_live_sock++;
+    } else {
+        MPI_Comm_rank(mpi, &c->rank);
+        MPI_Comm_size(mpi, &c->nranks);
+        MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN);
+    }
     cudaGetDevice(&c->device);
     c->blocking = blocking;
     c->state = blocking ? ncclSuccess : ncclInProgress;
-    g_live++;
     *out = c;
     return c->state;
+}
+
+static ncclResult_t init_mpi(const char *call, ncclComm_t *comm, int nranks,
+                             const ncclUniqueId *id, int rank, bool blocking)
+{
+    boot_forget_id(id);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    ncclResult_t r = check_clique(call, id, nranks, rank);
+    if (r != ncclSuccess) return r;
+    MPI_Comm mpi;
+    int rc = MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &mpi);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, call);
+    return made(comm, mpi, nullptr, blocking);
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
@@ -199,13 +216,10 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
     if (r != ncclSuccess) return r;
     if (memcmp(id.internal, ID_MAGIC, sizeof ID_MAGIC) != 0)
         return fail(ncclInvalidArgument, call, "not an id from ncclGetUniqueId");
-    if ((r = mpi_ready(call)) != ncclSuccess) return r;
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    if ((r = check_clique(call, &id, nranks, rank)) != ncclSuccess) return r;
-    MPI_Comm mpi;
-    int rc = MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &mpi);
-    if (rc != MPI_SUCCESS) return mpi_fail(rc, call);
-    return made(comm, mpi, blocking);
+    if (mpi_launch()) return init_mpi(call, comm, nranks, &id, rank, blocking);
+    sock_group *g = nullptr;
+    if ((r = boot_world(call, &id, nranks, rank, &g)) != ncclSuccess) return r;
+    return made(comm, MPI_COMM_NULL, g, blocking);
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
@@ -225,12 +239,17 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
         return fail(ncclInvalidArgument, call, "color %d (>= 0 or NCCL_SPLIT_NOCOLOR)", color);
     bool blocking = comm->blocking;
     if ((r = check_config(call, config, &blocking)) != ncclSuccess) return r;
+    if (comm->sock) {
+        sock_group *g = nullptr;
+        if ((r = boot_split(call, comm, color, key, &g)) != ncclSuccess || !g) return r;
+        return made(newcomm, MPI_COMM_NULL, g, blocking);
+    }
     MPI_Comm mpi;
     int rc = MPI_Comm_split(comm->mpi, color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : color, key,
                             &mpi);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, call);
     if (mpi == MPI_COMM_NULL) return ncclSuccess;
-    return made(newcomm, mpi, blocking);
+    return made(newcomm, mpi, nullptr, blocking);
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async)
@@ -262,19 +281,18 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
     return r;
 }
 
-/* Frees comm; MPI's communicator too (and MPI itself after the last one, if the shim
- * started it) unless the job is being aborted. */
+/* Frees comm and its MPI communicator (free_mpi, unless MPI is finalised) or socket group;
+ * the socket world's connections close with its last communicator. */
 static ncclResult_t release(ncclComm_t comm, bool free_mpi)
 {
     if (!comm) return ncclSuccess;
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (free_mpi && !finalized) MPI_Comm_free(&comm->mpi);
-    delete comm;
-    if (--g_live == 0 && g_mpi_ours && !finalized && free_mpi) {
-        MPI_Finalize();
-        g_mpi_ours = false;
+    if (comm->sock) {
+        delete comm->sock;
+        if (--g_live_sock == 0) sock_close_world();
+    } else if (free_mpi && mpi_launch()) {
+        MPI_Comm_free(&comm->mpi);
     }
+    delete comm;
     return ncclSuccess;
 }
 

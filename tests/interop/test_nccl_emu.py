@@ -5,8 +5,22 @@ docs/CUDA_EMU.md "NCCL on the host"), device buffers from the CUDA emulator.
   exactly what comm_probe (the MPI backend, host buffers) prints for the same layout: the
   groups, every operation's counters, "ops ok" on every rank (each result equals the
   rank-order sum bit for bit) and a digest of every result's bits per rank and group.
+- The shim's calls the backend does not make yet (nccl_types_probe under mpirun): bf16 and
+  fp16 sums accumulated in fp32 and rounded once (equal to the fp32 sum rounded, within half
+  an ulp plus fp32's error of the exact sum), ncclAvg, ncclMax, integer sums and products, a
+  group's receives posted before their sends, host pointers and unknown streams refused.
+- Without mpirun, torchrun's way: WORLD_SIZE processes started with RANK, LOCAL_RANK,
+  MASTER_ADDR and MASTER_PORT; rank 0 hands the NCCL unique id to the others over TCP
+  (train/comm_tcp.c) and the shim's ranks meet at the socket the id names: the same output
+  as the MPI backend under mpirun again.
 """
+import os
+import socket
+import subprocess
+
 import pytest
+
+import conftest
 
 from mpi_launch import run_mpi
 
@@ -26,3 +40,41 @@ def test_nccl_backend_equals_mpi_backend(world, tp, pp):
     digests = [l for l in nccl.stdout.splitlines() if l.startswith("digest ")]
     assert len(digests) == world * 6, nccl.stdout  # world, tensor, pipeline, data, model, embedding
     assert _lines(nccl.stdout) == _lines(mpi.stdout)
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_shim_types_and_operators(world):
+    p = run_mpi(world, "nccl_types_probe", [])
+    assert p.stdout.count("types ok") == world, p.stdout + p.stderr
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_torchrun_style(world, args):
+    """WORLD_SIZE processes of comm_probe_nccl with torchrun's variables; their joined stdout."""
+    port = _free_port()
+    procs = []
+    for r in range(world):
+        env = dict(os.environ, WORLD_SIZE=str(world), RANK=str(r), LOCAL_RANK=str(r),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+        for k in [k for k in env if k.startswith(("OMPI_", "PMI_", "SLURM_"))]:
+            del env[k]
+        procs.append(subprocess.Popen([conftest._resolve("comm_probe_nccl"), *map(str, args)],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    outs = [p.communicate() for p in procs]
+    for r, (p, (out, err)) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0, f"rank {r} exited with {p.returncode}:\n{out}\n{err}"
+    return "".join(out for out, _ in outs)
+
+
+@pytest.mark.parametrize("world,tp,pp", [(2, 1, 1), (4, 2, 2)])
+def test_torchrun_environment_launch(world, tp, pp):
+    out = _run_torchrun_style(world, [tp, pp, 60])
+    assert out.count("ops ok") == world, out
+    mpi = run_mpi(world, "comm_probe", [tp, pp, 60])
+    assert _lines(out) == _lines(mpi.stdout)
