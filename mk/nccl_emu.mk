@@ -5,10 +5,11 @@
 #                   device buffers through the NCCL backend) and nccl_types_probe (the shim's
 #                   other types and operators), run by tests/interop/test_nccl_emu.py under
 #                   mpirun and (comm_probe_nccl) torchrun-style
+#   make emu        (mk/emu.mk, EMU_TRAIN=1) the emulation build's mg-train gets the NCCL
+#                   backend on this shim: train/comm_*.c compiled with MG_HAVE_NCCL=1 and
+#                   NVIDIA's headers, the shim's objects linked (see the end of this file).
 # Needs NVIDIA's headers (CUDA_INC: cuda_runtime.h, cuda_bf16.h, cublasLt.h, and nccl.h there
-# or in NCCL_EMU_INC) and MPI; no CUDA or NCCL library is linked. For the emulation build of
-# mg-train: compile train/comm_*.c with NCCL_EMU_COMM_CFLAGS and link $(NCCL_EMU_OBJS),
-# $(EMU_CORE_OBJS) and $(NCCL_EMU_LDLIBS).
+# or in NCCL_EMU_INC) and MPI; no CUDA or NCCL library is linked.
 
 NCCL_EMU_INC ?= $(patsubst %/nccl.h,%,$(firstword $(wildcard $(CUDA_INC)/nccl.h \
                   $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h)))
@@ -69,5 +70,15 @@ nccl-emu:
 endif
 
 test test-interop: nccl-emu
+
+# The emulation build's mg-train (EMU_TRAIN=1, HAVE_NCCL=0 in its folder): the NCCL backend
+# on the shim, and --version saying so. mk/emu.mk links the emulator's cudart.
+ifeq ($(EMU_TRAIN)$(HAVE_NCCL_EMU),11)
+COMM_DEFS := $(subst -DMG_HAVE_NCCL=0,-DMG_HAVE_NCCL=1,$(COMM_DEFS))
+TRAIN_COMM_CFLAGS := $(subst -DMG_HAVE_NCCL=0,-DMG_HAVE_NCCL=1,$(TRAIN_COMM_CFLAGS)) \
+                     $(CUDA_INC_FLAGS) $(NCCL_EMU_INC_FLAGS)
+TRAIN_COMM_LDLIBS += $(NCCL_EMU_OBJS)
+$(BIN)/mg-train: $(NCCL_EMU_OBJS)
+endif
 
 -include $(NCCL_EMU_OBJS:.o=.d) $(NCCL_EMU_PROBE_OBJS:.o=.d) $(NCCL_EMU_TYPES_OBJ:.o=.d)

@@ -29,8 +29,7 @@
  *
  * Host side: the runtime calls the kernels' launchers and entry points make are limited to
  * cudaMalloc, cudaFree, cudaMemcpy(Async), cudaMemset(Async), cudaStreamCreate(WithFlags),
- * cudaStreamDestroy, cudaStreamSynchronize, cudaStreamQuery (train/comm_nccl.c polls it),
- * cudaDeviceSynchronize, cudaEvent{Create,Destroy,
+ * cudaStreamDestroy, cudaStreamSynchronize, cudaDeviceSynchronize, cudaEvent{Create,Destroy,
  * Record,Synchronize,ElapsedTime}, cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString,
  * cudaGetDevice, cudaSetDevice, cudaGetDeviceCount, cudaGetDeviceProperties,
  * cudaDeviceGetAttribute, cudaFuncSetAttribute; and of cuBLASLt: cublasLtCreate/Destroy,
