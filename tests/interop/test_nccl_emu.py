@@ -12,7 +12,8 @@ docs/CUDA_EMU.md "NCCL on the host"), device buffers from the CUDA emulator.
 - Without mpirun, torchrun's way: WORLD_SIZE processes started with RANK, LOCAL_RANK,
   MASTER_ADDR and MASTER_PORT; rank 0 hands the NCCL unique id to the others over TCP
   (train/comm_tcp.c) and the shim's ranks meet at the socket the id names: the same output
-  as the MPI backend under mpirun again.
+  as the MPI backend under mpirun again. A rank whose process ends (killed) makes the
+  others' call fail with an error naming it, and they exit non-zero instead of hanging.
 """
 import os
 import socket
@@ -54,8 +55,8 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _run_torchrun_style(world, args):
-    """WORLD_SIZE processes of comm_probe_nccl with torchrun's variables; their joined stdout."""
+def _start_torchrun_style(world, args):
+    """WORLD_SIZE processes of comm_probe_nccl with torchrun's variables (Popen objects)."""
     port = _free_port()
     procs = []
     for r in range(world):
@@ -66,6 +67,12 @@ def _run_torchrun_style(world, args):
         procs.append(subprocess.Popen([conftest._resolve("comm_probe_nccl"), *map(str, args)],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
+    return procs
+
+
+def _run_torchrun_style(world, args):
+    """The processes' joined stdout; each must exit 0."""
+    procs = _start_torchrun_style(world, args)
     outs = [p.communicate() for p in procs]
     for r, (p, (out, err)) in enumerate(zip(procs, outs)):
         assert p.returncode == 0, f"rank {r} exited with {p.returncode}:\n{out}\n{err}"
@@ -78,3 +85,16 @@ def test_torchrun_environment_launch(world, tp, pp):
     assert out.count("ops ok") == world, out
     mpi = run_mpi(world, "comm_probe", [tp, pp, 60])
     assert _lines(out) == _lines(mpi.stdout)
+
+
+def test_torchrun_environment_dead_rank_named():
+    procs = _start_torchrun_style(3, [1, 1, 60, "stall"])
+    assert procs[2].stdout.readline() == "stalling\n"  # after the communicators' setup
+    procs[2].kill()
+    procs[2].communicate()
+    for r in (0, 1):
+        out, err = procs[r].communicate()
+        assert procs[r].returncode != 0, out + err
+        assert "mgk-emu: ncclAllReduce: socket rank 2 closed its connection" in err, err
+        assert (f"comm_probe: error: all-reduce on the world group (3 ranks, NCCL) failed: "
+                f"remote process exited or there was a network error on rank {r} of 3") in err

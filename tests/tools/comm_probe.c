@@ -15,7 +15,8 @@
  * -DMG_PROBE_DEVICE=1 against the NCCL host shim (mk/nccl_emu.mk), as comm_probe_nccl: the
  * NCCL backend on device buffers (every operation's data copied to cudaMalloc blocks and
  * back), bootstrapped over MPI under mpirun or over TCP from torchrun's variables, every rank
- * on the one emulated device 0. Its stall mode hangs (the shim has no timeouts).
+ * on the one emulated device 0. Its stall mode hangs (the shim has no timeouts) until the
+ * stalled rank ends. The stalled rank prints "stalling" first.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,7 +276,11 @@ int main(int argc, char **argv)
     mg_comm *w = NULL;
     OK(NULL, mg_comm_create(&w, &cfg));
     if (strcmp(mode, "stall") == 0) {
-        if (mg_comm_rank(w) == mg_comm_size(w) - 1) sleep(3600);
+        if (mg_comm_rank(w) == mg_comm_size(w) - 1) {
+            printf("stalling\n");
+            fflush(stdout);
+            sleep(3600);
+        }
         float x = 1;
         OK(w, allreduce_f32(w, &x, 1));
         return 0;

@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""mg-train on one NVIDIA GPU in bf16 against PyTorch's transformers loop (issue 14).
+
+Models (mock data through the NullTokenizer: no files needed; bf16 mixed precision with
+fp32 master weights, AdamW, clipping at 1.0, no dropout, one micro batch per iteration):
+
+  gpt2    GPT-2 124M: 12 x 768, 12 heads, vocabulary 50257, B=16, T=1024
+  llama   Llama-style 1.2B (Llama-3.2-1B's shape): 16 x 2048, 32 heads / 8 query groups,
+          SwiGLU 8192, RMSNorm, RoPE (base 500000), tied embeddings, vocabulary 128256,
+          B=4, T=2048
+
+Printed per model and trainer:
+
+  s/iter     median iteration time, the first `--warmup` iterations left out (mg-train's
+             CUDA-event times from its --log-file; PyTorch: torch.cuda.synchronize around
+             each step)
+  tokens/s   B*T / s/iter
+  TFLOP/s    Megatron's FLOPs per iteration (mg-train --dry-run: num_floating_point_operations,
+             the same count for both trainers) / s/iter
+  MFU        TFLOP/s / the GPU's dense bf16 peak (the table below, keyed on nvidia-smi's exact
+             device name; an unknown device prints "unknown", never a guess)
+  peak MiB   the process's peak device memory as nvidia-smi sees it (sampled every 0.1 s;
+             the CUDA context included), beside --dry-run's plan for mg-train and
+             torch.cuda.max_memory_allocated for PyTorch
+
+The PyTorch side, when torch is importable and sees a GPU: transformers' GPT2LMHeadModel /
+LlamaForCausalLM (the vocabulary padded as mg-train pads it) with SDPA attention, fp32
+weights under torch.autocast(bfloat16), torch.optim.AdamW(fused=True), clip_grad_norm_, no
+torch.compile. Otherwise it prints why it did not run.
+
+Exit status: 0 after measuring; 1 when no GPU is visible (nothing is measured) or a trainer
+fails; 2 when mg-train cannot train on a GPU (no --device).
+
+    bench_gpu.py --bin BIN [--only gpt2|llama] [--iters N] [--warmup N] [--no-torch]
+    bench_gpu.py torch-loop ...   (internal: the PyTorch loop in its own process)
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+# Dense (not sparse) bf16 tensor-core peaks in TFLOP/s from NVIDIA's data sheets, keyed on
+# the name nvidia-smi prints.
+BF16_PEAK_TFLOPS = {
+    "NVIDIA H100 80GB HBM3": 989.4,     # H100 SXM5
+    "NVIDIA H100 PCIe": 756.5,
+    "NVIDIA H100 NVL": 835.5,
+    "NVIDIA H200": 989.4,               # H200 SXM
+    "NVIDIA H200 NVL": 835.5,
+    "NVIDIA GH200 480GB": 989.4,
+    "NVIDIA A100-SXM4-80GB": 312.0,
+    "NVIDIA A100-SXM4-40GB": 312.0,
+    "NVIDIA A100 80GB PCIe": 312.0,
+    "NVIDIA A100-PCIE-40GB": 312.0,
+    "NVIDIA L40S": 362.05,
+    "NVIDIA B200": 2250.0,
+}
+
+COMMON = ["--lr", "3e-4", "--min-lr", "3e-5", "--lr-decay-style", "cosine",
+          "--weight-decay", "0.1", "--clip-grad", "1.0", "--init-method-std", "0.02",
+          "--tokenizer-type", "NullTokenizer", "--mock-data", "--eval-iters", "0",
+          "--seed", "1234", "--device", "cuda", "--bf16"]
+MODELS = {
+    "gpt2": {
+        "title": "GPT-2 124M", "B": 16, "T": 1024, "vocab": 50257,
+        "args": ["--num-layers", "12", "--hidden-size", "768", "--num-attention-heads", "12",
+                 "--max-position-embeddings", "1024"],
+    },
+    "llama": {
+        "title": "Llama-style 1.2B (16 x 2048, GQA 32/8, SwiGLU 8192)", "B": 4, "T": 2048,
+        "vocab": 128256,
+        "args": ["--num-layers", "16", "--hidden-size", "2048", "--num-attention-heads", "32",
+                 "--group-query-attention", "--num-query-groups", "8",
+                 "--ffn-hidden-size", "8192", "--swiglu", "--normalization", "RMSNorm",
+                 "--position-embedding-type", "rope", "--rotary-base", "500000",
+                 "--max-position-embeddings", "2048", "--disable-bias-linear"],
+    },
+}
+
+
+def gpu_name():
+    """The first GPU's name as nvidia-smi prints it, or None when none is visible."""
+    try:
+        p = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                           capture_output=True, text=True)
+    except OSError:
+        return None
+    names = [l.strip() for l in p.stdout.splitlines() if l.strip()]
+    return names[0] if p.returncode == 0 and names else None
+
+
+class PeakMemory(threading.Thread):
+    """Samples nvidia-smi's used memory of process `pid` (MiB) until stopped."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.halt = pid, 0, threading.Event()
+
+    def run(self):
+        while not self.halt.is_set():
+            p = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                                "--format=csv,noheader,nounits"], capture_output=True, text=True)
+            for line in p.stdout.splitlines():
+                f = [x.strip() for x in line.split(",")]
+                if len(f) == 2 and f[0] == str(self.pid) and f[1].isdigit():
+                    self.peak = max(self.peak, int(f[1]))
+            self.halt.wait(0.1)
+
+    def stop(self):
+        self.halt.set()
+        self.join()
+        return self.peak
+
+
+def run_sampled(cmd, what):
+    """(stdout, stderr, peak device MiB) of cmd, which must exit 0."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    mem = PeakMemory(p.pid)
+    mem.start()
+    out, err = p.communicate()
+    peak = mem.stop()
+    if p.returncode != 0:
+        sys.exit(f"bench-gpu: {what} failed ({p.returncode}): {' '.join(cmd)}\n{err[-3000:]}")
+    return out, err, peak
+
+
+def mg_cmd(a, m, extra):
+    spec = MODELS[m]
+    return [os.path.join(a.bin, "mg-train"), *COMMON, *spec["args"],
+            "--vocab-size", str(spec["vocab"]), "--seq-length", str(spec["T"]),
+            "--micro-batch-size", str(spec["B"]), "--global-batch-size", str(spec["B"]),
+            "--train-iters", str(a.iters), *extra]
+
+
+def dry_run(a, m):
+    """(FLOPs per iteration, planned MiB per rank) from mg-train --dry-run."""
+    p = subprocess.run(mg_cmd(a, m, ["--dry-run"]), capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"bench-gpu: mg-train --dry-run failed ({p.returncode}):\n{p.stderr}")
+    flops = int(re.search(r"^FLOPs per iteration: (\d+)", p.stdout, re.M).group(1))
+    mib = float(re.search(r"^memory per rank.*total ([0-9.]+) MiB", p.stdout, re.M).group(1))
+    return flops, mib
+
+
+def run_mg(a, m):
+    """(per-iteration seconds, peak device MiB) of mg-train."""
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "log.jsonl")
+        _, _, peak = run_sampled(mg_cmd(a, m, ["--log-interval", "1", "--log-file", log]),
+                                 "mg-train")
+        rows = [json.loads(l) for l in open(log)]
+    return [r["elapsed_ms"] / 1e3 for r in rows if r["kind"] == "train"], peak
+
+
+def torch_status():
+    """None when torch is importable and sees a GPU, else why the PyTorch loop cannot run."""
+    p = subprocess.run([sys.executable, "-c", "import torch, transformers; "
+                        "print(torch.cuda.is_available())"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"torch or transformers not importable by {sys.executable}"
+    return None if p.stdout.strip() == "True" else "torch sees no GPU"
+
+
+def run_torch(a, m):
+    """(per-iteration seconds, peak device MiB, torch's max allocated MiB)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "torch-loop", "--model", m,
+           "--iters", str(a.iters)]
+    out, _, peak = run_sampled(cmd, "the PyTorch loop")
+    r = json.loads(out.strip().splitlines()[-1])
+    return r["seconds"], peak, r["max_allocated_mib"]
+
+
+def padded(vocab):
+    """The vocabulary rounded up to a multiple of 128, as mg-train pads it (TP 1)."""
+    return (vocab + 127) // 128 * 128
+
+
+def torch_model(m):
+    import transformers
+    spec = MODELS[m]
+    if m == "gpt2":
+        cfg = transformers.GPT2Config(vocab_size=padded(spec["vocab"]), n_positions=spec["T"],
+                                      n_embd=768, n_layer=12, n_head=12, resid_pdrop=0.0,
+                                      embd_pdrop=0.0, attn_pdrop=0.0, initializer_range=0.02,
+                                      attn_implementation="sdpa")
+        return transformers.GPT2LMHeadModel(cfg)
+    cfg = transformers.LlamaConfig(vocab_size=padded(spec["vocab"]), hidden_size=2048,
+                                   intermediate_size=8192, num_hidden_layers=16,
+                                   num_attention_heads=32, num_key_value_heads=8,
+                                   max_position_embeddings=spec["T"], rope_theta=500000.0,
+                                   tie_word_embeddings=True, attention_bias=False,
+                                   mlp_bias=False, rms_norm_eps=1e-5, attn_implementation="sdpa")
+    return transformers.LlamaForCausalLM(cfg)
+
+
+def torch_loop(argv):
+    """The PyTorch side: prints {"seconds": [...], "max_allocated_mib": M}."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", required=True)
+    p.add_argument("--iters", type=int, required=True)
+    a = p.parse_args(argv)
+    import torch
+    torch.manual_seed(1234)
+    spec = MODELS[a.model]
+    dev = torch.device("cuda")
+    model = torch_model(a.model).to(dev)
+    model.train()
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=3e-4, betas=(0.9, 0.999), eps=1e-8, fused=True)
+    gen = torch.Generator(device=dev).manual_seed(1234)
+    secs = []
+    for _ in range(a.iters):
+        ids = torch.randint(0, spec["vocab"], (spec["B"], spec["T"]), device=dev, generator=gen)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        torch.cuda.synchronize()
+        secs.append(time.perf_counter() - t0)
+    print(json.dumps({"seconds": secs,
+                      "max_allocated_mib": torch.cuda.max_memory_allocated() / 2**20}))
+
+
+def row(name, t, tokens, flops, peak_tflops, mib, note):
+    tflops = flops / t / 1e12
+    mfu = f"{100 * tflops / peak_tflops:6.1f}%" if peak_tflops else "unknown"
+    print(f"  {name:10} {t:8.4f} {tokens / t:10.0f} {tflops:8.1f} {mfu:>8} {mib:9.0f}  {note}")
+
+
+def bench_model(a, m, peak_tflops, why_no_torch):
+    spec = MODELS[m]
+    tokens = spec["B"] * spec["T"]
+    flops, plan = dry_run(a, m)
+    secs, mg_peak = run_mg(a, m)
+    if len(secs) <= a.warmup:
+        sys.exit(f"bench-gpu: mg-train logged {len(secs)} iterations, need more than "
+                 f"--warmup {a.warmup}")
+    mg_t = statistics.median(secs[a.warmup:])
+    print(f"\n{spec['title']}: B={spec['B']} T={spec['T']} bf16, {a.iters} iterations "
+          f"(median of the last {a.iters - a.warmup}); {flops / 1e12:.2f} TFLOP per iteration")
+    print(f"  {'':10} {'s/iter':>8} {'tokens/s':>10} {'TFLOP/s':>8} {'MFU':>8} "
+          f"{'peak MiB':>9}")
+    row("mg-train", mg_t, tokens, flops, peak_tflops, mg_peak,
+        f"--dry-run plan {plan:.0f} MiB: peak / plan {mg_peak / plan:.3f}")
+    if why_no_torch:
+        print(f"  PyTorch    not run: {why_no_torch}")
+        return
+    t_secs, t_peak, t_alloc = run_torch(a, m)
+    t_t = statistics.median(t_secs[a.warmup:])
+    row("PyTorch", t_t, tokens, flops, peak_tflops, t_peak,
+        f"torch max allocated {t_alloc:.0f} MiB")
+    print(f"  mg-train / PyTorch tokens/s: {t_t / mg_t:.2f}x")
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "torch-loop":
+        return torch_loop(sys.argv[2:])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bin", required=True)
+    p.add_argument("--only", choices=sorted(MODELS))
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--no-torch", action="store_true", help="leave out the PyTorch loop")
+    a = p.parse_args()
+    if a.iters <= a.warmup:
+        sys.exit("bench-gpu: --iters must exceed --warmup")
+    name = gpu_name()
+    if not name:
+        print("bench-gpu: no NVIDIA GPU visible (nvidia-smi lists none): nothing measured",
+              file=sys.stderr)
+        return 1
+    helptext = subprocess.run([os.path.join(a.bin, "mg-train"), "--help"],
+                              capture_output=True, text=True).stdout
+    if "--device" not in helptext:
+        print(f"bench-gpu: {a.bin}/mg-train has no --device flag: it cannot train on a GPU",
+              file=sys.stderr)
+        return 2
+    peak = BF16_PEAK_TFLOPS.get(name)
+    why_no_torch = "--no-torch" if a.no_torch else torch_status()
+    print(f"GPU: {name}; dense bf16 peak: " +
+          (f"{peak} TFLOP/s" if peak else "unknown (not in bench_gpu.py's table): MFU unknown"))
+    start = time.monotonic()
+    for m in ([a.only] if a.only else list(MODELS)):
+        bench_model(a, m, peak, why_no_torch)
+    print(f"\nbench-gpu: {time.monotonic() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
