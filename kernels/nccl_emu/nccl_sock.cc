@@ -219,18 +219,31 @@ static ncclResult_t state(const char *call, sock_op *const *ops, size_t n)
     return r;
 }
 
+/* After a failed wait: the unfinished receives are withdrawn; a link with an unfinished send
+ * is given up (its message may be half written, and its buffer is the caller's again). */
+static void withdraw(sock_op *op)
+{
+    if (!op->send) {
+        g_recvs.remove(op);
+        return;
+    }
+    peer_link *p = &g_peers[(size_t)op->peer];
+    if (!p->closed) shutdown(p->fd, SHUT_RDWR);
+    p->closed = true;
+    for (sock_op *q : p->out) { /* no longer queued: failed, freed by their own waits */
+        q->done = true;
+        if (q->err == ncclSuccess) q->err = ncclRemoteError;
+    }
+    p->out.clear();
+}
+
 ncclResult_t sock_wait(const char *call, sock_op *const *ops, size_t n)
 {
     ncclResult_t r;
     for (progress(); (r = state(call, ops, n)) == ncclInProgress; progress()) wait_io();
-    for (size_t i = 0; i < n; i++) {
-        if (ops[i]->done || ops[i]->send) continue;
-        g_recvs.remove(ops[i]); /* a failed wait's receives are no longer wanted */
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!ops[i]->done && ops[i]->send) continue; /* still queued: its link is closed */
-        delete ops[i];
-    }
+    for (size_t i = 0; i < n; i++)
+        if (!ops[i]->done) withdraw(ops[i]);
+    for (size_t i = 0; i < n; i++) delete ops[i];
     return r;
 }
 
