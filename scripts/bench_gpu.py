@@ -20,8 +20,9 @@ Printed per model and trainer:
   MFU        TFLOP/s / the GPU's dense bf16 peak (the table below, keyed on nvidia-smi's exact
              device name; an unknown device prints "unknown", never a guess)
   peak MiB   the process's peak device memory as nvidia-smi sees it (sampled every 0.1 s;
-             the CUDA context included), beside --dry-run's plan for mg-train and
-             torch.cuda.max_memory_allocated for PyTorch
+             the CUDA context included; "device-wide" where nvidia-smi cannot see the
+             process, as in a container: the GPU's used memory above the start), beside
+             --dry-run's plan for mg-train and torch.cuda.max_memory_allocated for PyTorch
 
 The PyTorch side, when torch is importable and sees a GPU: transformers' GPT2LMHeadModel /
 LlamaForCausalLM (the vocabulary padded as mg-train pads it) with SDPA attention, fp32
@@ -84,44 +85,60 @@ MODELS = {
 }
 
 
+def smi(query, kind):
+    """nvidia-smi's CSV rows (lists of fields) for --query-KIND=QUERY."""
+    p = subprocess.run(["nvidia-smi", f"--query-{kind}={query}", "--format=csv,noheader,nounits"],
+                       capture_output=True, text=True)
+    return [[x.strip() for x in l.split(",")] for l in p.stdout.splitlines() if l.strip()]
+
+
 def gpu_name():
     """The first GPU's name as nvidia-smi prints it, or None when none is visible."""
     try:
-        p = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                           capture_output=True, text=True)
+        rows = smi("name", "gpu")
     except OSError:
         return None
-    names = [l.strip() for l in p.stdout.splitlines() if l.strip()]
-    return names[0] if p.returncode == 0 and names else None
+    return rows[0][0] if rows else None
+
+
+def device_used():
+    """MiB in use on the first GPU."""
+    rows = smi("memory.used", "gpu")
+    return int(rows[0][0]) if rows and rows[0][0].isdigit() else 0
 
 
 class PeakMemory(threading.Thread):
-    """Samples nvidia-smi's used memory of process `pid` (MiB) until stopped."""
+    """Samples the device memory of process `pid` (MiB) every 0.1 s until stopped: its own
+    line in nvidia-smi's process list, or (inside a container, where nvidia-smi shows other
+    process ids) the first GPU's used memory above what was used before the start."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, baseline):
         super().__init__(daemon=True)
-        self.pid, self.peak, self.halt = pid, 0, threading.Event()
+        self.pid, self.baseline, self.halt = str(pid), baseline, threading.Event()
+        self.own = self.device = 0
 
     def run(self):
         while not self.halt.is_set():
-            p = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
-                                "--format=csv,noheader,nounits"], capture_output=True, text=True)
-            for line in p.stdout.splitlines():
-                f = [x.strip() for x in line.split(",")]
-                if len(f) == 2 and f[0] == str(self.pid) and f[1].isdigit():
-                    self.peak = max(self.peak, int(f[1]))
+            for f in smi("pid,used_memory", "compute-apps"):
+                if len(f) == 2 and f[0] == self.pid and f[1].isdigit():
+                    self.own = max(self.own, int(f[1]))
+            self.device = max(self.device, device_used() - self.baseline)
             self.halt.wait(0.1)
 
     def stop(self):
+        """(peak MiB, how it was measured)."""
         self.halt.set()
         self.join()
-        return self.peak
+        if self.own:
+            return self.own, "process"
+        return self.device, "device-wide"
 
 
 def run_sampled(cmd, what):
-    """(stdout, stderr, peak device MiB) of cmd, which must exit 0."""
+    """(stdout, stderr, (peak device MiB, how)) of cmd, which must exit 0."""
+    baseline = device_used()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    mem = PeakMemory(p.pid)
+    mem = PeakMemory(p.pid, baseline)
     mem.start()
     out, err = p.communicate()
     peak = mem.stop()
@@ -234,10 +251,11 @@ def torch_loop(argv):
                       "max_allocated_mib": torch.cuda.max_memory_allocated() / 2**20}))
 
 
-def row(name, t, tokens, flops, peak_tflops, mib, note):
+def row(name, t, tokens, flops, peak_tflops, mem, note):
     tflops = flops / t / 1e12
     mfu = f"{100 * tflops / peak_tflops:6.1f}%" if peak_tflops else "unknown"
-    print(f"  {name:10} {t:8.4f} {tokens / t:10.0f} {tflops:8.1f} {mfu:>8} {mib:9.0f}  {note}")
+    print(f"  {name:10} {t:8.4f} {tokens / t:10.0f} {tflops:8.1f} {mfu:>8} {mem[0]:9.0f}  "
+          f"({mem[1]}) {note}")
 
 
 def bench_model(a, m, peak_tflops, why_no_torch):
@@ -254,7 +272,7 @@ def bench_model(a, m, peak_tflops, why_no_torch):
     print(f"  {'':10} {'s/iter':>8} {'tokens/s':>10} {'TFLOP/s':>8} {'MFU':>8} "
           f"{'peak MiB':>9}")
     row("mg-train", mg_t, tokens, flops, peak_tflops, mg_peak,
-        f"--dry-run plan {plan:.0f} MiB: peak / plan {mg_peak / plan:.3f}")
+        f"--dry-run plan {plan:.0f} MiB: peak / plan {mg_peak[0] / plan:.3f}")
     if why_no_torch:
         print(f"  PyTorch    not run: {why_no_torch}")
         return
