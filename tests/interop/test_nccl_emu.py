@@ -89,12 +89,19 @@ def test_torchrun_environment_launch(world, tp, pp):
 
 def test_torchrun_environment_dead_rank_named():
     procs = _start_torchrun_style(3, [1, 1, 60, "stall"])
-    assert procs[2].stdout.readline() == "stalling\n"  # after the communicators' setup
-    procs[2].kill()
-    procs[2].communicate()
-    for r in (0, 1):
-        out, err = procs[r].communicate()
-        assert procs[r].returncode != 0, out + err
-        assert "mgk-emu: ncclAllReduce: socket rank 2 closed its connection" in err, err
-        assert (f"comm_probe: error: all-reduce on the world group (3 ranks, NCCL) failed: "
-                f"remote process exited or there was a network error on rank {r} of 3") in err
+    try:
+        assert procs[2].stdout.readline() == "stalling\n"  # after the communicators' setup
+        procs[2].kill()
+        procs[2].communicate()
+        for r in (0, 1):
+            out, err = procs[r].communicate()
+            assert procs[r].returncode != 0, out + err
+            assert "mgk-emu: ncclAllReduce: socket rank 2 closed its connection" in err, err
+            assert (f"comm_probe: error: all-reduce on the world group (3 ranks, NCCL) failed: "
+                    f"remote process exited or there was a network error on rank {r} of 3"
+                    ) in err
+    finally:  # a failed assertion leaves no rank waiting for the others
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
