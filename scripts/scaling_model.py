@@ -134,8 +134,10 @@ def compute_parts(model, p, world, attn_rates):
     attn = 6 * p["q"] * p["s"] * p["L"] * p["tokens"]
     gemm = p["flops"] - attn
     t_gemm = gemm / world / (MODELS[model]["gemm_eff"] * c["peak_bf16"])
-    fwd, bwd = attn_rates  # the forward is a third of the attention FLOPs
-    t_attn = attn / world * (1 / 3 / fwd + 2 / 3 / bwd)
+    # Megatron counts the backward as two forwards; the backward rate was measured on 2.5
+    # forwards' FLOPs (docs/BENCHMARKS.md), so its time is 2.5 forwards at that rate
+    fwd, bwd = attn_rates
+    t_attn = attn / 3 / world * (1 / fwd + 2.5 / bwd)
     tokens_rank = p["tokens"] / (world / tp)
     elem = MODELS[model]["elementwise_h"] * p["h"] / tp * p["L"] * tokens_rank
     xent = 6 * p["vocab"] / tp * tokens_rank  # bf16 logits read, gradient written and read
