@@ -17,8 +17,9 @@ Printed per model and trainer:
   tokens/s   B*T / s/iter
   TFLOP/s    Megatron's FLOPs per iteration (mg-train --dry-run: num_floating_point_operations,
              the same count for both trainers) / s/iter
-  MFU        TFLOP/s / the GPU's dense bf16 peak (the table below, keyed on nvidia-smi's exact
-             device name; an unknown device prints "unknown", never a guess)
+  MFU        TFLOP/s / the GPU's dense bf16 peak: mg-train's own (its log's tflops / mfu,
+             from its table keyed on the exact device name), the same for both trainers; a
+             device mg-train does not know prints "unknown", never a guess
   peak MiB   the process's peak device memory as nvidia-smi sees it (sampled every 0.1 s;
              the CUDA context included; "device-wide" where nvidia-smi cannot see the
              process, as in a container: the GPU's used memory above the start), beside
@@ -45,23 +46,6 @@ import sys
 import tempfile
 import threading
 import time
-
-# Dense (not sparse) bf16 tensor-core peaks in TFLOP/s from NVIDIA's data sheets, keyed on
-# the name nvidia-smi prints.
-BF16_PEAK_TFLOPS = {
-    "NVIDIA H100 80GB HBM3": 989.4,     # H100 SXM5
-    "NVIDIA H100 PCIe": 756.5,
-    "NVIDIA H100 NVL": 835.5,
-    "NVIDIA H200": 989.4,               # H200 SXM
-    "NVIDIA H200 NVL": 835.5,
-    "NVIDIA GH200 480GB": 989.4,
-    "NVIDIA A100-SXM4-80GB": 312.0,
-    "NVIDIA A100-SXM4-40GB": 312.0,
-    "NVIDIA A100 80GB PCIe": 312.0,
-    "NVIDIA A100-PCIE-40GB": 312.0,
-    "NVIDIA L40S": 362.05,
-    "NVIDIA B200": 2250.0,
-}
 
 COMMON = ["--lr", "3e-4", "--min-lr", "3e-5", "--lr-decay-style", "cosine",
           "--weight-decay", "0.1", "--clip-grad", "1.0", "--init-method-std", "0.02",
@@ -166,13 +150,16 @@ def dry_run(a, m):
 
 
 def run_mg(a, m):
-    """(per-iteration seconds, peak device MiB) of mg-train."""
+    """(per-iteration seconds, peak device memory, the dense peak FLOP/s mg-train's MFU is
+    relative to or None when it prints "unknown") of mg-train."""
     with tempfile.TemporaryDirectory() as d:
         log = os.path.join(d, "log.jsonl")
         _, _, peak = run_sampled(mg_cmd(a, m, ["--log-interval", "1", "--log-file", log]),
                                  "mg-train")
-        rows = [json.loads(l) for l in open(log)]
-    return [r["elapsed_ms"] / 1e3 for r in rows if r["kind"] == "train"], peak
+        rows = [r for r in map(json.loads, open(log)) if r["kind"] == "train"]
+    known = [r for r in rows if r.get("mfu") and r.get("tflops")]
+    device_peak = known[-1]["tflops"] * 1e12 / known[-1]["mfu"] if known else None
+    return [r["elapsed_ms"] / 1e3 for r in rows], peak, device_peak
 
 
 def torch_status():
@@ -251,34 +238,36 @@ def torch_loop(argv):
                       "max_allocated_mib": torch.cuda.max_memory_allocated() / 2**20}))
 
 
-def row(name, t, tokens, flops, peak_tflops, mem, note):
+def row(name, t, tokens, flops, device_peak, mem, note):
     tflops = flops / t / 1e12
-    mfu = f"{100 * tflops / peak_tflops:6.1f}%" if peak_tflops else "unknown"
+    mfu = f"{100 * tflops * 1e12 / device_peak:6.1f}%" if device_peak else "unknown"
     print(f"  {name:10} {t:8.4f} {tokens / t:10.0f} {tflops:8.1f} {mfu:>8} {mem[0]:9.0f}  "
           f"({mem[1]}) {note}")
 
 
-def bench_model(a, m, peak_tflops, why_no_torch):
+def bench_model(a, m, why_no_torch):
     spec = MODELS[m]
     tokens = spec["B"] * spec["T"]
     flops, plan = dry_run(a, m)
-    secs, mg_peak = run_mg(a, m)
+    secs, mg_peak, device_peak = run_mg(a, m)
     if len(secs) <= a.warmup:
         sys.exit(f"bench-gpu: mg-train logged {len(secs)} iterations, need more than "
                  f"--warmup {a.warmup}")
     mg_t = statistics.median(secs[a.warmup:])
     print(f"\n{spec['title']}: B={spec['B']} T={spec['T']} bf16, {a.iters} iterations "
-          f"(median of the last {a.iters - a.warmup}); {flops / 1e12:.2f} TFLOP per iteration")
+          f"(median of the last {a.iters - a.warmup}); {flops / 1e12:.2f} TFLOP per iteration; "
+          "dense bf16 peak (mg-train's table): " +
+          (f"{device_peak / 1e12:.1f} TFLOP/s" if device_peak else "unknown"))
     print(f"  {'':10} {'s/iter':>8} {'tokens/s':>10} {'TFLOP/s':>8} {'MFU':>8} "
           f"{'peak MiB':>9}")
-    row("mg-train", mg_t, tokens, flops, peak_tflops, mg_peak,
+    row("mg-train", mg_t, tokens, flops, device_peak, mg_peak,
         f"--dry-run plan {plan:.0f} MiB: peak / plan {mg_peak[0] / plan:.3f}")
     if why_no_torch:
         print(f"  PyTorch    not run: {why_no_torch}")
         return
     t_secs, t_peak, t_alloc = run_torch(a, m)
     t_t = statistics.median(t_secs[a.warmup:])
-    row("PyTorch", t_t, tokens, flops, peak_tflops, t_peak,
+    row("PyTorch", t_t, tokens, flops, device_peak, t_peak,
         f"torch max allocated {t_alloc:.0f} MiB")
     print(f"  mg-train / PyTorch tokens/s: {t_t / mg_t:.2f}x")
 
@@ -306,13 +295,11 @@ def main():
         print(f"bench-gpu: {a.bin}/mg-train has no --device flag: it cannot train on a GPU",
               file=sys.stderr)
         return 2
-    peak = BF16_PEAK_TFLOPS.get(name)
     why_no_torch = "--no-torch" if a.no_torch else torch_status()
-    print(f"GPU: {name}; dense bf16 peak: " +
-          (f"{peak} TFLOP/s" if peak else "unknown (not in bench_gpu.py's table): MFU unknown"))
+    print(f"GPU: {name}")
     start = time.monotonic()
     for m in ([a.only] if a.only else list(MODELS)):
-        bench_model(a, m, peak, why_no_torch)
+        bench_model(a, m, why_no_torch)
     print(f"\nbench-gpu: {time.monotonic() - start:.0f} s")
     return 0
 
