@@ -70,6 +70,8 @@ UNIT_BIN  := $(BUILD)/test-unit
 TEST_TOOLS := $(TOOL_SRCS:%.c=$(BUILD)/%)
 # The CUDA emulator and build/test-cuda-emu (make test-cuda-emu).
 include mk/cuda_emu.mk
+# The NCCL host shim and build/tests/tools/comm_probe_nccl (make nccl-emu).
+include mk/nccl_emu.mk
 # --version's revision, man pages, bash completion, install/uninstall, dist/distcheck.
 include mk/install.mk
 

@@ -11,6 +11,12 @@
  *   stall  the last world rank sleeps (a stuck rank) while the others all-reduce on the
  *          world: their error (rank, group, operation, the peer) is printed and the job
  *          ends through mg_comm_abort.
+ * Built twice: as comm_probe (the launch's backend: MPI under mpirun, host buffers) and, with
+ * -DMG_PROBE_DEVICE=1 against the NCCL host shim (mk/nccl_emu.mk), as comm_probe_nccl: the
+ * NCCL backend on device buffers (every operation's data copied to cudaMalloc blocks and
+ * back), bootstrapped over MPI under mpirun or over TCP from torchrun's variables, every rank
+ * on the one emulated device 0. Its stall mode hangs (the shim has no timeouts) until the
+ * stalled rank ends. The stalled rank prints "stalling" first.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +25,46 @@
 
 #include "mg/cli.h"
 #include "train/comm.h"
+
+#ifdef MG_PROBE_DEVICE
+#include <cuda_runtime.h>
+#define PROBE_BACKEND MG_COMM_BACKEND_NCCL
+#define PROBE_DEVICE 0
+#else
+#define PROBE_BACKEND MG_COMM_BACKEND_AUTO
+#define PROBE_DEVICE (-1)
+#endif
+
+/* The buffer to hand to the communicator for host memory h of `bytes` bytes: h itself, or
+ * (MG_PROBE_DEVICE) a device copy; dev_out copies it back into h (if back) and frees it. */
+static void *dev_in(void *h, size_t bytes)
+{
+#ifdef MG_PROBE_DEVICE
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess ||
+        cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        fprintf(stderr, "comm_probe: error: cudaMalloc/cudaMemcpy of %zu bytes failed\n", bytes);
+        exit(1);
+    }
+    return d;
+#else
+    (void)bytes;
+    return h;
+#endif
+}
+
+static void dev_out(void *h, void *d, size_t bytes, int back)
+{
+#ifdef MG_PROBE_DEVICE
+    if (back && cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        fprintf(stderr, "comm_probe: error: cudaMemcpy of %zu bytes failed\n", bytes);
+        exit(1);
+    }
+    cudaFree(d);
+#else
+    (void)h, (void)d, (void)bytes, (void)back;
+#endif
+}
 
 static uint32_t mix(uint64_t x)
 {
@@ -37,6 +83,16 @@ static float val(int64_t r, int64_t i)
 }
 
 static int fails;
+
+/* FNV-1a over every result of a group's operations on this rank, printed as "digest WORLD-RANK
+ * GROUP HEX": the two builds' digests must be equal (the same bits from both backends). */
+static uint64_t digest;
+
+static void absorb(const void *p, size_t bytes)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < bytes; i++) digest = (digest ^ b[i]) * 0x100000001b3ULL;
+}
 
 static void expect(int ok, const char *group, const char *what, int64_t i)
 {
@@ -58,6 +114,60 @@ static void die(mg_comm *w)
         if (st_ != MG_OK) die((w));                                                  \
     } while (0)
 
+/* comm.h's operations on host arrays, through dev_in / dev_out. */
+static mg_status allreduce_f32(mg_comm *g, float *buf, int64_t n)
+{
+    float *d = dev_in(buf, (size_t)n * sizeof *buf);
+    mg_status st = mg_comm_allreduce_sum_f32(g, d, n);
+    dev_out(buf, d, (size_t)n * sizeof *buf, 1);
+    return st;
+}
+
+static mg_status allreduce_f64(mg_comm *g, double *buf, int64_t n)
+{
+    double *d = dev_in(buf, (size_t)n * sizeof *buf);
+    mg_status st = mg_comm_allreduce_sum_f64(g, d, n);
+    dev_out(buf, d, (size_t)n * sizeof *buf, 1);
+    return st;
+}
+
+/* In place: rank me's block of the p x m floats of buf receives the sum. */
+static mg_status reduce_scatter_in_place(mg_comm *g, float *buf, int64_t m)
+{
+    int64_t p = mg_comm_size(g), me = mg_comm_rank(g);
+    float *d = dev_in(buf, (size_t)(p * m) * sizeof *buf);
+    mg_status st = mg_comm_reduce_scatter_sum_f32(g, d + me * m, d, m);
+    dev_out(buf, d, (size_t)(p * m) * sizeof *buf, 1);
+    return st;
+}
+
+static mg_status allgather(mg_comm *g, float *recv, float *send, int64_t m)
+{
+    size_t bytes = (size_t)m * sizeof *send;
+    float *dr = dev_in(recv, bytes * (size_t)mg_comm_size(g)), *ds = dev_in(send, bytes);
+    mg_status st = mg_comm_allgather_f32(g, dr, ds, m);
+    dev_out(send, ds, bytes, 0);
+    dev_out(recv, dr, bytes * (size_t)mg_comm_size(g), 1);
+    return st;
+}
+
+static mg_status broadcast(mg_comm *g, void *buf, int64_t bytes, int64_t root)
+{
+    void *d = dev_in(buf, (size_t)bytes);
+    mg_status st = mg_comm_broadcast(g, d, bytes, root);
+    dev_out(buf, d, (size_t)bytes, 1);
+    return st;
+}
+
+/* A send (send != 0) or a receive of bytes of buf with peer. */
+static mg_status p2p(mg_comm *g, void *buf, int64_t bytes, int64_t peer, int send)
+{
+    void *d = dev_in(buf, (size_t)bytes);
+    mg_status st = send ? mg_comm_send(g, d, bytes, peer) : mg_comm_recv(g, d, bytes, peer);
+    dev_out(buf, d, (size_t)bytes, !send);
+    return st;
+}
+
 static void ops(mg_comm *w, mg_comm *g)
 {
     const char *name = mg_comm_name(g);
@@ -65,16 +175,19 @@ static void ops(mg_comm *w, mg_comm *g)
     float *buf = malloc((size_t)(n * p) * sizeof(float));
     float *want = malloc((size_t)(n * p) * sizeof(float));
     double d[3];
+    digest = 0xcbf29ce484222325ULL;
     /* all-reduce: ((x0 + x1) + x2) ... with x_r the values of group rank r's world rank */
     for (int64_t i = 0; i < n; i++) {
         buf[i] = val(mg_comm_world_rank(g, me), i);
         want[i] = val(mg_comm_world_rank(g, 0), i);
         for (int64_t r = 1; r < p; r++) want[i] += val(mg_comm_world_rank(g, r), i);
     }
-    OK(w, mg_comm_allreduce_sum_f32(g, buf, n));
+    OK(w, allreduce_f32(g, buf, n));
     for (int64_t i = 0; i < n; i++) expect(buf[i] == want[i], name, "all-reduce f32", i);
+    absorb(buf, (size_t)n * sizeof *buf);
     for (int i = 0; i < 3; i++) d[i] = 0.1 * (double)(mg_comm_world_rank(g, me) + 1) + i;
-    OK(w, mg_comm_allreduce_sum_f64(g, d, 3));
+    OK(w, allreduce_f64(g, d, 3));
+    absorb(d, sizeof d);
     for (int i = 0; i < 3; i++) {
         double s = 0.1 * (double)(mg_comm_world_rank(g, 0) + 1) + i;
         for (int64_t r = 1; r < p; r++) s += 0.1 * (double)(mg_comm_world_rank(g, r) + 1) + i;
@@ -83,7 +196,8 @@ static void ops(mg_comm *w, mg_comm *g)
     /* reduce-scatter of p blocks of m, in place on this rank's block */
     int64_t m = n / p;
     for (int64_t i = 0; i < m * p; i++) buf[i] = val(mg_comm_world_rank(g, me), i);
-    OK(w, mg_comm_reduce_scatter_sum_f32(g, buf + me * m, buf, m));
+    OK(w, reduce_scatter_in_place(g, buf, m));
+    absorb(buf + me * m, (size_t)m * sizeof *buf);
     for (int64_t i = 0; i < m; i++) {
         float s = val(mg_comm_world_rank(g, 0), me * m + i);
         for (int64_t r = 1; r < p; r++) s += val(mg_comm_world_rank(g, r), me * m + i);
@@ -92,7 +206,8 @@ static void ops(mg_comm *w, mg_comm *g)
     /* all-gather of m floats per rank */
     float *mine = malloc((size_t)m * sizeof(float));
     for (int64_t i = 0; i < m; i++) mine[i] = val(mg_comm_world_rank(g, me), i);
-    OK(w, mg_comm_allgather_f32(g, buf, mine, m));
+    OK(w, allgather(g, buf, mine, m));
+    absorb(buf, (size_t)(m * p) * sizeof *buf);
     for (int64_t i = 0; i < m * p; i++)
         expect(buf[i] == val(mg_comm_world_rank(g, i / m), i % m), name, "all-gather", i);
     /* broadcast from the last rank; a ring of messages: send to the next, recv from the
@@ -100,18 +215,22 @@ static void ops(mg_comm *w, mg_comm *g)
     char text[32], got[32];
     snprintf(text, sizeof text, "from world rank %lld", (long long)mg_comm_world_rank(g, me));
     memcpy(got, text, sizeof got);
-    OK(w, mg_comm_broadcast(g, got, sizeof got, p - 1));
+    OK(w, broadcast(g, got, sizeof got, p - 1));
+    absorb(got, sizeof got);
     snprintf(text, sizeof text, "from world rank %lld", (long long)mg_comm_world_rank(g, p - 1));
     expect(strcmp(got, text) == 0, name, "broadcast", 0);
     int64_t next = (me + 1) % p, prev = (me + p - 1) % p, out = mg_comm_world_rank(g, me), in = -1;
     if (me % 2 == 0) {
-        OK(w, mg_comm_send(g, &out, sizeof out, next));
-        OK(w, mg_comm_recv(g, &in, sizeof in, prev));
+        OK(w, p2p(g, &out, sizeof out, next, 1));
+        OK(w, p2p(g, &in, sizeof in, prev, 0));
     } else {
-        OK(w, mg_comm_recv(g, &in, sizeof in, prev));
-        OK(w, mg_comm_send(g, &out, sizeof out, next));
+        OK(w, p2p(g, &in, sizeof in, prev, 0));
+        OK(w, p2p(g, &out, sizeof out, next, 1));
     }
     expect(in == mg_comm_world_rank(g, prev), name, "send/recv", 0);
+    absorb(&in, sizeof in);
+    printf("digest %lld %s %016llx\n", (long long)mg_comm_rank(w), name,
+           (unsigned long long)digest);
     OK(w, mg_comm_barrier(g));
     free(mine);
     free(buf);
@@ -151,15 +270,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: comm_probe TP PP TIMEOUT_S [ops|stall]\n");
         return 2;
     }
-    mg_comm_config cfg = {atoll(argv[1]), atoll(argv[2]), atof(argv[3]), MG_COMM_BACKEND_AUTO,
-                          -1};
+    mg_comm_config cfg = {atoll(argv[1]), atoll(argv[2]), atof(argv[3]), PROBE_BACKEND,
+                          PROBE_DEVICE};
     const char *mode = argc > 4 ? argv[4] : "ops";
     mg_comm *w = NULL;
     OK(NULL, mg_comm_create(&w, &cfg));
     if (strcmp(mode, "stall") == 0) {
-        if (mg_comm_rank(w) == mg_comm_size(w) - 1) sleep(3600);
+        if (mg_comm_rank(w) == mg_comm_size(w) - 1) {
+            printf("stalling\n");
+            fflush(stdout);
+            sleep(3600);
+        }
         float x = 1;
-        OK(w, mg_comm_allreduce_sum_f32(w, &x, 1));
+        OK(w, allreduce_f32(w, &x, 1));
         return 0;
     }
     print_groups(w);
