@@ -52,6 +52,7 @@ static void print_memory(FILE *f, const mg_train_opts *o)
     mg_mem_setup s = {0};
     s.micro_batch_size = o->micro_batch_size;
     s.data_parallel_size = o->data_parallel_size;
+    s.distributed_optimizer = o->use_distributed_optimizer;
     s.num_microbatches = o->global_batch_size / (o->micro_batch_size * o->data_parallel_size);
     int mixed = o->bf16 || o->fp16;
     mg_mem_plan p;

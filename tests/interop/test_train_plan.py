@@ -38,8 +38,8 @@ def padded(v, div, tp):
     return -(-v // mult) * mult
 
 
-def dry_run(run_mg, flags):
-    p = run_mg(["mg-train", "--dry-run"] + flags.split())
+def dry_run(run_mg, flags, env=None):
+    p = run_mg(["mg-train", "--dry-run"] + flags.split(), env=env)
     out = p.stdout
     get = lambda pat: re.search(pat, out, re.M)
     return types.SimpleNamespace(
@@ -98,7 +98,7 @@ def megatron_flops(a, batch_size):
             * a.padded_vocab_size * (mtp_num_layers + 1)))
 
 
-def megatron_memory(a, num_microbatches):
+def megatron_memory(a, num_microbatches, dp=1, distributed_optimizer=False):
     """theoretical_memory_usage.py: (weight+optimizer bytes, activation bytes without SP)."""
     query_projection_size = a.kv_channels * a.num_attention_heads
     ratio = query_projection_size / a.hidden_size
@@ -117,7 +117,7 @@ def megatron_memory(a, num_microbatches):
     shard = ((block / a.pp) + mtp_block + embedding_size) / a.tp
     if a.untie and a.pp == 1:
         shard += embedding_size / a.tp
-    weight_and_optimizer = shard * 18
+    weight_and_optimizer = shard * (6 + 12 / dp if distributed_optimizer else 18)
     act = a.seq_length * a.micro_batch_size * a.hidden_size * (10 + (24 / a.tp))
     act = act * a.num_layers
     act += 8 * a.seq_length * a.micro_batch_size * a.pp
@@ -237,3 +237,21 @@ def test_parallel_layout_megatron_memory(run_mg):
     h, f, q = 128, 512, 128
     layer = 2 * 2 * h + (h * 3 * q + 3 * q) // 2 + q * h // 2 + h + (h * f + f) // 2 + f * h // 2 + h
     assert plan.rank_params == 2 * layer + 1024 * h // 2 + 64 * h
+
+
+def test_distributed_optimizer_memory(run_mg):
+    """--use-distributed-optimizer at DP 2 (torchrun's WORLD_SIZE): Megatron's 6 + 12 / DP
+    bytes per parameter, and the fp32 Adam moments split over the data-parallel ranks."""
+    env = {"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0"}
+    flags = ("--num-layers 3 --hidden-size 96 --num-attention-heads 6 --seq-length 64 "
+             "--max-position-embeddings 64 --vocab-size 1000 --micro-batch-size 2 "
+             "--global-batch-size 8 --train-iters 10 --lr 1e-4")
+    plain = dry_run(run_mg, flags, env)
+    dist = dry_run(run_mg, flags + " --use-distributed-optimizer", env)
+    a = args_for(96, 3, 6, 6, 384, 16, 64, 1024, False, "LayerNorm", False, False)
+    for plan, distributed in ((plain, False), (dist, True)):
+        wo, act = megatron_memory(a, 2, dp=2, distributed_optimizer=distributed)
+        assert plan.megatron == (f"{wo / MIB:.2f}", f"{act / MIB:.2f}", f"{(wo + act) / MIB:.2f}")
+    n = dist.rank_params
+    assert plain.fp32[2] == f"{8 * n / MIB:.2f}"
+    assert dist.fp32[2] == f"{8 * n / 2 / MIB:.2f}"
