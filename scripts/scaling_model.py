@@ -183,7 +183,7 @@ def row(model, p, world, attn_name, attn_rates, ib_name, ib_busbw):
 
 
 def memory_line(p):
-    opt = p["optimizer"] / p["dp"]  # the distributed optimizer's shard (Megatron: 12 / DP)
+    opt = p["optimizer"]  # --dry-run gives the distributed optimizer's shard (12 / DP)
     total = p["weights"] + p["grads"] + opt + p["activations"]
     return (f"weights {p['weights']:.0f} + gradients {p['grads']:.0f} + optimizer shard "
             f"{opt:.0f} + activations {p['activations']:.0f} = {total:.0f} MiB per GPU")
