@@ -237,4 +237,47 @@ typedef struct mgk_adamw_hp {
 void mgk_adamw(const mg_kctx *k, float *param, float *m, float *v, const float *grad, int64_t n,
                const mgk_adamw_hp *hp, int decay);
 
+/* ---- memory, streams and the device ---------------------------------------------------- */
+
+/* The memory a backend's tensors live in: host memory (calloc) for the CPU backends, device
+ * memory for MGK_CUDA. mgk_alloc returns zeroed memory, or NULL with the message set. The
+ * copies are synchronous; host_* buffers are ordinary host memory either way. */
+void *mgk_alloc(mgk_backend b, size_t bytes);
+void mgk_free(mgk_backend b, void *p); /* accepts NULL */
+mg_status mgk_upload(mgk_backend b, void *dst, const void *src, size_t bytes);
+mg_status mgk_download(mgk_backend b, void *dst, const void *src, size_t bytes);
+/* Host memory the device copies from without staging (CUDA: pinned; else calloc), zeroed. */
+void *mgk_host_alloc(mgk_backend b, size_t bytes);
+void mgk_host_free(mgk_backend b, void *p); /* accepts NULL */
+/* Host -> k's memory on k's copy stream, ordered before every op queued on k afterwards
+ * (CUDA: the copy stream records an event the compute stream waits for; src must stay
+ * unchanged until mgk_sync or the next mgk_upload_async waits for it). Host backends: a
+ * plain copy. */
+mg_status mgk_upload_async(const mg_kctx *k, void *dst, const void *src, size_t bytes);
+/* Waits for everything queued on k (copies included); reports an asynchronous failure. */
+mg_status mgk_sync(const mg_kctx *k);
+
+/* Stream time: a mark records the point reached by k's stream (CUDA: an event; host
+ * backends: the clock). mgk_mark_elapsed waits for b and gives the milliseconds from a. */
+typedef struct {
+    void *event;  /* cudaEvent_t of MGK_CUDA, else NULL */
+    double host_s;
+} mgk_mark;
+mg_status mgk_mark_record(const mg_kctx *k, mgk_mark *m);
+mg_status mgk_mark_elapsed(const mg_kctx *k, const mgk_mark *a, const mgk_mark *b, double *ms);
+void mgk_mark_free(mgk_mark *m); /* accepts a never-recorded mark */
+
+typedef enum {
+    MGK_CUDA_NONE = 0,     /* built without CUDA */
+    MGK_CUDA_REAL = 1,     /* nvcc kernels on the CUDA runtime */
+    MGK_CUDA_EMULATED = 2, /* the kernels on the host emulator (docs/CUDA_EMU.md) */
+} mgk_cuda_build;
+mgk_cuda_build mgk_cuda_built(void);
+/* Visible CUDA devices (0 without CUDA or without a device; the emulator has one). */
+int mgk_cuda_devices(void);
+/* Makes device `ordinal` current for this process (before mgk_ctx_init with MGK_CUDA). */
+mg_status mgk_cuda_select(int ordinal);
+/* The current device's name ("" without CUDA). */
+void mgk_cuda_name(char *buf, size_t n);
+
 #endif

@@ -171,18 +171,26 @@ static void find_offsets(mg_gpt_acts *a, const mg_gpt *g)
     if (g->m.tied_embeddings && a->poff[P_OUT] < 0) a->poff[P_OUT] = a->poff[P_WTE];
 }
 
+/* The arena and the default positions in the memory of k's backend. */
 static mg_status alloc_acts(mg_gpt_acts *a, const mg_gpt *g, mg_kctx *k)
 {
+    a->mem = k->backend;
     a->la = mg_calloc((size_t)(a->L ? a->L : 1), sizeof(*a->la));
     a->x = mg_calloc((size_t)(a->L + 1), sizeof(*a->x));
     a->loff = mg_calloc((size_t)(a->L ? a->L : 1) * P_NLAYER, sizeof(*a->loff));
-    a->pos_default = mg_calloc((size_t)a->N, sizeof(int32_t));
-    if (!a->la || !a->x || !a->loff || !a->pos_default) return MG_ERR_NOMEM;
+    int32_t *pos = mg_calloc((size_t)a->N, sizeof(int32_t));
+    a->pos_default = mgk_alloc(a->mem, (size_t)a->N * sizeof(int32_t));
     a->arena_numel = plan(a, k, NULL);
-    a->arena = mg_calloc((size_t)a->arena_numel, sizeof(float));
-    if (!a->arena) return MG_ERR_NOMEM;
-    plan(a, k, a->arena);
-    for (int64_t i = 0; i < a->N; i++) a->pos_default[i] = (int32_t)(i % a->T);
+    a->arena = mgk_alloc(a->mem, (size_t)a->arena_numel * sizeof(float));
+    mg_status st = !a->la || !a->x || !a->loff || !pos || !a->pos_default || !a->arena
+                       ? MG_ERR_NOMEM : MG_OK;
+    if (st == MG_OK) {
+        plan(a, k, a->arena);
+        for (int64_t i = 0; i < a->N; i++) pos[i] = (int32_t)(i % a->T);
+        st = mgk_upload(a->mem, a->pos_default, pos, (size_t)a->N * sizeof(int32_t));
+    }
+    free(pos);
+    MG_FORWARD(st);
     find_offsets(a, g);
     return mgk_ctx_reserve(k, mgk_attn_scratch_numel(k, &a->ad));
 }
@@ -235,11 +243,11 @@ mg_status mg_gpt_acts_create_par(mg_gpt_acts **out, const mg_gpt *g, mg_kctx *k,
 void mg_gpt_acts_free(mg_gpt_acts *a)
 {
     if (!a) return;
-    free(a->arena);
+    mgk_free(a->mem, a->arena);
     free(a->la);
     free(a->x);
     free(a->loff);
-    free(a->pos_default);
+    mgk_free(a->mem, a->pos_default);
     free(a);
 }
 
@@ -337,7 +345,7 @@ static mg_status head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
     return MG_OK;
 }
 
-static mg_status check_batch(const mg_gpt *g, const mg_gpt_batch *b, int64_t N)
+mg_status mg_gpt_check_batch(const mg_gpt *g, const mg_gpt_batch *b, int64_t N)
 {
     for (int64_t i = 0; i < N; i++) {
         MG_RETURN_IF(b->ids[i] < 0 || b->ids[i] >= g->m.vocab_size || b->targets[i] < 0 ||
@@ -356,7 +364,8 @@ mg_status mg_gpt_forward(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
                          const mg_gpt_batch *b, double *loss)
 {
     MG_ASSERT(a->owner == g);
-    MG_FORWARD(check_batch(g, b, a->N));
+    MG_ASSERT(k->backend == g->mem || (k->backend != MGK_CUDA && g->mem != MGK_CUDA));
+    if (k->backend != MGK_CUDA) MG_FORWARD(mg_gpt_check_batch(g, b, a->N));
     a->batch = *b;
     a->pos = b->pos ? b->pos : a->pos_default;
     a->have_forward = 0;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "comm.h"
+#include "device.h"
 #include "dry_run.h"
 #include "help.h"
 #include "loop.h"
@@ -117,7 +118,7 @@ int main(int argc, char **argv)
         return MG_EXIT_OK;
     }
     if (o.dry_run) return dry_run(&o);
-    if (o.bf16 || o.fp16) {
+    if ((o.bf16 || o.fp16) && mg_device_is_cpu(&o)) {
         fprintf(stderr, "%s: not supported on CPU: %s\n", mg_cli_prog(),
                 o.bf16 ? "--bf16" : "--fp16");
         mg_train_opts_free(&o);

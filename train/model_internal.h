@@ -37,8 +37,9 @@ struct mg_gpt_acts {
     struct mg_comm *tpc;              /* tensor-parallel group, NULL when tp = 1 */
     int sp;                           /* sequence parallel */
     mgk_attn_dims ad;
-    float *arena;
+    float *arena;                     /* in the memory of backend mem */
     int64_t arena_numel;
+    mgk_backend mem;
     mg_layer_acts *la;                /* L entries */
     float **x;                        /* L + 1 residual streams (N, H) */
     float *lnf, *lnf_mean, *lnf_rstd, *lnfg, *logits, *lse, *loss;

@@ -28,9 +28,9 @@
  *     them lives beside a portable kernel of the same contract and tests/gpu compares the two.
  *
  * Host side: the runtime calls the kernels' launchers and entry points make are limited to
- * cudaMalloc, cudaFree, cudaMemcpy(Async), cudaMemset(Async), cudaStreamCreate(WithFlags),
- * cudaStreamDestroy, cudaStreamSynchronize, cudaDeviceSynchronize, cudaEvent{Create,Destroy,
- * Record,Synchronize,ElapsedTime}, cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString,
+ * cudaMalloc, cudaFree, cudaMallocHost, cudaFreeHost, cudaMemcpy(Async), cudaMemset(Async),
+ * cudaStreamCreate(WithFlags), cudaStreamDestroy, cudaStreamSynchronize, cudaStreamWaitEvent,
+ * cudaDeviceSynchronize, cudaEvent{Create,Destroy,Record,Synchronize,ElapsedTime}, cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString,
  * cudaGetDevice, cudaSetDevice, cudaGetDeviceCount, cudaGetDeviceProperties,
  * cudaDeviceGetAttribute, cudaFuncSetAttribute; and of cuBLASLt: cublasLtCreate/Destroy,
  * cublasLtMatmulDescCreate/Destroy/SetAttribute (TRANSA, TRANSB, EPILOGUE, BIAS_POINTER,

@@ -35,6 +35,19 @@ void mgk_cuda_free(void *p); /* accepts NULL */
 /* Synchronous copies host -> device and device -> host. */
 mg_status mgk_cuda_upload(void *dst, const void *src, size_t bytes);
 mg_status mgk_cuda_download(void *dst, const void *src, size_t bytes);
+/* Zeroes bytes of device memory (synchronous). */
+mg_status mgk_cuda_clear(void *dst, size_t bytes);
+/* Pinned host memory (cudaMallocHost); NULL with the message set on failure. */
+void *mgk_cuda_host_alloc(size_t bytes);
+void mgk_cuda_host_free(void *p); /* accepts NULL */
+/* Host -> device on k's copy stream; k's stream waits for it (kernels.h mgk_upload_async). */
+mg_status mgk_cuda_upload_async(const mg_kctx *k, void *dst, const void *src, size_t bytes);
+/* Events on k's stream (kernels.h mgk_mark_*): *ev receives a new event recorded there. */
+mg_status mgk_cuda_event_record(const mg_kctx *k, void **ev);
+mg_status mgk_cuda_event_elapsed(const void *a, const void *b, double *ms);
+void mgk_cuda_event_free(void *ev);
+/* Makes device ordinal current. */
+mg_status mgk_cuda_set_device(int ordinal);
 /* Waits for everything queued on k's stream; reports an asynchronous failure. */
 mg_status mgk_cuda_sync(const mg_kctx *k);
 /* Runs fn(arg) reps times on k's stream between two events; *ms = mean milliseconds per run. */

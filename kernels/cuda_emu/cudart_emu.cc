@@ -210,6 +210,23 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t count, cudaStream_t strea
     return cudaMemset(p, value, count);
 }
 
+/* Pinned host memory is ordinary host memory here (never in the device registry, so a
+ * kernel given a pinned pointer is caught in strict mode, as device memory is expected). */
+cudaError_t cudaMallocHost(void **p, size_t size)
+{
+    if (!p) return misuse(cudaErrorInvalidValue, "cudaMallocHost", "NULL result pointer");
+    *p = nullptr;
+    if (size == 0) return cudaSuccess;
+    if (posix_memalign(p, 256, size) != 0 || !*p) return ret(cudaErrorMemoryAllocation);
+    return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void *p)
+{
+    free(p);
+    return cudaSuccess;
+}
+
 /* ---- streams and events ----------------------------------------------------------------- */
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
@@ -275,6 +292,15 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
         return misuse(cudaErrorInvalidResourceHandle, "cudaEventRecord", "unknown event or stream");
     e->recorded = true;
     e->ms = now_ms();
+    return cudaSuccess;
+}
+
+/* Streams run synchronously here: the wait only checks its handles. */
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags)
+{
+    if (!event_known(e) || !stream_valid(s) || flags != 0)
+        return misuse(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent",
+                      "unknown event or stream, or flags");
     return cudaSuccess;
 }
 
