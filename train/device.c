@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/dtype_convert.h"
+
 static mg_status open_cuda(int64_t local_rank, mg_kctx *k, char *desc, size_t n)
 {
     int count = mgk_cuda_devices();
@@ -44,13 +46,28 @@ int mg_device_is_cpu(const mg_train_opts *o)
 
 static size_t floats(int64_t n) { return (size_t)n * sizeof(float); }
 
-mg_status mg_device_model(mg_gpt **dev, mg_gpt *host, const mg_kctx *k)
+/* d->params16 = bf16(host->params), converted here and uploaded. */
+static mg_status upload_bf16(mg_gpt *d, const mg_gpt *host, const mg_kctx *k)
+{
+    size_t bytes = (size_t)host->numel * sizeof(mgk_bf16);
+    d->params16 = mgk_alloc(k->backend, bytes);
+    mgk_bf16 *h = mg_calloc((size_t)host->numel + 1, sizeof(mgk_bf16));
+    mg_status st = d->params16 && h ? MG_OK : MG_ERR_NOMEM;
+    for (int64_t i = 0; st == MG_OK && i < host->numel; i++) h[i] = mg_f32_to_bf16(host->params[i]);
+    if (st == MG_OK) st = mgk_upload(k->backend, d->params16, h, bytes);
+    free(h);
+    return st;
+}
+
+mg_status mg_device_model(mg_gpt **dev, mg_gpt *host, const mg_kctx *k, int bf16)
 {
     *dev = host;
+    MG_ASSERT(!bf16 || k->backend == MGK_CUDA);
     if (k->backend != MGK_CUDA) return MG_OK;
     mg_gpt *d = NULL;
     MG_FORWARD(mg_gpt_create_on(&d, &host->m, &host->lay, &host->opt, k->backend));
     mg_status st = mgk_upload(k->backend, d->params, host->params, floats(host->numel));
+    if (st == MG_OK && bf16) st = upload_bf16(d, host, k);
     if (st != MG_OK) {
         mg_gpt_free(d);
         return st;

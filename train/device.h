@@ -43,8 +43,10 @@ mg_status mg_device_open(const mg_train_opts *o, int64_t local_rank, mg_kctx *k,
 int mg_device_is_cpu(const mg_train_opts *o);
 
 /* *dev = host itself on a host backend, else a model with host's views whose parameters
- * and gradients live on k's device (parameters uploaded from host). */
-mg_status mg_device_model(mg_gpt **dev, mg_gpt *host, const mg_kctx *k);
+ * and gradients live on k's device (parameters uploaded from host); bf16 adds their bf16
+ * copy (params16, rounded to nearest-even on the host), which makes the passes and the
+ * optimizer those of --bf16 (fp32 masters and gradients). */
+mg_status mg_device_model(mg_gpt **dev, mg_gpt *host, const mg_kctx *k, int bf16);
 /* *dev = host on a host backend, else device moments and step count uploaded from host. */
 mg_status mg_device_optim(mg_gpt_optim **dev, mg_gpt_optim *host, const mg_gpt *g,
                           const mg_kctx *k);
@@ -61,6 +63,11 @@ typedef struct {
     mg_gpt_batch *views;       /* nmicro device views */
     int64_t uploads;           /* calls of mg_device_batches_upload (picks the staging set) */
 } mg_device_batches;
+
+/* The dense peak in FLOP/s of the CUDA device named name (cudaDeviceProp.name, exact match)
+ * for bf16/fp16 tensor-core products (mixed) or fp32, from device_peak.c's datasheet table;
+ * 0 (unknown) for a name not in it. */
+double mg_device_peak_flops(const char *name, int mixed);
 
 mg_status mg_device_batches_create(mg_device_batches *d, const mg_kctx *k, int64_t nmicro,
                                    int64_t B, int64_t T);

@@ -175,6 +175,7 @@ static void find_offsets(mg_gpt_acts *a, const mg_gpt *g)
 static mg_status alloc_acts(mg_gpt_acts *a, const mg_gpt *g, mg_kctx *k)
 {
     a->mem = k->backend;
+    a->bf16 = g->params16 != NULL;
     a->la = mg_calloc((size_t)(a->L ? a->L : 1), sizeof(*a->la));
     a->x = mg_calloc((size_t)(a->L + 1), sizeof(*a->x));
     a->loff = mg_calloc((size_t)(a->L ? a->L : 1) * P_NLAYER, sizeof(*a->loff));
@@ -345,6 +346,17 @@ static mg_status head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
     return MG_OK;
 }
 
+/* The fp32 pass of the stage: embedding (first stage), the layers, the head (last stage). */
+static mg_status stage_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
+{
+    if (g->lay.first_stage) MG_FORWARD(embed_fwd(g, a, k));
+    for (int64_t l = 0; l < a->L; l++) {
+        MG_FORWARD(attn_block_fwd(g, a, k, l));
+        MG_FORWARD(mlp_block_fwd(g, a, k, l));
+    }
+    return g->lay.last_stage ? head_fwd(g, a, k) : MG_OK;
+}
+
 mg_status mg_gpt_check_batch(const mg_gpt *g, const mg_gpt_batch *b, int64_t N)
 {
     for (int64_t i = 0; i < N; i++) {
@@ -369,15 +381,10 @@ mg_status mg_gpt_forward(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
     a->batch = *b;
     a->pos = b->pos ? b->pos : a->pos_default;
     a->have_forward = 0;
-    if (g->lay.first_stage) MG_FORWARD(embed_fwd(g, a, k));
-    for (int64_t l = 0; l < a->L; l++) {
-        MG_FORWARD(attn_block_fwd(g, a, k, l));
-        MG_FORWARD(mlp_block_fwd(g, a, k, l));
-    }
+    MG_FORWARD(a->bf16 ? mg_gpt_forward_bf16(g, a, k) : stage_fwd(g, a, k));
     a->denom = b->loss_mask ? mgk_sum(k, b->loss_mask, NULL, a->N) : (double)a->N;
     *loss = 0.0;
     if (g->lay.last_stage) {
-        MG_FORWARD(head_fwd(g, a, k));
         double total = mgk_sum(k, a->loss, b->loss_mask, a->N);
         *loss = a->denom > 0 ? total / a->denom : 0.0;
     }

@@ -273,8 +273,9 @@ static mg_status open_device(run_state *s)
                  (long long)mg_comm_size(s->comm));
     MG_RETURN_IF(o->use_distributed_optimizer, MG_ERR_UNSUPPORTED,
                  "not supported yet: --use-distributed-optimizer with --device cuda");
-    MG_RETURN_IF(o->bf16 || o->fp16, MG_ERR_UNSUPPORTED, "not supported yet: %s on --device cuda",
-                 o->bf16 ? "--bf16" : "--fp16");
+    MG_RETURN_IF(o->fp16, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --fp16 on --device cuda (the kernels have no fp16 "
+                 "variants; --bf16 is)");
     return MG_OK;
 }
 
@@ -294,7 +295,7 @@ static mg_status setup(run_state *s)
                                         o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE));
     else MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
     MG_FORWARD(load_checkpoint(s));
-    MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k));
+    MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k, o->bf16));
     if (s->opt) MG_FORWARD(mg_device_optim(&s->dev_opt, s->opt, s->g, &s->k));
     MG_FORWARD(alloc_batches(s));
     if (s->k.backend == MGK_CUDA)
@@ -537,21 +538,40 @@ static mg_status train(run_state *s, double t_start)
     return eval_split(s, MG_SPLIT_TEST, it, &test_cursor);
 }
 
+/* What MFU is measured against: the CPU's sgemm rate measured here, or the GPU's datasheet
+ * peak by its name (device.h; 0 = unknown). desc describes it for the start-up note. */
+static double peak_flops(const run_state *s, char *desc, size_t n)
+{
+    if (s->k.backend != MGK_CUDA) {
+        double peak = mg_measure_gemm_peak(&s->k, 0.3);
+        snprintf(desc, n, "gemm peak %.1f GFLOP/s (%s, %d threads)", peak / 1e9,
+                 mgk_gemm_impl(), s->k.nthreads);
+        return peak;
+    }
+    char name[128];
+    mgk_cuda_name(name, sizeof name);
+    const char *prec = s->o->bf16 ? "bf16" : s->o->fp16 ? "fp16" : "fp32";
+    double peak = mg_device_peak_flops(name, s->o->bf16 || s->o->fp16);
+    if (peak > 0) snprintf(desc, n, "%s peak %.1f TFLOP/s (datasheet)", prec, peak / 1e12);
+    else snprintf(desc, n, "%s peak unknown (no datasheet entry for this device: MFU unknown)",
+                  prec);
+    return peak;
+}
+
 static mg_status run(run_state *s, FILE *out)
 {
     const mg_train_opts *o = s->o;
     double t_start = now_s();
     NOTE(s, "building datasets and the model");
     MG_FORWARD(setup(s));
-    /* MFU on a GPU needs its datasheet peak (not measured here): unknown for now */
-    double peak = s->k.backend == MGK_CUDA ? 0 : mg_measure_gemm_peak(&s->k, 0.3);
+    char peak_desc[160];
+    double peak = peak_flops(s, peak_desc, sizeof peak_desc);
     NOTE(s, "model: %lld parameters, %lld micro-batches of %lld x %lld tokens per iteration "
-         "per rank; %lld ranks (TP %lld, PP %lld, DP %lld, %s); device %s; gemm peak %.1f "
-         "GFLOP/s (%s, %d threads)", (long long)s->g->nparams, (long long)s->nmicro,
-         (long long)o->micro_batch_size, (long long)o->model.seq_length,
-         (long long)mg_comm_size(s->comm), (long long)o->model.tp, (long long)o->model.pp,
-         (long long)o->data_parallel_size, mg_comm_backend_name(s->comm), s->device, peak / 1e9,
-         mgk_gemm_impl(), s->k.nthreads);
+         "per rank; %lld ranks (TP %lld, PP %lld, DP %lld, %s); device %s; %s",
+         (long long)s->g->nparams, (long long)s->nmicro, (long long)o->micro_batch_size,
+         (long long)o->model.seq_length, (long long)mg_comm_size(s->comm),
+         (long long)o->model.tp, (long long)o->model.pp, (long long)o->data_parallel_size,
+         mg_comm_backend_name(s->comm), s->device, peak_desc);
     MG_FORWARD(mg_train_log_create(&s->log, out, o->log_file, o->log_interval, peak));
     if (o->exit_signal_handler) install_handlers();
     MG_FORWARD(train(s, t_start));

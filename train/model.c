@@ -189,6 +189,7 @@ void mg_gpt_free(mg_gpt *g)
     free(g->t);
     mgk_free(g->mem, g->params);
     mgk_free(g->mem, g->grads);
+    mgk_free(g->mem, g->params16);
     free(g);
 }
 

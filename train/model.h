@@ -114,6 +114,9 @@ typedef struct mg_gpt {
     int64_t nparams;              /* sum of tensor sizes */
     float *params, *grads;        /* in the memory of backend `mem` (kernels.h mgk_alloc) */
     mgk_backend mem;              /* host (a CPU backend, mg_gpt_create) or MGK_CUDA */
+    /* --bf16 on the device (device.h): the bf16 copy of params the forward and backward
+     * read (numel entries, same offsets), refreshed by every optimizer step; else NULL */
+    mgk_bf16 *params16;
 } mg_gpt;
 
 /* The full single-process layout (TP = 1, all layers). */

@@ -79,6 +79,7 @@ void mgk_cuda_residual_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *resid, mgk_b
 
 /* ---- bf16 variants (kernels.h meaning; type rule above) -------------------------------------- */
 
+void mgk_cuda_zero_bf16(const mg_kctx *k, mgk_bf16 *x, int64_t n);
 void mgk_cuda_add_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *a, const mgk_bf16 *b,
                        int64_t n);
 void mgk_cuda_bias_add_bf16(const mg_kctx *k, mgk_bf16 *x, const mgk_bf16 *bias, int64_t N,
