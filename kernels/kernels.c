@@ -344,6 +344,19 @@ static void *host_zeroed(size_t bytes)
     return p;
 }
 
+static int64_t device_allocated;
+
+int64_t mgk_device_allocated(void) { return device_allocated; }
+
+int64_t mgk_ctx_device_bytes(mgk_backend b)
+{
+#if MG_HAVE_CUDA
+    if (b == MGK_CUDA) return (int64_t)mgk_cuda_ctx_bytes();
+#endif
+    (void)b;
+    return 0;
+}
+
 void *mgk_alloc(mgk_backend b, size_t bytes)
 {
     if (bytes == 0) bytes = 1;
@@ -354,6 +367,7 @@ void *mgk_alloc(mgk_backend b, size_t bytes)
             mgk_cuda_free(p);
             return NULL;
         }
+        if (p) device_allocated += (int64_t)bytes;
         return p;
     }
 #endif
@@ -502,6 +516,15 @@ mg_status mgk_cuda_select(int ordinal)
     (void)ordinal;
     return mg_error_set(MG_ERR_UNSUPPORTED, "kernels: not built with CUDA");
 #endif
+}
+
+int64_t mgk_cuda_memory(void)
+{
+#if MG_HAVE_CUDA
+    size_t bytes = 0;
+    if (mgk_cuda_device_memory(&bytes) == MG_OK) return (int64_t)bytes;
+#endif
+    return 0;
 }
 
 void mgk_cuda_name(char *buf, size_t n)

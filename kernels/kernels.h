@@ -309,6 +309,10 @@ void mgk_adamw_bf16(const mg_kctx *k, float *param, mgk_bf16 *param_bf16, float 
  * memory for MGK_CUDA. mgk_alloc returns zeroed memory, or NULL with the message set. The
  * copies are synchronous; host_* buffers are ordinary host memory either way. */
 void *mgk_alloc(mgk_backend b, size_t bytes);
+/* Bytes mgk_alloc has handed out for MGK_CUDA in this process so far (frees not deducted). */
+int64_t mgk_device_allocated(void);
+/* Device bytes a context of backend b allocates for itself besides its scratch (0 off CUDA). */
+int64_t mgk_ctx_device_bytes(mgk_backend b);
 void mgk_free(mgk_backend b, void *p); /* accepts NULL */
 mg_status mgk_upload(mgk_backend b, void *dst, const void *src, size_t bytes);
 mg_status mgk_download(mgk_backend b, void *dst, const void *src, size_t bytes);
@@ -345,5 +349,7 @@ int mgk_cuda_devices(void);
 mg_status mgk_cuda_select(int ordinal);
 /* The current device's name ("" without CUDA). */
 void mgk_cuda_name(char *buf, size_t n);
+/* The current device's memory in bytes (0 without CUDA or a device). */
+int64_t mgk_cuda_memory(void);
 
 #endif

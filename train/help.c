@@ -59,6 +59,8 @@ static const char help_text[] =
     "                             process per GPU, chosen by LOCAL_RANK\n"
     "  --bf16                     bf16 weights and activations, fp32 master weights,\n"
     "                             gradients and Adam moments (--device cuda only)\n"
+    "  --recompute-granularity full|selective --recompute-method --recompute-num-layers\n"
+    "                             not supported yet (activation recomputation)\n"
     "  --fp16                     not supported yet (no fp16 kernels); its loss-scaling flags\n"
     "                             are parsed: --loss-scale --initial-loss-scale (2^32)\n"
     "                             --min-loss-scale (1) --loss-scale-window (1000) --hysteresis (2)\n"

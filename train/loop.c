@@ -32,6 +32,7 @@
 #include "comm.h"
 #include "comm_launch.h"
 #include "device.h"
+#include "device_plan.h"
 #include "dist_optim.h"
 #include "flops.h"
 #include "log.h"
@@ -271,11 +272,9 @@ static mg_status open_device(run_state *s)
     MG_RETURN_IF(mg_comm_size(s->comm) > 1, MG_ERR_UNSUPPORTED,
                  "not supported yet: --device cuda with %lld processes (one GPU per run)",
                  (long long)mg_comm_size(s->comm));
+    MG_RETURN_IF(o->fp16, MG_ERR_UNSUPPORTED, "not supported yet: --fp16 on --device cuda");
     MG_RETURN_IF(o->use_distributed_optimizer, MG_ERR_UNSUPPORTED,
                  "not supported yet: --use-distributed-optimizer with --device cuda");
-    MG_RETURN_IF(o->fp16, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --fp16 on --device cuda (the kernels have no fp16 "
-                 "variants; --bf16 is)");
     return MG_OK;
 }
 
@@ -558,12 +557,26 @@ static double peak_flops(const run_state *s, char *desc, size_t n)
     return peak;
 }
 
+#define MIB (1024.0 * 1024.0)
+
+/* What the device groups took (kernels.h mgk_device_allocated) against the --dry-run plan. */
+static mg_status note_device_memory(const run_state *s)
+{
+    mg_device_plan p;
+    MG_FORWARD(mg_device_plan_of(s->o, &p));
+    NOTE(s, "device memory: %lld bytes (%.2f MiB) allocated by the groups, planned %lld; "
+         "kernel workspaces %.2f MiB", (long long)mgk_device_allocated(),
+         (double)mgk_device_allocated() / MIB, (long long)p.allocated, p.workspaces / MIB);
+    return MG_OK;
+}
+
 static mg_status run(run_state *s, FILE *out)
 {
     const mg_train_opts *o = s->o;
     double t_start = now_s();
     NOTE(s, "building datasets and the model");
     MG_FORWARD(setup(s));
+    if (s->k.backend == MGK_CUDA) MG_FORWARD(note_device_memory(s));
     char peak_desc[160];
     double peak = peak_flops(s, peak_desc, sizeof peak_desc);
     NOTE(s, "model: %lld parameters, %lld micro-batches of %lld x %lld tokens per iteration "

@@ -124,5 +124,11 @@ int main(int argc, char **argv)
         mg_train_opts_free(&o);
         return MG_EXIT_USAGE;
     }
+    if (o.fp16) {
+        fprintf(stderr, "%s: not supported yet: --fp16 on --device cuda (the CUDA kernels have "
+                "no fp16 variants; --bf16 is supported)\n", mg_cli_prog());
+        mg_train_opts_free(&o);
+        return MG_EXIT_USAGE;
+    }
     return train(&o, argc, argv);
 }

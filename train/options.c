@@ -166,6 +166,9 @@ static const struct flag flags[] = {
     {"--loss-scale-window", K_I64, F(loss_scale_window), 1, NULL, NULL},
     {"--hysteresis", K_I64, F(hysteresis), 1, NULL, NULL},
     {"--device", K_CHOICE, 0, 0, ch_device, "auto, cpu, cuda"},
+    {"--recompute-granularity", K_STR, F(recompute_granularity), 0, NULL, NULL},
+    {"--recompute-method", K_STR, F(recompute_method), 0, NULL, NULL},
+    {"--recompute-num-layers", K_I64, F(recompute_num_layers), 0, NULL, NULL},
     /* data */
     {"--data-path", K_LIST, F(data_path), 0, NULL, NULL},
     {"--split", K_STR, F(split), 0, NULL, NULL},

@@ -75,6 +75,9 @@ typedef struct {
     double loss_scale, initial_loss_scale, min_loss_scale; /* 0 (none), 2^32, 1 */
     int64_t loss_scale_window, hysteresis;                 /* 1000, 2 */
     mg_train_device device;       /* --device cuda|cpu|auto (auto) */
+    /* activation recomputation: parsed, refused (not supported yet) */
+    const char *recompute_granularity, *recompute_method;
+    int64_t recompute_num_layers;
     /* data (list 4) */
     const char **data_path;
     size_t n_data_path;

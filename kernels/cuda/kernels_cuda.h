@@ -32,6 +32,8 @@ typedef uint16_t mgk_bf16;
 /* Device memory of bytes (> 0); NULL with the message set on failure. */
 void *mgk_cuda_alloc(size_t bytes);
 void mgk_cuda_free(void *p); /* accepts NULL */
+/* Device bytes an MGK_CUDA context allocates for itself (workspaces; the scratch apart). */
+size_t mgk_cuda_ctx_bytes(void);
 /* Synchronous copies host -> device and device -> host. */
 mg_status mgk_cuda_upload(void *dst, const void *src, size_t bytes);
 mg_status mgk_cuda_download(void *dst, const void *src, size_t bytes);
@@ -54,6 +56,8 @@ mg_status mgk_cuda_sync(const mg_kctx *k);
 mg_status mgk_cuda_time(const mg_kctx *k, void (*fn)(void *arg), void *arg, int reps, double *ms);
 /* Number of devices (0 when there is none or no driver). */
 int mgk_cuda_device_count(void);
+/* The current device's memory (cudaDeviceProp.totalGlobalMem). */
+mg_status mgk_cuda_device_memory(size_t *bytes);
 /* The current device's name, compute capability and multiprocessor count. */
 mg_status mgk_cuda_device_info(char *name, size_t name_len, int *cc_major, int *cc_minor,
                                int *num_sms);

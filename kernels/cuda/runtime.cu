@@ -61,6 +61,11 @@ mg_status mgk_cuda_ctx_init(mg_kctx *k)
     return st;
 }
 
+size_t mgk_cuda_ctx_bytes(void)
+{
+    return WS_BYTES + LT_WS_BYTES;
+}
+
 mg_status mgk_cuda_ctx_reserve(mg_kctx *k, int64_t numel)
 {
     void *p = NULL;
@@ -202,6 +207,16 @@ int mgk_cuda_device_count(void)
         return 0;
     }
     return n;
+}
+
+mg_status mgk_cuda_device_memory(size_t *bytes)
+{
+    int dev = 0;
+    cudaDeviceProp p;
+    MG_FORWARD(cuda_status(cudaGetDevice(&dev), "no current device"));
+    MG_FORWARD(cuda_status(cudaGetDeviceProperties(&p, dev), "device properties"));
+    *bytes = p.totalGlobalMem;
+    return MG_OK;
 }
 
 mg_status mgk_cuda_device_info(char *name, size_t name_len, int *cc_major, int *cc_minor,

@@ -6,15 +6,18 @@ per iteration), 20 iterations each at lr 3e-3 (test_train_run's 1e-2 makes a gra
 near iteration 20 that turns 1e-9 differences into 1e-5 ones within one step):
 
   - fp32: every iteration's loss and the validation losses equal the CPU backend's within
-    1e-5 relative (measured when written: within 1e-8), the grad norms too; the checkpoint
+    1e-5 relative (measured when written: within 6e-9), the grad norms too (3e-6); the checkpoint
     the device run writes (parameters and Adam moments downloaded from the device) equals the
     CPU run's within the drift of 20 Adam steps (below). Llama runs under the emulator's
     random thread order (MGK_EMU_ORDER=random:1), GPT-2 under the forward order.
   - --bf16 (bf16 weights and activations, fp32 master weights, gradients and moments): the
-    losses stay within BF16_REL of the fp32 CPU run's and fall; the checkpoint holds the fp32
+    losses stay within BF16_REL = 2e-3 relative of the fp32 CPU run's (measured when written:
+    2.3e-4 GPT-2, 1.2e-4 Llama) and fall; the checkpoint holds the fp32
     masters (not bf16-rounded values), and exported to Hugging Face (mg-convert) gives
     transformers' logits equal to mg-train's model on those weights
     (test_train_ckpt.assert_hf_export_matches).
+  - memory: every device run allocates exactly the group bytes that --dry-run --device cuda
+    plans (train/device_plan.h), which the dry run checks against the device's memory.
   - the device choice: --device cpu and auto on the emulation build stay on the CPU (the
     emulated device is taken only when asked for); another --device is a usage error;
     --bf16 on the CPU is refused (exit 2).
@@ -38,7 +41,7 @@ EMU = conftest.ROOT / os.environ.get("MG_EMU_BIN", "build-emu/bin") / "mg-train"
 ITERS = 20
 LR = 3e-3
 REL = 1e-5
-BF16_REL = 1e-2
+BF16_REL = 2e-3
 
 
 def _emu():
@@ -94,8 +97,9 @@ def _assert_close_tensors(dev, cpu, atol, where):
 def _assert_same_checkpoint(dev, cpu, arch):
     """Adam's update m / (sqrt(v) + eps) turns a last-bit difference of a near-zero gradient
     into a difference up to a whole step (lr), so the parameters are compared within 1% of
-    one step and the moments within 1% of each tensor's largest value (measured when
-    written: 1e-5 of a step, 1e-6 relative); a stale or wrong download differs by far more."""
+    one step and the moments within 1e-4 of each tensor's largest value (measured when
+    written: 1.3e-3 of a step, 8e-6 relative); a stale or wrong download differs by far
+    more."""
     a, b = _ckpt(dev), _ckpt(cpu)
     _assert_close_tensors(a["model"], b["model"], lambda t: 1e-2 * LR, f"{arch} model")
     for i, s in b["optimizer"]["state"].items():
@@ -103,7 +107,14 @@ def _assert_same_checkpoint(dev, cpu, arch):
         assert float(t["step"]) == float(s["step"]) == ITERS
         moments = ("exp_avg", "exp_avg_sq")
         _assert_close_tensors({k: t[k] for k in moments}, {k: s[k] for k in moments},
-                              lambda x: 1e-2 * float(x.abs().max()), f"{arch} parameter {i}")
+                              lambda x: 1e-4 * float(x.abs().max()), f"{arch} parameter {i}")
+
+
+def _assert_memory_as_planned(stderr):
+    """The device groups took exactly the bytes --dry-run plans (train/device_plan.h)."""
+    m = re.search(r"device memory: (\d+) bytes \([\d.]+ MiB\) allocated by the groups, "
+                  r"planned (\d+); kernel workspaces ([\d.]+) MiB", stderr)
+    assert m and m.group(1) == m.group(2) and float(m.group(3)) > 0, stderr
 
 
 @pytest.mark.parametrize("arch,order", [("gpt2", "fwd"), ("llama", "random:1")])
@@ -115,6 +126,7 @@ def test_fp32_device_equals_cpu(botchan, arch, order, tmp_path):  # noqa: F811
     assert re.search(r"device cuda:0 \(mgk-emu \(emulated", p.stderr), p.stderr
     assert re.search(r"device time per iteration \(CUDA events, 19 iterations after the "
                      r"first\): [\d.]+ ms", p.stderr), p.stderr
+    _assert_memory_as_planned(p.stderr)
     _, cpu = _run("mg-train", botchan, arch, tmp_path, "cpu",
                   ["--device", "cpu", "--save", ck_cpu, "--save-interval", ITERS])
     _assert_same_records(dev, cpu, REL, f"{arch} fp32")
@@ -127,10 +139,11 @@ def test_fp32_device_equals_cpu(botchan, arch, order, tmp_path):  # noqa: F811
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_bf16_device(botchan, arch, tmp_path):  # noqa: F811
     ck = tmp_path / "ck"
-    _, dev = _run(_emu(), botchan, arch, tmp_path, "dev",
+    p, dev = _run(_emu(), botchan, arch, tmp_path, "dev",
                   ["--device", "cuda", "--bf16", "--save", ck, "--save-interval", ITERS])
     _, cpu = _run("mg-train", botchan, arch, tmp_path, "cpu", ["--device", "cpu"])
     _assert_same_records(dev, cpu, BF16_REL, f"{arch} bf16")
+    _assert_memory_as_planned(p.stderr)
     assert any(_rel(d["loss"], c["loss"]) > 1e-5 for d, c in zip(dev, cpu))  # bf16 ran
     model = _ckpt(ck)["model"]
     masters = torch.cat([t.flatten() for t in model.values()])
@@ -151,3 +164,29 @@ def test_device_choice(botchan, tmp_path):  # noqa: F811
     p = conftest.run_mg(_args(botchan, "gpt2") + ["--device", "cpu", "--bf16"], check=False,
                         env=ENV)
     assert p.returncode == 2 and "not supported on CPU: --bf16" in p.stderr, p.stderr
+
+
+def test_dry_run_device_plan(botchan):  # noqa: F811
+    """--dry-run --device cuda plans the device memory by group, bf16 adding the bf16 weight
+    copy (half the parameters' bytes), and checks it against the (emulated, 80 GiB) device;
+    the GPT-2 124M shape of the benchmark (B 16, T 1024) in bf16 fits."""
+    plans = {}
+    for prec in ([], ["--bf16"]):
+        p = conftest.run_mg([_emu()] + _args(botchan, "gpt2")[1:] +
+                            ["--device", "cuda", "--dry-run", *prec], env=ENV)
+        m = re.search(r"^device memory per rank \(--device cuda, (fp32|bf16)\): parameters "
+                      r"([\d.]+) MiB, gradients ([\d.]+) MiB, bf16 weights ([\d.]+) MiB, .*; "
+                      r"total ([\d.]+) MiB", p.stdout, re.M)
+        assert m, p.stdout
+        assert re.search(r"^device mgk-emu \(emulated cc 9\.0 on CPU\): 81920\.00 MiB: the "
+                         r"plan fits$", p.stdout, re.M), p.stdout
+        plans[m.group(1)] = [float(x) for x in m.groups()[1:]]
+    fp32, bf16 = plans["fp32"], plans["bf16"]
+    assert fp32[0] == fp32[1] == bf16[0] and fp32[2] == 0
+    assert abs(bf16[2] - fp32[0] / 2) < 0.01 and bf16[3] > fp32[3]
+    big = ["--num-layers", 12, "--hidden-size", 768, "--num-attention-heads", 12,
+           "--seq-length", 1024, "--max-position-embeddings", 1024, "--vocab-size", 50257,
+           "--micro-batch-size", 16, "--global-batch-size", 16, "--train-iters", 10,
+           "--lr", "6e-4", "--mock-data", "--tokenizer-type", "NullTokenizer"]
+    p = conftest.run_mg([_emu(), "--dry-run", "--device", "cuda", "--bf16", *big], env=ENV)
+    assert "the plan fits" in p.stdout, p.stdout
