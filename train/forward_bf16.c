@@ -4,8 +4,9 @@
  * state, the loss and its log-sum-exp in fp32), on the kernels' bf16 variants (kernels.h).
  *
  * Contract: the whole model on one rank (tp = 1, a single pipeline stage, so the SP twins
- * alias their buffers); every buffer is forward.c's arena slot, read as bf16. The loss of
- * each token goes to a->loss for mg_gpt_forward's masked mean.
+ * alias their buffers); every buffer is forward.c's arena slot, planned at bf16 size
+ * (take_act) and read through mg_bf(). The loss of each token goes to a->loss for
+ * mg_gpt_forward's masked mean.
  */
 #include "model_internal.h"
 

@@ -40,8 +40,9 @@ struct mg_gpt_acts {
     float *arena;                     /* in the memory of backend mem */
     int64_t arena_numel;
     mgk_backend mem;
-    int bf16;                         /* the owner has params16: the passes of *_bf16.c, whose
-                                         activations are bf16 in these float-sized buffers */
+    int bf16;                         /* the owner has params16: the passes of *_bf16.c; the
+                                         activation buffers hold bf16 values (planned at half
+                                         the floats), the statistics stay fp32 */
     mg_layer_acts *la;                /* L entries */
     float **x;                        /* L + 1 residual streams (N, H) */
     float *lnf, *lnf_mean, *lnf_rstd, *lnfg, *logits, *lse, *loss;
