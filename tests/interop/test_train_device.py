@@ -9,7 +9,10 @@ near iteration 20 that turns 1e-9 differences into 1e-5 ones within one step):
     1e-5 relative (measured when written: within 6e-9), the grad norms too (3e-6); the checkpoint
     the device run writes (parameters and Adam moments downloaded from the device) equals the
     CPU run's within the drift of 20 Adam steps (below). Llama runs under the emulator's
-    random thread order (MGK_EMU_ORDER=random:1), GPT-2 under the forward order.
+    random thread order (MGK_EMU_ORDER=random:1), GPT-2 under the forward order with its
+    streams mode "late" (MGK_EMU_STREAMS=late: the input uploads on the copy stream run only
+    when an event wait or a synchronisation needs them, so a missing wait would show; it
+    does: without the compute stream's wait every loss reads 0).
   - --bf16 (bf16 weights and activations, fp32 master weights, gradients and moments): the
     losses stay within BF16_REL = 2e-3 relative of the fp32 CPU run's (measured when written:
     2.3e-4 GPT-2, 1.2e-4 Llama) and fall; the checkpoint holds the fp32
@@ -117,12 +120,13 @@ def _assert_memory_as_planned(stderr):
     assert m and m.group(1) == m.group(2) and float(m.group(3)) > 0, stderr
 
 
-@pytest.mark.parametrize("arch,order", [("gpt2", "fwd"), ("llama", "random:1")])
-def test_fp32_device_equals_cpu(botchan, arch, order, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("arch,order,streams", [("gpt2", "fwd", "late"),
+                                                ("llama", "random:1", "issue")])
+def test_fp32_device_equals_cpu(botchan, arch, order, streams, tmp_path):  # noqa: F811
     ck_dev, ck_cpu = tmp_path / "ck_dev", tmp_path / "ck_cpu"
     p, dev = _run(_emu(), botchan, arch, tmp_path, "dev",
                   ["--device", "cuda", "--save", ck_dev, "--save-interval", ITERS],
-                  {"MGK_EMU_ORDER": order})
+                  {"MGK_EMU_ORDER": order, "MGK_EMU_STREAMS": streams})
     assert re.search(r"device cuda:0 \(mgk-emu \(emulated", p.stderr), p.stderr
     assert re.search(r"device time per iteration \(CUDA events, 19 iterations after the "
                      r"first\): [\d.]+ ms", p.stderr), p.stderr
