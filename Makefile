@@ -8,6 +8,7 @@
 #   make demo       the README's main job: corpus -> dataset -> mpirun training -> resharded
 #                   checkpoints -> Hugging Face export, sample, curves (scripts/demo.sh)
 #   make vocab      unpack the test vocabularies (tests/data/vocab.tar.zst) into build/vocab
+#   make emu        build-emu/bin/mg-train: --device cuda on the CUDA emulator (mk/emu.mk)
 #   make gpu-test / test-gpu / cuda-report   the CUDA kernels' GPU test and ptxas report
 #                   (mk/cuda.mk; `make` builds the CUDA kernels wherever nvcc is present)
 #   make install    tools, man pages, bash completion, README (PREFIX, DESTDIR, BINDIR, MANDIR;
@@ -72,6 +73,8 @@ TEST_TOOLS := $(TOOL_SRCS:%.c=$(BUILD)/%)
 include mk/cuda_emu.mk
 # The NCCL host shim and build/tests/tools/comm_probe_nccl (make nccl-emu).
 include mk/nccl_emu.mk
+# make emu: mg-train on the emulated CUDA backend; which kernels mg-train links.
+include mk/emu.mk
 # --version's revision, man pages, bash completion, install/uninstall, dist/distcheck.
 include mk/install.mk
 
@@ -117,10 +120,11 @@ $(BIN)/mg-convert: $(CKPT_OBJS) $(LIB)
 	$(say) LINK $@
 	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(CKPT_OBJS) $(LIB) $(LDLIBS_ALL)
 
-$(BIN)/mg-train: $(BUILD)/train/main.o $(TLIB) $(KLIB) $(LIB)
+$(BIN)/mg-train: $(BUILD)/train/main.o $(TLIB) $(TRAIN_KERNELS) $(LIB)
 	@mkdir -p $(BIN)
 	$(say) LINK $@
-	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(BUILD)/train/main.o $(TLIB) $(KLIB) $(LIB) $(LDLIBS_ALL) $(TRAIN_COMM_LDLIBS)
+	$(Q)$(TRAIN_LD) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(BUILD)/train/main.o $(TLIB) $(TRAIN_KERNELS) \
+	  $(LIB) $(LDLIBS_ALL) $(TRAIN_COMM_LDLIBS) $(TRAIN_KERNEL_LIBS)
 
 # Unit tests: every MG_TEST(name) in tests/unit/*.c is registered through a generated list.
 $(BUILD)/tests/unit/test_list.h: $(UNIT_SRCS)

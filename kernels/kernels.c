@@ -9,6 +9,8 @@
 #include "kernels.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "cpu/cpu_internal.h"
 
@@ -17,6 +19,7 @@
 #endif
 #if MG_HAVE_CUDA
 #include "cuda/cuda_internal.h"
+#include "cuda/kernels_cuda.h"
 #define DISPATCH(k, name, args)                                                 \
     ((k)->backend == MGK_CUDA       ? mgk_cuda_##name args                      \
      : (k)->backend == MGK_CPU_FAST ? mgk_fast_##name args                      \
@@ -330,4 +333,205 @@ void mgk_adamw(const mg_kctx *k, float *param, float *m, float *v, const float *
 {
     MG_ASSERT(hp->step >= 1);
     DISPATCH(k, adamw, (k, param, m, v, grad, n, hp, decay));
+}
+
+/* ---- memory, streams and the device ---- */
+
+static void *host_zeroed(size_t bytes)
+{
+    void *p = calloc(1, bytes);
+    if (!p) mg_error_set(MG_ERR_NOMEM, "kernels: cannot allocate %zu bytes", bytes);
+    return p;
+}
+
+static int64_t device_allocated;
+
+int64_t mgk_device_allocated(void) { return device_allocated; }
+
+int64_t mgk_ctx_device_bytes(mgk_backend b)
+{
+#if MG_HAVE_CUDA
+    if (b == MGK_CUDA) return (int64_t)mgk_cuda_ctx_bytes();
+#endif
+    (void)b;
+    return 0;
+}
+
+void *mgk_alloc(mgk_backend b, size_t bytes)
+{
+    if (bytes == 0) bytes = 1;
+#if MG_HAVE_CUDA
+    if (b == MGK_CUDA) {
+        void *p = mgk_cuda_alloc(bytes);
+        if (p && mgk_cuda_clear(p, bytes) != MG_OK) {
+            mgk_cuda_free(p);
+            return NULL;
+        }
+        if (p) device_allocated += (int64_t)bytes;
+        return p;
+    }
+#endif
+    MG_ASSERT(b != MGK_CUDA);
+    return host_zeroed(bytes);
+}
+
+void mgk_free(mgk_backend b, void *p)
+{
+#if MG_HAVE_CUDA
+    if (b == MGK_CUDA) {
+        mgk_cuda_free(p);
+        return;
+    }
+#endif
+    (void)b;
+    free(p);
+}
+
+mg_status mgk_upload(mgk_backend b, void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0) return MG_OK;
+#if MG_HAVE_CUDA
+    if (b == MGK_CUDA) return mgk_cuda_upload(dst, src, bytes);
+#endif
+    (void)b;
+    memcpy(dst, src, bytes);
+    return MG_OK;
+}
+
+mg_status mgk_download(mgk_backend b, void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0) return MG_OK;
+#if MG_HAVE_CUDA
+    if (b == MGK_CUDA) return mgk_cuda_download(dst, src, bytes);
+#endif
+    (void)b;
+    memcpy(dst, src, bytes);
+    return MG_OK;
+}
+
+void *mgk_host_alloc(mgk_backend b, size_t bytes)
+{
+    if (bytes == 0) bytes = 1;
+#if MG_HAVE_CUDA
+    if (b == MGK_CUDA) return mgk_cuda_host_alloc(bytes);
+#endif
+    (void)b;
+    return host_zeroed(bytes);
+}
+
+void mgk_host_free(mgk_backend b, void *p)
+{
+#if MG_HAVE_CUDA
+    if (b == MGK_CUDA) {
+        mgk_cuda_host_free(p);
+        return;
+    }
+#endif
+    (void)b;
+    free(p);
+}
+
+mg_status mgk_upload_async(const mg_kctx *k, void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0) return MG_OK;
+#if MG_HAVE_CUDA
+    if (k->backend == MGK_CUDA) return mgk_cuda_upload_async(k, dst, src, bytes);
+#endif
+    (void)k;
+    memcpy(dst, src, bytes);
+    return MG_OK;
+}
+
+mg_status mgk_sync(const mg_kctx *k)
+{
+#if MG_HAVE_CUDA
+    if (k->backend == MGK_CUDA) return mgk_cuda_sync(k);
+#endif
+    (void)k;
+    return MG_OK;
+}
+
+static double host_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+mg_status mgk_mark_record(const mg_kctx *k, mgk_mark *m)
+{
+    m->event = NULL;
+    m->host_s = 0;
+#if MG_HAVE_CUDA
+    if (k->backend == MGK_CUDA) return mgk_cuda_event_record(k, &m->event);
+#endif
+    (void)k;
+    m->host_s = host_seconds();
+    return MG_OK;
+}
+
+mg_status mgk_mark_elapsed(const mg_kctx *k, const mgk_mark *a, const mgk_mark *b, double *ms)
+{
+#if MG_HAVE_CUDA
+    if (k->backend == MGK_CUDA) return mgk_cuda_event_elapsed(a->event, b->event, ms);
+#endif
+    (void)k;
+    *ms = 1e3 * (b->host_s - a->host_s);
+    return MG_OK;
+}
+
+void mgk_mark_free(mgk_mark *m)
+{
+#if MG_HAVE_CUDA
+    mgk_cuda_event_free(m->event);
+#endif
+    m->event = NULL;
+}
+
+mgk_cuda_build mgk_cuda_built(void)
+{
+#if MG_HAVE_CUDA && defined(MGK_CUDA_EMU)
+    return MGK_CUDA_EMULATED;
+#elif MG_HAVE_CUDA
+    return MGK_CUDA_REAL;
+#else
+    return MGK_CUDA_NONE;
+#endif
+}
+
+int mgk_cuda_devices(void)
+{
+#if MG_HAVE_CUDA
+    return mgk_cuda_device_count();
+#else
+    return 0;
+#endif
+}
+
+mg_status mgk_cuda_select(int ordinal)
+{
+#if MG_HAVE_CUDA
+    return mgk_cuda_set_device(ordinal);
+#else
+    (void)ordinal;
+    return mg_error_set(MG_ERR_UNSUPPORTED, "kernels: not built with CUDA");
+#endif
+}
+
+int64_t mgk_cuda_memory(void)
+{
+#if MG_HAVE_CUDA
+    size_t bytes = 0;
+    if (mgk_cuda_device_memory(&bytes) == MG_OK) return (int64_t)bytes;
+#endif
+    return 0;
+}
+
+void mgk_cuda_name(char *buf, size_t n)
+{
+    if (n) buf[0] = '\0';
+#if MG_HAVE_CUDA
+    int major, minor, sms;
+    if (mgk_cuda_device_info(buf, n, &major, &minor, &sms) != MG_OK && n) buf[0] = '\0';
+#endif
 }

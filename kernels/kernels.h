@@ -237,4 +237,119 @@ typedef struct mgk_adamw_hp {
 void mgk_adamw(const mg_kctx *k, float *param, float *m, float *v, const float *grad, int64_t n,
                const mgk_adamw_hp *hp, int decay);
 
+/* ---- bf16 variants (MGK_CUDA only) ----------------------------------------------------- */
+
+/* The mixed-precision ops of the GPU training path (--bf16): kernels.h's meaning with the type
+ * rule of kernels/cuda/kernels_cuda.h (activations and parameters bf16, the 16 bits of a
+ * bfloat16; parameter gradients and saved statistics fp32; arithmetic fp32, each bf16 result
+ * rounded once to nearest-even). kernels/kernels_bf16.c forwards them to the CUDA backend; a
+ * context of another backend is a bug (MG_ASSERT): the CPU backends compute in fp32 only. */
+typedef uint16_t mgk_bf16;
+
+void mgk_zero_bf16(const mg_kctx *k, mgk_bf16 *x, int64_t n);
+void mgk_add_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *a, const mgk_bf16 *b,
+                  int64_t n);
+void mgk_linear_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, const mgk_bf16 *W,
+                         const mgk_bf16 *bias, int64_t N, int64_t IN, int64_t OUT);
+void mgk_linear_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dW, float *dbias,
+                         const mgk_bf16 *dout, const mgk_bf16 *inp, const mgk_bf16 *W, int64_t N,
+                         int64_t IN, int64_t OUT);
+void mgk_embedding_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const int32_t *ids,
+                            const mgk_bf16 *table, int64_t N, int64_t C, int64_t row0,
+                            int64_t nrows, int accumulate);
+void mgk_embedding_bwd_bf16(const mg_kctx *k, float *dtable, const mgk_bf16 *dout,
+                            const int32_t *ids, int64_t N, int64_t C, int64_t row0, int64_t nrows);
+void mgk_layernorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *mean, float *rstd,
+                            const mgk_bf16 *inp, const mgk_bf16 *w, const mgk_bf16 *b, int64_t N,
+                            int64_t C, float eps);
+void mgk_layernorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw, float *db,
+                            const mgk_bf16 *dout, const mgk_bf16 *inp, const mgk_bf16 *w,
+                            const float *mean, const float *rstd, int64_t N, int64_t C);
+void mgk_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *rstd, const mgk_bf16 *inp,
+                          const mgk_bf16 *w, int64_t N, int64_t C, float eps);
+void mgk_rmsnorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw, const mgk_bf16 *dout,
+                          const mgk_bf16 *inp, const mgk_bf16 *w, const float *rstd, int64_t N,
+                          int64_t C);
+void mgk_gelu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, int64_t n,
+                       mgk_gelu_kind kind);
+void mgk_gelu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                       const mgk_bf16 *inp, int64_t n, mgk_gelu_kind kind);
+void mgk_swiglu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, int64_t N,
+                         int64_t F);
+void mgk_swiglu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                         const mgk_bf16 *inp, int64_t N, int64_t F);
+void mgk_rope_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, const int32_t *pos,
+                       int64_t B, int64_t T, int64_t H, int64_t D, int64_t rot_dim, float base);
+void mgk_rope_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
+                       const int32_t *pos, int64_t B, int64_t T, int64_t H, int64_t D,
+                       int64_t rot_dim, float base);
+void mgk_qkv_split_bf16(const mg_kctx *k, mgk_bf16 *q, mgk_bf16 *kk, mgk_bf16 *v,
+                        const mgk_bf16 *qkv, int64_t N, int64_t Hq, int64_t Hkv, int64_t D);
+void mgk_qkv_merge_bf16(const mg_kctx *k, mgk_bf16 *qkv, const mgk_bf16 *q, const mgk_bf16 *kk,
+                        const mgk_bf16 *v, int64_t N, int64_t Hq, int64_t Hkv, int64_t D);
+/* saved and the backward's scratch: as mgk_attn_fwd / mgk_attn_bwd (fp32). */
+void mgk_attn_fwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out, float *saved,
+                       const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,
+                       const int32_t *seg);
+void mgk_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq, mgk_bf16 *dk,
+                       mgk_bf16 *dv, const mgk_bf16 *dout, const float *saved, const mgk_bf16 *q,
+                       const mgk_bf16 *kk, const mgk_bf16 *v, const int32_t *seg);
+void mgk_xent_fwd_bf16(const mg_kctx *k, float *loss, float *lse, const mgk_bf16 *logits,
+                       const int32_t *targets, int64_t N, int64_t Vp, int64_t vocab);
+void mgk_xent_bwd_bf16(const mg_kctx *k, mgk_bf16 *dlogits, const mgk_bf16 *logits,
+                       const float *lse, const int32_t *targets, const float *mask, float scale,
+                       int64_t N, int64_t Vl, int64_t col0, int64_t vocab);
+/* mgk_adamw on the fp32 master weights param, then param_bf16 = bf16(param). */
+void mgk_adamw_bf16(const mg_kctx *k, float *param, mgk_bf16 *param_bf16, float *m, float *v,
+                    const float *grad, int64_t n, const mgk_adamw_hp *hp, int decay);
+
+/* ---- memory, streams and the device ---------------------------------------------------- */
+
+/* The memory a backend's tensors live in: host memory (calloc) for the CPU backends, device
+ * memory for MGK_CUDA. mgk_alloc returns zeroed memory, or NULL with the message set. The
+ * copies are synchronous; host_* buffers are ordinary host memory either way. */
+void *mgk_alloc(mgk_backend b, size_t bytes);
+/* Bytes mgk_alloc has handed out for MGK_CUDA in this process so far (frees not deducted). */
+int64_t mgk_device_allocated(void);
+/* Device bytes a context of backend b allocates for itself besides its scratch (0 off CUDA). */
+int64_t mgk_ctx_device_bytes(mgk_backend b);
+void mgk_free(mgk_backend b, void *p); /* accepts NULL */
+mg_status mgk_upload(mgk_backend b, void *dst, const void *src, size_t bytes);
+mg_status mgk_download(mgk_backend b, void *dst, const void *src, size_t bytes);
+/* Host memory the device copies from without staging (CUDA: pinned; else calloc), zeroed. */
+void *mgk_host_alloc(mgk_backend b, size_t bytes);
+void mgk_host_free(mgk_backend b, void *p); /* accepts NULL */
+/* Host -> k's memory on k's copy stream, ordered before every op queued on k afterwards
+ * (CUDA: the copy stream records an event the compute stream waits for; src must stay
+ * unchanged until mgk_sync or the next mgk_upload_async waits for it). Host backends: a
+ * plain copy. */
+mg_status mgk_upload_async(const mg_kctx *k, void *dst, const void *src, size_t bytes);
+/* Waits for everything queued on k (copies included); reports an asynchronous failure. */
+mg_status mgk_sync(const mg_kctx *k);
+
+/* Stream time: a mark records the point reached by k's stream (CUDA: an event; host
+ * backends: the clock). mgk_mark_elapsed waits for b and gives the milliseconds from a. */
+typedef struct {
+    void *event;  /* cudaEvent_t of MGK_CUDA, else NULL */
+    double host_s;
+} mgk_mark;
+mg_status mgk_mark_record(const mg_kctx *k, mgk_mark *m);
+mg_status mgk_mark_elapsed(const mg_kctx *k, const mgk_mark *a, const mgk_mark *b, double *ms);
+void mgk_mark_free(mgk_mark *m); /* accepts a never-recorded mark */
+
+typedef enum {
+    MGK_CUDA_NONE = 0,     /* built without CUDA */
+    MGK_CUDA_REAL = 1,     /* nvcc kernels on the CUDA runtime */
+    MGK_CUDA_EMULATED = 2, /* the kernels on the host emulator (docs/CUDA_EMU.md) */
+} mgk_cuda_build;
+mgk_cuda_build mgk_cuda_built(void);
+/* Visible CUDA devices (0 without CUDA or without a device; the emulator has one). */
+int mgk_cuda_devices(void);
+/* Makes device `ordinal` current for this process (before mgk_ctx_init with MGK_CUDA). */
+mg_status mgk_cuda_select(int ordinal);
+/* The current device's name ("" without CUDA). */
+void mgk_cuda_name(char *buf, size_t n);
+/* The current device's memory in bytes (0 without CUDA or a device). */
+int64_t mgk_cuda_memory(void);
+
 #endif

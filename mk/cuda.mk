@@ -27,7 +27,8 @@ KERN_LDLIBS := $(if $(filter 1,$(HAVE_BLAS)),$(BLAS_LDLIBS)) \
 CUDA_SRCS   := $(sort $(wildcard kernels/cuda/*.cu))
 CUDA_OBJS   := $(CUDA_SRCS:%.cu=$(BUILD)/nvcc/%.o)
 CUDA_KLIB   := $(BUILD)/libmgkernels_cuda.a
-CUDA_KOBJS  := $(BUILD)/nvcc/kernels/kernels.o $(filter $(BUILD)/kernels/cpu/%,$(KERN_OBJS))
+CUDA_KOBJS  := $(patsubst %.c,$(BUILD)/nvcc/%.o,$(wildcard kernels/*.c)) \
+               $(filter $(BUILD)/kernels/cpu/%,$(KERN_OBJS))
 # the few libcommon files the kernels need (wherever libcommon keeps them)
 CUDA_COMMON_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard libcommon/error.c libcommon/*/error.c))
 GPU_TEST_SRCS := $(sort $(wildcard tests/cuda/*.c tests/gpu/*.c))
@@ -45,7 +46,7 @@ $(BUILD)/nvcc/%.o: %.cu
 	$(say) NVCC $<
 	$(Q)$(NVCC) $(NVCC_FLAGS) $(NVCC_GENCODE) -MMD -MP -c $< -o $@
 
-$(BUILD)/nvcc/kernels/kernels.o: kernels/kernels.c
+$(BUILD)/nvcc/kernels/%.o: kernels/%.c
 	@mkdir -p $(dir $@)
 	$(say) CC '$< (MGK_CUDA)'
 	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -DMG_HAVE_CUDA=1 -Ikernels -I. -MMD -MP -c $< -o $@

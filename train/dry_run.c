@@ -6,6 +6,8 @@
 #include <stdlib.h>
 
 #include "comm_plan.h"
+#include "device.h"
+#include "device_plan.h"
 #include "flops.h"
 #include "memory_plan.h"
 
@@ -106,6 +108,37 @@ static mg_status print_comm(FILE *f, const mg_train_opts *o)
     return MG_OK;
 }
 
+/* --device cuda, or auto with a GPU: what this process allocates on its GPU (device_plan.h),
+ * checked against the device's memory when one is visible. */
+static mg_status print_device(FILE *f, const mg_train_opts *o)
+{
+    if (mg_device_is_cpu(o)) return MG_OK;
+    mg_device_plan p;
+    mg_status st = mg_device_plan_of(o, &p);
+    if (st == MG_ERR_UNSUPPORTED) {
+        fprintf(f, "device memory per rank: no plan: %s\n", mg_last_error());
+        return MG_OK;
+    }
+    MG_FORWARD(st);
+    fprintf(f, "device memory per rank (--device cuda, %s): parameters %.2f MiB, gradients "
+               "%.2f MiB, bf16 weights %.2f MiB, Adam moments %.2f MiB, activations %.2f MiB "
+               "(%lld x %.2f MiB), inputs %.2f MiB, kernel workspaces %.2f MiB; total %.2f MiB "
+               "(the CUDA runtime's own context not counted)\n",
+            o->bf16 ? "bf16" : "fp32", p.params / MIB, p.grads / MIB, p.params16 / MIB,
+            p.moments / MIB, p.nslots * p.arena / MIB, LL(p.nslots), p.arena / MIB,
+            p.inputs / MIB, p.workspaces / MIB, p.total / MIB);
+    if (mgk_cuda_devices() < 1) return MG_OK;
+    MG_FORWARD(mgk_cuda_select(0));
+    char name[128];
+    mgk_cuda_name(name, sizeof name);
+    double have = (double)mgk_cuda_memory();
+    fprintf(f, "device %s: %.2f MiB: the plan %s\n", name, have / MIB,
+            p.total <= have ? "fits" : "does not fit");
+    MG_RETURN_IF(p.total > have, MG_ERR_NOMEM, "--dry-run: the plan needs %.2f MiB of device "
+                 "memory, %s has %.2f MiB", p.total / MIB, name, have / MIB);
+    return MG_OK;
+}
+
 mg_status mg_train_dry_run_report(const mg_train_opts *o, char **text)
 {
     size_t len = 0;
@@ -119,7 +152,8 @@ mg_status mg_train_dry_run_report(const mg_train_opts *o, char **text)
     print_params(f, &o->model);
     print_memory(f, o);
     print_flops(f, o);
-    mg_status st = print_comm(f, o);
+    mg_status st = print_device(f, o);
+    if (st == MG_OK) st = print_comm(f, o);
     if (fclose(f) != 0 || st != MG_OK) {
         free(*text);
         *text = NULL;

@@ -34,6 +34,13 @@ static float *take(float *base, int64_t *off, int64_t n)
     return p;
 }
 
+/* An activation (or activation gradient) of n values: n floats, or n bf16 values in a->bf16
+ * arenas (forward_bf16.c); statistics and saved attention state stay take()'s floats. */
+static float *take_act(const mg_gpt_acts *a, float *base, int64_t *off, int64_t n)
+{
+    return take(base, off, a->bf16 ? (n + 1) / 2 : n);
+}
+
 /* Sizes of this rank's share; sp = sequence parallel (tp > 1 only). */
 static void set_dims(mg_gpt_acts *a, const mg_gpt *g, int64_t B, int64_t T, int sp)
 {
@@ -63,29 +70,29 @@ static void set_dims(mg_gpt_acts *a, const mg_gpt *g, int64_t B, int64_t T, int 
 /* A buffer of N rows that only sequence parallelism needs apart from its Ns-row twin. */
 static float *take_sp(mg_gpt_acts *a, float *base, int64_t *off, int64_t C, float *twin)
 {
-    return a->sp ? take(base, off, a->N * C) : twin;
+    return a->sp ? take_act(a, base, off, a->N * C) : twin;
 }
 
 static void plan_layer(mg_gpt_acts *a, const mg_kctx *k, mg_layer_acts *la, float *base,
                        int64_t *off)
 {
     int64_t N = a->N, Ns = a->Ns;
-    la->ln1 = take(base, off, Ns * a->H);
+    la->ln1 = take_act(a, base, off, Ns * a->H);
     la->ln1_mean = take(base, off, Ns);
     la->ln1_rstd = take(base, off, Ns);
     la->ln1g = take_sp(a, base, off, a->H, la->ln1);
-    la->q = take(base, off, N * a->Hq * a->D);
-    la->k = take(base, off, N * a->Hkv * a->D);
-    la->v = take(base, off, N * a->Hkv * a->D);
+    la->q = take_act(a, base, off, N * a->Hq * a->D);
+    la->k = take_act(a, base, off, N * a->Hkv * a->D);
+    la->v = take_act(a, base, off, N * a->Hkv * a->D);
     la->att = take(base, off, mgk_attn_saved_numel(k, &a->ad));
-    la->ao = take(base, off, N * a->Hq * a->D);
-    la->xmid = take(base, off, Ns * a->H);
-    la->ln2 = take(base, off, Ns * a->H);
+    la->ao = take_act(a, base, off, N * a->Hq * a->D);
+    la->xmid = take_act(a, base, off, Ns * a->H);
+    la->ln2 = take_act(a, base, off, Ns * a->H);
     la->ln2_mean = take(base, off, Ns);
     la->ln2_rstd = take(base, off, Ns);
     la->ln2g = take_sp(a, base, off, a->H, la->ln2);
-    la->fc1 = take(base, off, N * a->F1);
-    la->act = take(base, off, N * a->F);
+    la->fc1 = take_act(a, base, off, N * a->F1);
+    la->act = take_act(a, base, off, N * a->F);
 }
 
 /* The vocabulary-parallel loss's row statistics (tp > 1). */
@@ -101,28 +108,28 @@ static void plan_xent(mg_gpt_acts *a, float *base, int64_t *off)
 static void plan_work(mg_gpt_acts *a, float *base, int64_t *off)
 {
     int64_t N = a->N, Ns = a->Ns, QD = a->Hq * a->D, KD = a->Hkv * a->D;
-    a->lnf = take(base, off, Ns * a->H);
+    a->lnf = take_act(a, base, off, Ns * a->H);
     a->lnf_mean = take(base, off, Ns);
     a->lnf_rstd = take(base, off, Ns);
     a->lnfg = take_sp(a, base, off, a->H, a->lnf);
-    a->logits = take(base, off, N * a->Vp);
+    a->logits = take_act(a, base, off, N * a->Vp);
     a->lse = take(base, off, N);
     a->loss = take(base, off, N);
     a->tmp = take_sp(a, base, off, a->H, NULL);
     plan_xent(a, base, off);
-    a->dx = take(base, off, Ns * a->H);
-    a->dln = take(base, off, Ns * a->H);
+    a->dx = take_act(a, base, off, Ns * a->H);
+    a->dln = take_act(a, base, off, Ns * a->H);
     a->dxg = take_sp(a, base, off, a->H, a->dx);
     a->dlng = take_sp(a, base, off, a->H, a->dln);
-    a->dfc1 = take(base, off, N * a->F1);
-    a->dact = take(base, off, N * a->F);
-    a->dao = take(base, off, N * QD);
-    a->dq = take(base, off, N * QD);
-    a->dk = take(base, off, N * KD);
-    a->dv = take(base, off, N * KD);
-    a->dq0 = take(base, off, N * QD);
-    a->dk0 = take(base, off, N * KD);
-    a->qkv = take(base, off, N * a->QKV);
+    a->dfc1 = take_act(a, base, off, N * a->F1);
+    a->dact = take_act(a, base, off, N * a->F);
+    a->dao = take_act(a, base, off, N * QD);
+    a->dq = take_act(a, base, off, N * QD);
+    a->dk = take_act(a, base, off, N * KD);
+    a->dv = take_act(a, base, off, N * KD);
+    a->dq0 = take_act(a, base, off, N * QD);
+    a->dk0 = take_act(a, base, off, N * KD);
+    a->qkv = take_act(a, base, off, N * a->QKV);
 }
 
 /* Lays out the arena on base (NULL: sizes only); returns its length in floats. */
@@ -130,7 +137,7 @@ static int64_t plan(mg_gpt_acts *a, const mg_kctx *k, float *base)
 {
     int64_t off = 0;
     for (int64_t l = 0; l <= a->L; l++) {
-        float *x = take(base, &off, a->Ns * a->H);
+        float *x = take_act(a, base, &off, a->Ns * a->H);
         if (base) a->x[l] = x;
         if (l == a->L) break;
         mg_layer_acts tmp;
@@ -142,8 +149,15 @@ static int64_t plan(mg_gpt_acts *a, const mg_kctx *k, float *base)
 
 int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T)
 {
+    return mg_gpt_acts_plan_bytes_prec(g, k, B, T, g->params16 != NULL);
+}
+
+int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
+                                    int bf16)
+{
     mg_gpt_acts a;
     memset(&a, 0, sizeof a);
+    a.bf16 = bf16;
     set_dims(&a, g, B, T, 0);
     return plan(&a, k, NULL) * (int64_t)sizeof(float) + a.N * (int64_t)sizeof(int32_t);
 }
@@ -171,18 +185,27 @@ static void find_offsets(mg_gpt_acts *a, const mg_gpt *g)
     if (g->m.tied_embeddings && a->poff[P_OUT] < 0) a->poff[P_OUT] = a->poff[P_WTE];
 }
 
+/* The arena and the default positions in the memory of k's backend. */
 static mg_status alloc_acts(mg_gpt_acts *a, const mg_gpt *g, mg_kctx *k)
 {
+    a->mem = k->backend;
+    a->bf16 = g->params16 != NULL;
     a->la = mg_calloc((size_t)(a->L ? a->L : 1), sizeof(*a->la));
     a->x = mg_calloc((size_t)(a->L + 1), sizeof(*a->x));
     a->loff = mg_calloc((size_t)(a->L ? a->L : 1) * P_NLAYER, sizeof(*a->loff));
-    a->pos_default = mg_calloc((size_t)a->N, sizeof(int32_t));
-    if (!a->la || !a->x || !a->loff || !a->pos_default) return MG_ERR_NOMEM;
+    int32_t *pos = mg_calloc((size_t)a->N, sizeof(int32_t));
+    a->pos_default = mgk_alloc(a->mem, (size_t)a->N * sizeof(int32_t));
     a->arena_numel = plan(a, k, NULL);
-    a->arena = mg_calloc((size_t)a->arena_numel, sizeof(float));
-    if (!a->arena) return MG_ERR_NOMEM;
-    plan(a, k, a->arena);
-    for (int64_t i = 0; i < a->N; i++) a->pos_default[i] = (int32_t)(i % a->T);
+    a->arena = mgk_alloc(a->mem, (size_t)a->arena_numel * sizeof(float));
+    mg_status st = !a->la || !a->x || !a->loff || !pos || !a->pos_default || !a->arena
+                       ? MG_ERR_NOMEM : MG_OK;
+    if (st == MG_OK) {
+        plan(a, k, a->arena);
+        for (int64_t i = 0; i < a->N; i++) pos[i] = (int32_t)(i % a->T);
+        st = mgk_upload(a->mem, a->pos_default, pos, (size_t)a->N * sizeof(int32_t));
+    }
+    free(pos);
+    MG_FORWARD(st);
     find_offsets(a, g);
     return mgk_ctx_reserve(k, mgk_attn_scratch_numel(k, &a->ad));
 }
@@ -235,11 +258,11 @@ mg_status mg_gpt_acts_create_par(mg_gpt_acts **out, const mg_gpt *g, mg_kctx *k,
 void mg_gpt_acts_free(mg_gpt_acts *a)
 {
     if (!a) return;
-    free(a->arena);
+    mgk_free(a->mem, a->arena);
     free(a->la);
     free(a->x);
     free(a->loff);
-    free(a->pos_default);
+    mgk_free(a->mem, a->pos_default);
     free(a);
 }
 
@@ -337,7 +360,18 @@ static mg_status head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
     return MG_OK;
 }
 
-static mg_status check_batch(const mg_gpt *g, const mg_gpt_batch *b, int64_t N)
+/* The fp32 pass of the stage: embedding (first stage), the layers, the head (last stage). */
+static mg_status stage_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
+{
+    if (g->lay.first_stage) MG_FORWARD(embed_fwd(g, a, k));
+    for (int64_t l = 0; l < a->L; l++) {
+        MG_FORWARD(attn_block_fwd(g, a, k, l));
+        MG_FORWARD(mlp_block_fwd(g, a, k, l));
+    }
+    return g->lay.last_stage ? head_fwd(g, a, k) : MG_OK;
+}
+
+mg_status mg_gpt_check_batch(const mg_gpt *g, const mg_gpt_batch *b, int64_t N)
 {
     for (int64_t i = 0; i < N; i++) {
         MG_RETURN_IF(b->ids[i] < 0 || b->ids[i] >= g->m.vocab_size || b->targets[i] < 0 ||
@@ -356,19 +390,15 @@ mg_status mg_gpt_forward(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
                          const mg_gpt_batch *b, double *loss)
 {
     MG_ASSERT(a->owner == g);
-    MG_FORWARD(check_batch(g, b, a->N));
+    MG_ASSERT(k->backend == g->mem || (k->backend != MGK_CUDA && g->mem != MGK_CUDA));
+    if (k->backend != MGK_CUDA) MG_FORWARD(mg_gpt_check_batch(g, b, a->N));
     a->batch = *b;
     a->pos = b->pos ? b->pos : a->pos_default;
     a->have_forward = 0;
-    if (g->lay.first_stage) MG_FORWARD(embed_fwd(g, a, k));
-    for (int64_t l = 0; l < a->L; l++) {
-        MG_FORWARD(attn_block_fwd(g, a, k, l));
-        MG_FORWARD(mlp_block_fwd(g, a, k, l));
-    }
+    MG_FORWARD(a->bf16 ? mg_gpt_forward_bf16(g, a, k) : stage_fwd(g, a, k));
     a->denom = b->loss_mask ? mgk_sum(k, b->loss_mask, NULL, a->N) : (double)a->N;
     *loss = 0.0;
     if (g->lay.last_stage) {
-        MG_FORWARD(head_fwd(g, a, k));
         double total = mgk_sum(k, a->loss, b->loss_mask, a->N);
         *loss = a->denom > 0 ? total / a->denom : 0.0;
     }

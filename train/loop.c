@@ -30,6 +30,9 @@
 #include "batch.h"
 #include "checkpoint.h"
 #include "comm.h"
+#include "comm_launch.h"
+#include "device.h"
+#include "device_plan.h"
 #include "dist_optim.h"
 #include "flops.h"
 #include "log.h"
@@ -67,8 +70,14 @@ static double now_s(void)
 typedef struct {
     const mg_train_opts *o;
     mg_train_data *data;
-    mg_gpt *g;
+    mg_gpt *g;            /* the host model: initialisation, checkpoints */
+    mg_gpt *dg;           /* the model the kernels run (device.h; g itself on the CPU) */
     mg_gpt_optim *opt;    /* Adam state in the model layout (NULL with dopt) */
+    mg_gpt_optim *dev_opt; /* opt in the device's memory (opt itself on the CPU) */
+    mg_device_batches db; /* the micro-batches on the device (--device cuda) */
+    char device[300];     /* where the kernels run (device.h) */
+    double dev_ms;        /* device time of the iterations after the first (CUDA events) */
+    int64_t dev_iters;
     mg_dist_optim *dopt;  /* --use-distributed-optimizer: the sharded state */
     mg_gpt_acts **slots;  /* one arena per micro-batch in flight (sched) */
     mg_sched sched;
@@ -182,8 +191,8 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
     mg_train_ckpt_state st = {it, it * o->global_batch_size, (int64_t)s->valid_cursor,
                               s->flops_so_far, 1};
     mg_gpt_optim *full = s->opt;
-    mg_status ss = MG_OK;
-    if (s->dopt) { /* every DP rank takes part in gathering the moments */
+    mg_status ss = mg_device_to_host(s->g, s->dg, s->opt, s->dev_opt, &s->k);
+    if (ss == MG_OK && s->dopt) { /* every DP rank takes part in gathering the moments */
         ss = mg_gpt_optim_create(&full, s->g);
         if (ss == MG_OK) ss = mg_dist_gather_moments(s->dopt, s->g, s->comm, full);
     }
@@ -244,8 +253,29 @@ static mg_status alloc_slots(run_state *s)
     s->sched.nslots = n;
     s->sched.sequence_parallel = o->sequence_parallel;
     for (int64_t i = 0; i < n; i++)
-        MG_FORWARD(mg_gpt_acts_create_par(&s->slots[i], s->g, &s->k, o->micro_batch_size,
+        MG_FORWARD(mg_gpt_acts_create_par(&s->slots[i], s->dg, &s->k, o->micro_batch_size,
                                           o->model.seq_length, &par));
+    return MG_OK;
+}
+
+/* The kernels' backend (--device) on this rank's GPU (LOCAL_RANK), with what it lacks yet. */
+static mg_status open_device(run_state *s)
+{
+    const mg_train_opts *o = s->o;
+    mg_comm_launch l;
+    MG_FORWARD(mg_comm_launch_detect(&l));
+    MG_FORWARD(mg_device_open(o, l.local_rank, &s->k, s->device, sizeof s->device));
+    if (s->k.backend != MGK_CUDA) {
+        MG_RETURN_IF(o->bf16 || o->fp16, MG_ERR_UNSUPPORTED, "not supported on CPU: %s",
+                     o->bf16 ? "--bf16" : "--fp16");
+        return MG_OK;
+    }
+    MG_RETURN_IF(mg_comm_size(s->comm) > 1, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --device cuda with %lld processes (one GPU per run)",
+                 (long long)mg_comm_size(s->comm));
+    MG_RETURN_IF(o->fp16, MG_ERR_UNSUPPORTED, "not supported yet: --fp16 on --device cuda");
+    MG_RETURN_IF(o->use_distributed_optimizer, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --use-distributed-optimizer with --device cuda");
     return MG_OK;
 }
 
@@ -255,6 +285,7 @@ static mg_status setup(run_state *s)
     MG_FORWARD(open_data(o, &s->data));
     mg_gpt_layout lay;
     MG_FORWARD(layout_of(o, s->comm, &lay));
+    MG_FORWARD(open_device(s));
     mg_gpt_opts go = {gelu_of(o), o->init_method_std, (uint64_t)o->seed,
                       o->mask_vocab_padding};
     MG_FORWARD(mg_gpt_create(&s->g, &o->model, &lay, &go));
@@ -264,8 +295,12 @@ static mg_status setup(run_state *s)
                                         o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE));
     else MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
     MG_FORWARD(load_checkpoint(s));
-    MG_FORWARD(mgk_ctx_init(&s->k, MGK_CPU_FAST, 0));
+    MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k, o->bf16));
+    if (s->opt) MG_FORWARD(mg_device_optim(&s->dev_opt, s->opt, s->g, &s->k));
     MG_FORWARD(alloc_batches(s));
+    if (s->k.backend == MGK_CUDA)
+        MG_FORWARD(mg_device_batches_create(&s->db, &s->k, s->nmicro, o->micro_batch_size,
+                                            o->model.seq_length));
     return alloc_slots(s);
 }
 
@@ -277,6 +312,9 @@ static void teardown(run_state *s)
     mg_train_log_free(s->log);
     for (int64_t i = 0; s->slots && i < s->sched.nslots; i++) mg_gpt_acts_free(s->slots[i]);
     free(s->slots);
+    mg_device_batches_free(&s->db);
+    if (s->dev_opt != s->opt) mg_gpt_optim_free(s->dev_opt);
+    if (s->dg != s->g) mg_gpt_free(s->dg);
     mgk_ctx_free(&s->k);
     mg_gpt_optim_free(s->opt);
     mg_dist_optim_free(s->dopt);
@@ -296,7 +334,14 @@ static mg_status fill(run_state *s, int k, uint64_t first)
         MG_FORWARD(mg_train_batch_fill(&s->mb[i], s->data, k, at));
         s->views[i] = mg_train_batch_view(&s->mb[i], s->data);
     }
-    return MG_OK;
+    if (s->k.backend != MGK_CUDA) return MG_OK;
+    return mg_device_batches_upload(&s->db, &s->k, s->g, s->views);
+}
+
+/* The micro-batches as the kernels see them (device copies with --device cuda). */
+static const mg_gpt_batch *micro_views(const run_state *s)
+{
+    return s->k.backend == MGK_CUDA ? s->db.views : s->views;
 }
 
 /* Megatron's evaluate(): eval_iters global batches, loss = masked token sum / count (on
@@ -308,7 +353,8 @@ static mg_status evaluate(run_state *s, int k, uint64_t *cursor, double *loss)
     for (int64_t it = 0; it < s->o->eval_iters; it++) {
         MG_FORWARD(fill(s, k, *cursor));
         *cursor += (uint64_t)s->o->global_batch_size;
-        MG_FORWARD(mg_sched_eval(s->g, &s->k, s->comm, &s->sched, s->views, s->nmicro, acc));
+        MG_FORWARD(mg_sched_eval(s->dg, &s->k, s->comm, &s->sched, micro_views(s), s->nmicro,
+                                 acc));
     }
     MG_FORWARD(mg_comm_allreduce_sum_f64(mg_comm_group(s->comm, MG_COMM_DATA), acc, 2));
     MG_FORWARD(mg_comm_broadcast(pp, acc, 2 * (int64_t)sizeof(double), mg_comm_size(pp) - 1));
@@ -349,10 +395,9 @@ static void note_measured(const run_state *s)
                         (long long)s->step_calls[g][op], (long long)s->step_bytes[g][op]);
 }
 
-static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, double *secs)
+static mg_status step(run_state *s, int64_t it, mg_step_result *res)
 {
     const mg_train_opts *o = s->o;
-    double t0 = now_s();
     mg_step_hp hp;
     mg_step_hp_at(o, it, &hp);
     mg_comm_reset_counts(s->comm);
@@ -360,11 +405,36 @@ static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, do
     if (s->dopt) {
         MG_FORWARD(mg_gpt_accumulate(s->g, &s->sched, &s->k, s->comm, s->views, s->nmicro,
                                      &res->loss));
-        MG_FORWARD(mg_dist_step(s->dopt, s->g, &s->k, s->comm, &hp, res));
-    } else {
-        MG_FORWARD(mg_gpt_train_step_comm(s->g, s->opt, &s->sched, &s->k, s->comm, s->views,
-                                          s->nmicro, &hp, res));
+        return mg_dist_step(s->dopt, s->g, &s->k, s->comm, &hp, res);
     }
+    return mg_gpt_train_step_comm(s->dg, s->dev_opt, &s->sched, &s->k, s->comm,
+                                  micro_views(s), s->nmicro, &hp, res);
+}
+
+/* The device time of an iteration between two marks (CUDA events on the compute stream);
+ * the first iteration of the run (start-up, allocation) is left out of the total. */
+static mg_status device_time(run_state *s, int64_t it, mgk_mark *a, mgk_mark *b)
+{
+    double ms = 0;
+    mg_status st = mgk_mark_elapsed(&s->k, a, b, &ms);
+    if (st == MG_OK && it > s->start_iter + 1) {
+        s->dev_ms += ms;
+        s->dev_iters++;
+    }
+    return st;
+}
+
+static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, double *secs)
+{
+    double t0 = now_s();
+    mgk_mark a, b;
+    mg_status st = mgk_mark_record(&s->k, &a);
+    if (st == MG_OK) st = step(s, it, res);
+    if (st == MG_OK) st = mgk_mark_record(&s->k, &b);
+    if (st == MG_OK) st = device_time(s, it, &a, &b);
+    mgk_mark_free(&a);
+    mgk_mark_free(&b);
+    MG_FORWARD(st);
     *secs = now_s() - t0;
     snapshot_counts(s, it);
     MG_RETURN_IF(!isfinite(res->loss), MG_ERR_FORMAT,
@@ -468,21 +538,59 @@ static mg_status train(run_state *s, double t_start)
     return eval_split(s, MG_SPLIT_TEST, it, &test_cursor);
 }
 
+/* What MFU is measured against: the CPU's sgemm rate measured here, or the GPU's datasheet
+ * peak by its name (device.h; 0 = unknown). desc describes it for the start-up note. */
+static double peak_flops(const run_state *s, char *desc, size_t n)
+{
+    if (s->o->peak_tflops > 0) {
+        double peak = s->o->peak_tflops * 1e12;
+        snprintf(desc, n, "--peak-tflops peak %.1f GFLOP/s", peak / 1e9);
+        return peak;
+    }
+    if (s->k.backend != MGK_CUDA) {
+        double peak = mg_measure_gemm_peak(&s->k, 0.3);
+        snprintf(desc, n, "gemm peak %.1f GFLOP/s (%s, %d threads)", peak / 1e9,
+                 mgk_gemm_impl(), s->k.nthreads);
+        return peak;
+    }
+    char name[128];
+    mgk_cuda_name(name, sizeof name);
+    const char *prec = s->o->bf16 ? "bf16" : s->o->fp16 ? "fp16" : "fp32";
+    double peak = mg_device_peak_flops(name, s->o->bf16 || s->o->fp16);
+    if (peak > 0) snprintf(desc, n, "%s peak %.1f TFLOP/s (datasheet)", prec, peak / 1e12);
+    else snprintf(desc, n, "%s peak unknown (no datasheet entry for this device: MFU unknown)",
+                  prec);
+    return peak;
+}
+
+#define MIB (1024.0 * 1024.0)
+
+/* What the device groups took (kernels.h mgk_device_allocated) against the --dry-run plan. */
+static mg_status note_device_memory(const run_state *s)
+{
+    mg_device_plan p;
+    MG_FORWARD(mg_device_plan_of(s->o, &p));
+    NOTE(s, "device memory: %lld bytes (%.2f MiB) allocated by the groups, planned %lld; "
+         "kernel workspaces %.2f MiB", (long long)mgk_device_allocated(),
+         (double)mgk_device_allocated() / MIB, (long long)p.allocated, p.workspaces / MIB);
+    return MG_OK;
+}
+
 static mg_status run(run_state *s, FILE *out)
 {
     const mg_train_opts *o = s->o;
     double t_start = now_s();
     NOTE(s, "building datasets and the model");
     MG_FORWARD(setup(s));
-    double peak = o->peak_tflops > 0 ? o->peak_tflops * 1e12 : mg_measure_gemm_peak(&s->k, 0.3);
+    if (s->k.backend == MGK_CUDA) MG_FORWARD(note_device_memory(s));
+    char peak_desc[160];
+    double peak = peak_flops(s, peak_desc, sizeof peak_desc);
     NOTE(s, "model: %lld parameters, %lld micro-batches of %lld x %lld tokens per iteration "
-         "per rank; %lld ranks (TP %lld, PP %lld, DP %lld, %s); %s peak %.1f GFLOP/s (%s, "
-         "%d threads)", (long long)s->g->nparams, (long long)s->nmicro,
-         (long long)o->micro_batch_size, (long long)o->model.seq_length,
-         (long long)mg_comm_size(s->comm), (long long)o->model.tp, (long long)o->model.pp,
-         (long long)o->data_parallel_size, mg_comm_backend_name(s->comm),
-         o->peak_tflops > 0 ? "--peak-tflops" : "gemm", peak / 1e9,
-         mgk_gemm_impl(), s->k.nthreads);
+         "per rank; %lld ranks (TP %lld, PP %lld, DP %lld, %s); device %s; %s",
+         (long long)s->g->nparams, (long long)s->nmicro, (long long)o->micro_batch_size,
+         (long long)o->model.seq_length, (long long)mg_comm_size(s->comm),
+         (long long)o->model.tp, (long long)o->model.pp, (long long)o->data_parallel_size,
+         mg_comm_backend_name(s->comm), s->device, peak_desc);
     MG_FORWARD(mg_train_log_create(&s->log, out, o->log_file, o->log_interval, peak));
     if (o->tensorboard_dir && s->log_rank) /* Megatron's writer: the last rank */
         MG_FORWARD(mg_train_log_tensorboard(s->log, o->tensorboard_dir,
@@ -490,6 +598,9 @@ static mg_status run(run_state *s, FILE *out)
     if (o->exit_signal_handler) install_handlers();
     MG_FORWARD(train(s, t_start));
     note_measured(s);
+    if (s->k.backend == MGK_CUDA && s->dev_iters > 0)
+        NOTE(s, "device time per iteration (CUDA events, %lld iterations after the first): "
+             "%.1f ms", (long long)s->dev_iters, s->dev_ms / (double)s->dev_iters);
     NOTE(s, "done");
     return MG_OK;
 }

@@ -139,7 +139,7 @@ static mg_status build_views(mg_gpt *g)
 }
 
 static mg_status create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay,
-                        const mg_gpt_opts *opt, int buffers)
+                        const mg_gpt_opts *opt, int buffers, mgk_backend mem)
 {
     *out = NULL;
     MG_FORWARD(check_layout(m, lay));
@@ -148,10 +148,12 @@ static mg_status create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layou
     mg_status st = mg_model_copy(&g->m, m);
     g->lay = *lay;
     g->opt = *opt;
+    g->mem = mem;
     if (st == MG_OK) st = build_views(g);
     if (st == MG_OK && buffers) {
-        g->params = mg_calloc((size_t)(g->numel ? g->numel : 1), sizeof(float));
-        g->grads = mg_calloc((size_t)(g->numel ? g->numel : 1), sizeof(float));
+        size_t bytes = (size_t)g->numel * sizeof(float);
+        g->params = mgk_alloc(mem, bytes);
+        g->grads = mgk_alloc(mem, bytes);
         if (!g->params || !g->grads) st = MG_ERR_NOMEM;
     }
     if (st != MG_OK) {
@@ -165,13 +167,19 @@ static mg_status create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layou
 mg_status mg_gpt_create(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay,
                         const mg_gpt_opts *opt)
 {
-    return create(out, m, lay, opt, 1);
+    return create(out, m, lay, opt, 1, MGK_CPU_FAST);
+}
+
+mg_status mg_gpt_create_on(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay,
+                           const mg_gpt_opts *opt, mgk_backend mem)
+{
+    return create(out, m, lay, opt, 1, mem);
 }
 
 mg_status mg_gpt_create_views(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay)
 {
     mg_gpt_opts opt = {MGK_GELU_TANH, 0.02, 0, 0};
-    return create(out, m, lay, &opt, 0);
+    return create(out, m, lay, &opt, 0, MGK_CPU_FAST);
 }
 
 void mg_gpt_free(mg_gpt *g)
@@ -179,8 +187,9 @@ void mg_gpt_free(mg_gpt *g)
     if (!g) return;
     mg_model_free(&g->m);
     free(g->t);
-    free(g->params);
-    free(g->grads);
+    mgk_free(g->mem, g->params);
+    mgk_free(g->mem, g->grads);
+    mgk_free(g->mem, g->params16);
     free(g);
 }
 
@@ -205,5 +214,6 @@ int mg_gpt_tensor_sp_reduced(const mg_gpt_tensor *t)
 
 void mg_gpt_zero_grads(mg_gpt *g)
 {
+    MG_ASSERT(g->mem != MGK_CUDA); /* device gradients: mgk_zero on the step's context */
     memset(g->grads, 0, (size_t)g->numel * sizeof(float));
 }

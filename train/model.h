@@ -112,7 +112,11 @@ typedef struct mg_gpt {
     size_t nt;
     int64_t numel;                /* buffer length in floats (with alignment padding) */
     int64_t nparams;              /* sum of tensor sizes */
-    float *params, *grads;
+    float *params, *grads;        /* in the memory of backend `mem` (kernels.h mgk_alloc) */
+    mgk_backend mem;              /* host (a CPU backend, mg_gpt_create) or MGK_CUDA */
+    /* --bf16 on the device (device.h): the bf16 copy of params the forward and backward
+     * read (numel entries, same offsets), refreshed by every optimizer step; else NULL */
+    mgk_bf16 *params16;
 } mg_gpt;
 
 /* The full single-process layout (TP = 1, all layers). */
@@ -124,6 +128,9 @@ mgk_gelu_kind mg_gpt_default_gelu(const mg_model_desc *m);
  * padded_vocab_size. */
 mg_status mg_gpt_create(mg_gpt **g, const mg_model_desc *m, const mg_gpt_layout *lay,
                         const mg_gpt_opts *opt);
+/* The same with params and grads in the memory of backend mem (device.h: the GPU's). */
+mg_status mg_gpt_create_on(mg_gpt **g, const mg_model_desc *m, const mg_gpt_layout *lay,
+                           const mg_gpt_opts *opt, mgk_backend mem);
 /* The views alone (params and grads NULL): shapes and offsets for planning (--dry-run). */
 mg_status mg_gpt_create_views(mg_gpt **g, const mg_model_desc *m, const mg_gpt_layout *lay);
 void mg_gpt_free(mg_gpt *g); /* accepts NULL */
@@ -172,6 +179,9 @@ void mg_gpt_acts_free(mg_gpt_acts *a); /* accepts NULL */
 int64_t mg_gpt_acts_bytes(const mg_gpt_acts *a);
 /* Arena bytes for (B, T) without allocating. */
 int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T);
+/* The same for an arena of bf16 activations (bf16: a model with params16) or fp32 ones. */
+int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
+                                    int bf16);
 /* Pipeline stage boundaries: the residual stream's floats (rows of this rank x hidden),
  * the input a stage that is not the first reads, the output a stage that is not the last
  * writes, the gradient of that output (written by the caller before mg_gpt_backward) and
@@ -192,13 +202,17 @@ typedef struct {
     const int32_t *seg;       /* (B, T) document segments (--reset-attention-mask) or NULL */
 } mg_gpt_batch;
 
+/* ids and targets in [0, vocab_size), positions in [0, max_position_embeddings) for the N
+ * tokens of b (host memory). mg_gpt_forward checks it on host backends; a device caller
+ * checks the host batch before uploading it (device.h). */
+mg_status mg_gpt_check_batch(const mg_gpt *g, const mg_gpt_batch *b, int64_t N);
 /* Runs the forward pass of the stage; on the last stage *loss receives the mean masked
  * cross-entropy (double), elsewhere 0. The batch pointers must stay valid until
  * mg_gpt_backward. Every rank of the tensor-parallel group calls it together. */
 mg_status mg_gpt_forward(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
                          const mg_gpt_batch *b, double *loss);
 /* Logits (B, T, padded vocab / tp: this rank's columns) of the last forward on the last
- * stage; overwritten by mg_gpt_backward. */
+ * stage, in k's memory; overwritten by mg_gpt_backward. */
 const float *mg_gpt_logits(const mg_gpt_acts *a);
 /* Adds grad_scale * d(loss)/d(params) into g->grads. Needs the forward just before. */
 mg_status mg_gpt_backward(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale);

@@ -57,6 +57,17 @@ static int ch_tiktoken(mg_train_opts *o, const char *v)
     return 0;
 }
 
+static int ch_device(mg_train_opts *o, const char *v)
+{
+    static const char *const ok[] = {"auto", "cpu", "cuda"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(v, ok[i]) == 0) {
+            o->device = (mg_train_device)i;
+            return 0;
+        }
+    return -1;
+}
+
 static int ch_ckpt(mg_train_opts *o, const char *v)
 {
     if (strcmp(v, "torch") && strcmp(v, "torch_dist")) return -1;
@@ -151,6 +162,15 @@ static const struct flag flags[] = {
     {"--seed", K_I64, F(seed), 0, NULL, NULL},
     {"--bf16", K_ON, F(bf16), 0, NULL, NULL},
     {"--fp16", K_ON, F(fp16), 0, NULL, NULL},
+    {"--loss-scale", K_F64, F(loss_scale), 0, NULL, NULL},
+    {"--initial-loss-scale", K_F64, F(initial_loss_scale), 0, NULL, NULL},
+    {"--min-loss-scale", K_F64, F(min_loss_scale), 0, NULL, NULL},
+    {"--loss-scale-window", K_I64, F(loss_scale_window), 1, NULL, NULL},
+    {"--hysteresis", K_I64, F(hysteresis), 1, NULL, NULL},
+    {"--device", K_CHOICE, 0, 0, ch_device, "auto, cpu, cuda"},
+    {"--recompute-granularity", K_STR, F(recompute_granularity), 0, NULL, NULL},
+    {"--recompute-method", K_STR, F(recompute_method), 0, NULL, NULL},
+    {"--recompute-num-layers", K_I64, F(recompute_num_layers), 0, NULL, NULL},
     /* data */
     {"--data-path", K_LIST, F(data_path), 0, NULL, NULL},
     {"--split", K_STR, F(split), 0, NULL, NULL},
@@ -221,6 +241,10 @@ static void set_defaults(mg_train_opts *o)
     o->adam_eps = 1e-8;
     o->clip_grad = 1.0;
     o->seed = 1234;
+    o->initial_loss_scale = 4294967296.0; /* 2**32 */
+    o->min_loss_scale = 1.0;
+    o->loss_scale_window = 1000;
+    o->hysteresis = 2;
     o->eval_iters = 100;
     o->log_interval = 100;
     o->ckpt_step = -1;

@@ -37,6 +37,9 @@
 
 #define MG_TRAIN_MAX_IGNORED 64
 
+/* --device: where the model runs (device.h). */
+typedef enum { MG_DEVICE_AUTO = 0, MG_DEVICE_CPU, MG_DEVICE_CUDA } mg_train_device;
+
 typedef struct {
     /* model (flag list 1); model.seq_length, model.padded_vocab_size derived */
     mg_model_desc model;
@@ -70,6 +73,13 @@ typedef struct {
     double adam_beta1, adam_beta2, adam_eps, clip_grad;
     int64_t seed;
     int bf16, fp16;
+    /* fp16 loss scaling (Megatron's DynamicGradScaler; loss_scale > 0: a constant scale) */
+    double loss_scale, initial_loss_scale, min_loss_scale; /* 0 (none), 2^32, 1 */
+    int64_t loss_scale_window, hysteresis;                 /* 1000, 2 */
+    mg_train_device device;       /* --device cuda|cpu|auto (auto) */
+    /* activation recomputation: parsed, refused (not supported yet) */
+    const char *recompute_granularity, *recompute_method;
+    int64_t recompute_num_layers;
     /* data (list 4) */
     const char **data_path;
     size_t n_data_path;

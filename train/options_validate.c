@@ -32,6 +32,9 @@ static mg_status model_required(const mg_train_opts *o)
                  "not supported yet: dropout (--hidden-dropout %g --attention-dropout %g; "
                  "mg-train trains without dropout, give 0)",
                  o->hidden_dropout, o->attention_dropout);
+    MG_RETURN_IF(o->recompute_granularity || o->recompute_method || o->recompute_num_layers,
+                 MG_ERR_UNSUPPORTED, "not supported yet: activation recomputation "
+                 "(--recompute-granularity, --recompute-method, --recompute-num-layers)");
     MG_RETURN_IF(!(o->init_method_std > 0), MG_ERR_ARG,
                  "--init-method-std must be positive (got %g)", o->init_method_std);
     MG_RETURN_IF(!(o->model.norm_epsilon > 0), MG_ERR_ARG,

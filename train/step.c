@@ -13,27 +13,32 @@
 
 #include "grad_sync.h"
 
-mg_status mg_gpt_optim_create(mg_gpt_optim **out, const mg_gpt *g)
+mg_status mg_gpt_optim_create_on(mg_gpt_optim **out, const mg_gpt *g, mgk_backend mem)
 {
     *out = NULL;
     mg_gpt_optim *o = mg_calloc(1, sizeof(*o));
     if (!o) return MG_ERR_NOMEM;
     o->numel = g->numel;
-    o->m = mg_calloc((size_t)(g->numel ? g->numel : 1), sizeof(float));
-    o->v = mg_calloc((size_t)(g->numel ? g->numel : 1), sizeof(float));
-    if (!o->m || !o->v) {
+    o->mem = mem;
+    o->m = mgk_alloc(mem, 2 * (size_t)g->numel * sizeof(float));
+    if (!o->m) {
         mg_gpt_optim_free(o);
         return MG_ERR_NOMEM;
     }
+    o->v = o->m + g->numel;
     *out = o;
     return MG_OK;
+}
+
+mg_status mg_gpt_optim_create(mg_gpt_optim **out, const mg_gpt *g)
+{
+    return mg_gpt_optim_create_on(out, g, MGK_CPU_FAST);
 }
 
 void mg_gpt_optim_free(mg_gpt_optim *o)
 {
     if (!o) return;
-    free(o->m);
-    free(o->v);
+    mgk_free(o->mem, o->m);
     free(o);
 }
 
@@ -74,8 +79,12 @@ static void adamw_all(mg_gpt *g, mg_gpt_optim *o, const mg_kctx *k, const mg_ste
     mgk_adamw_hp a = {hp->lr, hp->beta1, hp->beta2, hp->eps, hp->weight_decay, o->step, scale};
     for (size_t i = 0; i < g->nt; i++) {
         const mg_gpt_tensor *t = &g->t[i];
-        mgk_adamw(k, g->params + t->offset, o->m + t->offset, o->v + t->offset,
-                  g->grads + t->offset, t->numel, &a, t->decay);
+        if (g->params16) /* --bf16: the fp32 masters, then their bf16 copy */
+            mgk_adamw_bf16(k, g->params + t->offset, g->params16 + t->offset, o->m + t->offset,
+                           o->v + t->offset, g->grads + t->offset, t->numel, &a, t->decay);
+        else
+            mgk_adamw(k, g->params + t->offset, o->m + t->offset, o->v + t->offset,
+                      g->grads + t->offset, t->numel, &a, t->decay);
     }
 }
 
@@ -111,7 +120,7 @@ mg_status mg_gpt_accumulate(mg_gpt *g, const mg_sched *sched, const mg_kctx *k, 
 {
     MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
     double lsum[2] = {0, 0}; /* masked token loss sum, token count (last stage) */
-    mg_gpt_zero_grads(g);
+    mgk_zero(k, g->grads, g->numel);
     MG_FORWARD(mg_sched_train(g, k, comm, sched, micro, nmicro, 1.0 / (double)nmicro, lsum));
     MG_FORWARD(mg_gpt_sync_grads(g, comm, sched->sequence_parallel));
     MG_FORWARD(reduce_loss(comm, lsum));

@@ -44,8 +44,9 @@
 #include "schedule.h"
 
 typedef struct {
-    float *m, *v;      /* Adam moments, g->numel floats each */
+    float *m, *v;      /* Adam moments, g->numel floats each; v = m + numel */
     int64_t numel;
+    mgk_backend mem;   /* their memory (host or device) */
     int64_t step;      /* optimizer steps taken */
 } mg_gpt_optim;
 
@@ -60,6 +61,9 @@ typedef struct {
 } mg_step_result;
 
 mg_status mg_gpt_optim_create(mg_gpt_optim **o, const mg_gpt *g);
+/* The same in the memory of backend mem (device.h); m and v are one allocation (v = m +
+ * numel), as on the host. */
+mg_status mg_gpt_optim_create_on(mg_gpt_optim **o, const mg_gpt *g, mgk_backend mem);
 void mg_gpt_optim_free(mg_gpt_optim *o); /* accepts NULL */
 
 void mg_step_hp_at(const mg_train_opts *opts, int64_t iteration, mg_step_hp *hp);

@@ -24,6 +24,8 @@ typedef __nv_bfloat16 bf16;
 /* What an MGK_CUDA context owns (kernels/cuda/runtime.cu). */
 struct mgk_cuda_state {
     cudaStream_t stream;
+    cudaStream_t copy_stream; /* host -> device uploads (mgk_cuda_upload_async) */
+    cudaEvent_t copied;       /* recorded on copy_stream after each upload */
     cublasLtHandle_t lt;
     void *lt_ws; /* cuBLASLt workspace */
     size_t lt_ws_bytes;

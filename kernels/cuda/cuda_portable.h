@@ -34,9 +34,9 @@
  *   - Math also: exp2f, log2f (the C library's in the emulator).
  *
  * Host side: the runtime calls the kernels' launchers and entry points make are limited to
- * cudaMalloc, cudaFree, cudaMemcpy(Async), cudaMemset(Async), cudaStreamCreate(WithFlags),
- * cudaStreamDestroy, cudaStreamSynchronize, cudaDeviceSynchronize, cudaEvent{Create,Destroy,
- * Record,Synchronize,ElapsedTime}, cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString,
+ * cudaMalloc, cudaFree, cudaMallocHost, cudaFreeHost, cudaMemcpy(Async), cudaMemset(Async),
+ * cudaStreamCreate(WithFlags), cudaStreamDestroy, cudaStreamSynchronize, cudaStreamWaitEvent,
+ * cudaDeviceSynchronize, cudaEvent{Create,Destroy,Record,Synchronize,ElapsedTime}, cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString,
  * cudaGetDevice, cudaSetDevice, cudaGetDeviceCount, cudaGetDeviceProperties,
  * cudaDeviceGetAttribute, cudaFuncSetAttribute; and of cuBLASLt: cublasLtCreate/Destroy,
  * cublasLtMatmulDescCreate/Destroy/SetAttribute (TRANSA, TRANSB, EPILOGUE, BIAS_POINTER,

@@ -192,6 +192,11 @@ extern "C" void mgk_cuda_zero(const mg_kctx *k, float *x, int64_t n)
     if (n > 0) MGK_CUDA_CHECK(cudaMemsetAsync(x, 0, (size_t)n * sizeof(float), mgk_stream(k)));
 }
 
+extern "C" void mgk_cuda_zero_bf16(const mg_kctx *k, mgk_bf16 *x, int64_t n)
+{
+    if (n > 0) MGK_CUDA_CHECK(cudaMemsetAsync(x, 0, (size_t)n * sizeof(mgk_bf16), mgk_stream(k)));
+}
+
 extern "C" void mgk_cuda_add(const mg_kctx *k, float *out, const float *a, const float *b,
                              int64_t n)
 {

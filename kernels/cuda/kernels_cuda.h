@@ -32,15 +32,32 @@ typedef uint16_t mgk_bf16;
 /* Device memory of bytes (> 0); NULL with the message set on failure. */
 void *mgk_cuda_alloc(size_t bytes);
 void mgk_cuda_free(void *p); /* accepts NULL */
+/* Device bytes an MGK_CUDA context allocates for itself (workspaces; the scratch apart). */
+size_t mgk_cuda_ctx_bytes(void);
 /* Synchronous copies host -> device and device -> host. */
 mg_status mgk_cuda_upload(void *dst, const void *src, size_t bytes);
 mg_status mgk_cuda_download(void *dst, const void *src, size_t bytes);
+/* Zeroes bytes of device memory (synchronous). */
+mg_status mgk_cuda_clear(void *dst, size_t bytes);
+/* Pinned host memory (cudaMallocHost); NULL with the message set on failure. */
+void *mgk_cuda_host_alloc(size_t bytes);
+void mgk_cuda_host_free(void *p); /* accepts NULL */
+/* Host -> device on k's copy stream; k's stream waits for it (kernels.h mgk_upload_async). */
+mg_status mgk_cuda_upload_async(const mg_kctx *k, void *dst, const void *src, size_t bytes);
+/* Events on k's stream (kernels.h mgk_mark_*): *ev receives a new event recorded there. */
+mg_status mgk_cuda_event_record(const mg_kctx *k, void **ev);
+mg_status mgk_cuda_event_elapsed(const void *a, const void *b, double *ms);
+void mgk_cuda_event_free(void *ev);
+/* Makes device ordinal current. */
+mg_status mgk_cuda_set_device(int ordinal);
 /* Waits for everything queued on k's stream; reports an asynchronous failure. */
 mg_status mgk_cuda_sync(const mg_kctx *k);
 /* Runs fn(arg) reps times on k's stream between two events; *ms = mean milliseconds per run. */
 mg_status mgk_cuda_time(const mg_kctx *k, void (*fn)(void *arg), void *arg, int reps, double *ms);
 /* Number of devices (0 when there is none or no driver). */
 int mgk_cuda_device_count(void);
+/* The current device's memory (cudaDeviceProp.totalGlobalMem). */
+mg_status mgk_cuda_device_memory(size_t *bytes);
 /* The current device's name, compute capability and multiprocessor count. */
 mg_status mgk_cuda_device_info(char *name, size_t name_len, int *cc_major, int *cc_minor,
                                int *num_sms);
@@ -66,6 +83,7 @@ void mgk_cuda_residual_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *resid, mgk_b
 
 /* ---- bf16 variants (kernels.h meaning; type rule above) -------------------------------------- */
 
+void mgk_cuda_zero_bf16(const mg_kctx *k, mgk_bf16 *x, int64_t n);
 void mgk_cuda_add_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *a, const mgk_bf16 *b,
                        int64_t n);
 void mgk_cuda_bias_add_bf16(const mg_kctx *k, mgk_bf16 *x, const mgk_bf16 *bias, int64_t N,

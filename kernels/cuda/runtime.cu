@@ -37,6 +37,8 @@ static mg_status cuda_status(cudaError_t e, const char *what)
 static mg_status state_init(struct mgk_cuda_state *s)
 {
     MG_FORWARD(cuda_status(cudaStreamCreate(&s->stream), "cannot create a stream"));
+    MG_FORWARD(cuda_status(cudaStreamCreate(&s->copy_stream), "cannot create a stream"));
+    MG_FORWARD(cuda_status(cudaEventCreate(&s->copied), "cannot create an event"));
     MG_FORWARD(cuda_status(cudaMalloc(&s->ws, WS_BYTES), "cannot allocate the workspace"));
     s->ws_bytes = WS_BYTES;
     MG_FORWARD(cuda_status(cudaMalloc(&s->lt_ws, LT_WS_BYTES),
@@ -57,6 +59,11 @@ mg_status mgk_cuda_ctx_init(mg_kctx *k)
     mg_status st = state_init(s);
     if (st != MG_OK) mgk_cuda_ctx_free(k);
     return st;
+}
+
+size_t mgk_cuda_ctx_bytes(void)
+{
+    return WS_BYTES + LT_WS_BYTES;
 }
 
 mg_status mgk_cuda_ctx_reserve(mg_kctx *k, int64_t numel)
@@ -82,6 +89,9 @@ void mgk_cuda_ctx_free(mg_kctx *k)
     if (s->lt_ws) cudaFree(s->lt_ws);
     if (s->ws) cudaFree(s->ws);
     if (s->stream) cudaStreamDestroy(s->stream);
+    if (s->copy_stream) cudaStreamSynchronize(s->copy_stream);
+    if (s->copied) cudaEventDestroy(s->copied);
+    if (s->copy_stream) cudaStreamDestroy(s->copy_stream);
     free(s);
     k->cuda = NULL;
 }
@@ -108,8 +118,67 @@ mg_status mgk_cuda_download(void *dst, const void *src, size_t bytes)
     return cuda_status(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "download");
 }
 
+mg_status mgk_cuda_clear(void *dst, size_t bytes)
+{
+    return cuda_status(cudaMemset(dst, 0, bytes), "memset");
+}
+
+void *mgk_cuda_host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (cuda_status(cudaMallocHost(&p, bytes), "cannot allocate pinned host memory") != MG_OK)
+        return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+void mgk_cuda_host_free(void *p)
+{
+    if (p) MGK_CUDA_CHECK(cudaFreeHost(p));
+}
+
+/* The copy stream queues the upload after the previous ones; the compute stream waits for
+ * it before anything queued later. */
+mg_status mgk_cuda_upload_async(const mg_kctx *k, void *dst, const void *src, size_t bytes)
+{
+    struct mgk_cuda_state *s = k->cuda;
+    MG_FORWARD(cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                           s->copy_stream), "upload"));
+    MG_FORWARD(cuda_status(cudaEventRecord(s->copied, s->copy_stream), "event"));
+    return cuda_status(cudaStreamWaitEvent(s->stream, s->copied, 0), "stream wait");
+}
+
+mg_status mgk_cuda_event_record(const mg_kctx *k, void **ev)
+{
+    cudaEvent_t e;
+    MG_FORWARD(cuda_status(cudaEventCreate(&e), "event"));
+    *ev = e;
+    return cuda_status(cudaEventRecord(e, mgk_stream(k)), "event record");
+}
+
+mg_status mgk_cuda_event_elapsed(const void *a, const void *b, double *ms)
+{
+    float t = 0.0f;
+    cudaEvent_t ea = (cudaEvent_t)(uintptr_t)a, eb = (cudaEvent_t)(uintptr_t)b;
+    MG_FORWARD(cuda_status(cudaEventSynchronize(eb), "kernel failed"));
+    MG_FORWARD(cuda_status(cudaEventElapsedTime(&t, ea, eb), "elapsed time"));
+    *ms = (double)t;
+    return MG_OK;
+}
+
+void mgk_cuda_event_free(void *ev)
+{
+    if (ev) cudaEventDestroy((cudaEvent_t)ev);
+}
+
+mg_status mgk_cuda_set_device(int ordinal)
+{
+    return cuda_status(cudaSetDevice(ordinal), "cannot select the device");
+}
+
 mg_status mgk_cuda_sync(const mg_kctx *k)
 {
+    MG_FORWARD(cuda_status(cudaStreamSynchronize(k->cuda->copy_stream), "upload failed"));
     return cuda_status(cudaStreamSynchronize(mgk_stream(k)), "kernel failed");
 }
 
@@ -138,6 +207,16 @@ int mgk_cuda_device_count(void)
         return 0;
     }
     return n;
+}
+
+mg_status mgk_cuda_device_memory(size_t *bytes)
+{
+    int dev = 0;
+    cudaDeviceProp p;
+    MG_FORWARD(cuda_status(cudaGetDevice(&dev), "no current device"));
+    MG_FORWARD(cuda_status(cudaGetDeviceProperties(&p, dev), "device properties"));
+    *bytes = p.totalGlobalMem;
+    return MG_OK;
 }
 
 mg_status mgk_cuda_device_info(char *name, size_t name_len, int *cc_major, int *cc_minor,

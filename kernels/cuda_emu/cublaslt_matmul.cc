@@ -279,6 +279,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     if (!h || h->magic != HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (!alpha || !beta) return invalid(call, "alpha and beta are host pointers to floats");
     if (!stream_valid(stream)) return invalid(call, "unknown stream");
+    stream_catch_up(stream);
     problem p = make_problem(desc, Adesc, Bdesc, Cdesc, Ddesc);
     cublasStatus_t st = check_problem(call, &p);
     if (st != CUBLAS_STATUS_SUCCESS) return st;

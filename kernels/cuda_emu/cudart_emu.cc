@@ -24,18 +24,27 @@
 #include <string.h>
 #include <time.h>
 
+#include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
+#include <vector>
 
 extern "C" const int warpSize = 32;
 
 struct CUstream_st {
     unsigned flags;
+    /* streams mode "late": the copies and memsets issued on the stream and not run yet,
+     * issued and run counting them (the queue holds numbers done..issued-1) */
+    std::deque<std::function<void()>> pending;
+    uint64_t issued, done;
 };
 struct CUevent_st {
     bool recorded;
     double ms;
+    cudaStream_t stream; /* "late": the stream recorded on and its count then */
+    uint64_t seq;
 };
 
 namespace mgk_emu {
@@ -94,6 +103,66 @@ size_t func_max_dynamic_smem(const void *func)
     return it == g_func_smem.end() ? DEFAULT_DYN_SMEM : (size_t)it->second;
 }
 
+/* ---- streams mode (emu_control.h mgk_emu_set_late_streams) ------------------------------- */
+
+static int g_late = -1; /* -1: MGK_EMU_STREAMS not read yet */
+
+static bool late_streams(void)
+{
+    if (g_late < 0) {
+        const char *s = getenv("MGK_EMU_STREAMS");
+        if (s && strcmp(s, "late") != 0 && strcmp(s, "issue") != 0) {
+            fprintf(stderr, "mgk-emu: error: MGK_EMU_STREAMS=%s: expected issue or late\n", s);
+            abort();
+        }
+        g_late = s && strcmp(s, "late") == 0;
+    }
+    return g_late == 1;
+}
+
+/* A stream whose copies wait ("late" mode; the default streams never do). */
+static bool deferred(cudaStream_t s)
+{
+    return late_streams() && s && s != cudaStreamLegacy && s != cudaStreamPerThread;
+}
+
+/* Runs the stream's queued work up to number seq (exclusive), in issue order. */
+static void run_until(cudaStream_t s, uint64_t seq)
+{
+    while (s->done < seq) {
+        std::function<void()> f = std::move(s->pending.front());
+        s->pending.pop_front();
+        s->done++;
+        f();
+    }
+}
+
+/* What a device-wide synchronisation (or the legacy default stream) waits for. */
+static void catch_up_all(void)
+{
+    if (!late_streams()) return;
+    std::vector<cudaStream_t> all;
+    {
+        std::lock_guard<std::mutex> hold(g_mem_lock);
+        for (const void *p : g_streams) all.push_back((cudaStream_t)const_cast<void *>(p));
+    }
+    for (cudaStream_t s : all) run_until(s, s->issued);
+}
+
+void stream_catch_up(cudaStream_t s)
+{
+    if (deferred(s)) run_until(s, s->issued);
+    else catch_up_all();
+}
+
+/* Runs f now, or queues it on a deferred stream. */
+static void issue(cudaStream_t s, std::function<void()> f)
+{
+    if (!deferred(s)) return f();
+    s->pending.push_back(std::move(f));
+    s->issued++;
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -122,6 +191,12 @@ static cudaError_t copy_kind(const char *call, void *dst, const void *src, size_
 } /* namespace mgk_emu */
 
 using namespace mgk_emu;
+
+extern "C" void mgk_emu_set_late_streams(int on)
+{
+    if (g_late == 1) catch_up_all();
+    g_late = on ? 1 : 0;
+}
 
 /* ---- memory ----------------------------------------------------------------------------- */
 
@@ -157,6 +232,7 @@ cudaError_t cudaMalloc(void **p, size_t size)
 cudaError_t cudaFree(void *p)
 {
     if (!p) return cudaSuccess;
+    catch_up_all(); /* cudaFree synchronises the device */
     {
         std::lock_guard<std::mutex> hold(g_mem_lock);
         auto it = g_blocks.find((uintptr_t)p);
@@ -176,14 +252,25 @@ cudaError_t cudaFree(void *p)
     return cudaSuccess;
 }
 
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+/* A copy checked by copy_kind, on stream (the legacy default stream: now, after the work
+ * every other stream still holds, as the default stream waits for blocking streams). */
+static cudaError_t copy_on(const char *call, void *dst, const void *src, size_t count,
+                           enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     if (count == 0) return cudaSuccess;
-    cudaError_t e = copy_kind("cudaMemcpy", dst, src, count, &kind);
+    cudaError_t e = copy_kind(call, dst, src, count, &kind);
     if (e != cudaSuccess) return e;
-    memcpy(dst, src, count);
-    if (kind == cudaMemcpyDeviceToHost) digest_add(dst, count);
+    if (!deferred(stream)) catch_up_all();
+    issue(stream, [=] {
+        memcpy(dst, src, count);
+        if (kind == cudaMemcpyDeviceToHost) digest_add(dst, count);
+    });
     return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    return copy_on("cudaMemcpy", dst, src, count, kind, nullptr);
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
@@ -191,23 +278,48 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaM
 {
     if (!stream_valid(stream))
         return misuse(cudaErrorInvalidResourceHandle, "cudaMemcpyAsync", "unknown stream");
-    return cudaMemcpy(dst, src, count, kind);
+    return copy_on("cudaMemcpyAsync", dst, src, count, kind, stream);
+}
+
+static cudaError_t memset_on(const char *call, void *p, int value, size_t count,
+                             cudaStream_t stream)
+{
+    if (count == 0) return cudaSuccess;
+    if (!device_range(p, count))
+        return misuse(cudaErrorInvalidValue, call, "range outside every cudaMalloc block");
+    if (!deferred(stream)) catch_up_all();
+    issue(stream, [=] { memset(p, value, count); });
+    return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void *p, int value, size_t count)
 {
-    if (count == 0) return cudaSuccess;
-    if (!device_range(p, count))
-        return misuse(cudaErrorInvalidValue, "cudaMemset", "range outside every cudaMalloc block");
-    memset(p, value, count);
-    return cudaSuccess;
+    return memset_on("cudaMemset", p, value, count, nullptr);
 }
 
 cudaError_t cudaMemsetAsync(void *p, int value, size_t count, cudaStream_t stream)
 {
     if (!stream_valid(stream))
         return misuse(cudaErrorInvalidResourceHandle, "cudaMemsetAsync", "unknown stream");
-    return cudaMemset(p, value, count);
+    return memset_on("cudaMemsetAsync", p, value, count, stream);
+}
+
+/* Pinned host memory is ordinary host memory here (never in the device registry, so a
+ * kernel given a pinned pointer is caught in strict mode, as device memory is expected). */
+cudaError_t cudaMallocHost(void **p, size_t size)
+{
+    if (!p) return misuse(cudaErrorInvalidValue, "cudaMallocHost", "NULL result pointer");
+    *p = nullptr;
+    if (size == 0) return cudaSuccess;
+    if (posix_memalign(p, 256, size) != 0 || !*p) return ret(cudaErrorMemoryAllocation);
+    return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void *p)
+{
+    catch_up_all();
+    free(p);
+    return cudaSuccess;
 }
 
 /* ---- streams and events ----------------------------------------------------------------- */
@@ -215,7 +327,7 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t count, cudaStream_t strea
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 {
     if (!s) return misuse(cudaErrorInvalidValue, "cudaStreamCreate", "NULL result pointer");
-    *s = new CUstream_st{flags};
+    *s = new CUstream_st{flags, {}, 0, 0};
     std::lock_guard<std::mutex> hold(g_mem_lock);
     g_streams.insert(*s);
     return cudaSuccess;
@@ -225,6 +337,7 @@ cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags
 
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
+    if (stream_valid(s)) stream_catch_up(s);
     {
         std::lock_guard<std::mutex> hold(g_mem_lock);
         if (!g_streams.erase(s))
@@ -238,18 +351,25 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
     if (!stream_valid(s))
         return misuse(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize", "unknown stream");
+    stream_catch_up(s);
     return cudaSuccess;
 }
 
-/* Work is done when its call returns: a known stream is always complete. */
+/* A stream's deferred work (MGK_EMU_STREAMS=late) runs when the stream is asked about:
+ * a known stream is then complete. */
 cudaError_t cudaStreamQuery(cudaStream_t s)
 {
     if (!stream_valid(s))
         return misuse(cudaErrorInvalidResourceHandle, "cudaStreamQuery", "unknown stream");
+    stream_catch_up(s);
     return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void)
+{
+    catch_up_all();
+    return cudaSuccess;
+}
 
 static bool event_known(cudaEvent_t e)
 {
@@ -260,7 +380,7 @@ static bool event_known(cudaEvent_t e)
 cudaError_t cudaEventCreate(cudaEvent_t *e)
 {
     if (!e) return misuse(cudaErrorInvalidValue, "cudaEventCreate", "NULL result pointer");
-    *e = new CUevent_st{false, 0.0};
+    *e = new CUevent_st{false, 0.0, nullptr, 0};
     std::lock_guard<std::mutex> hold(g_mem_lock);
     g_events.insert(*e);
     return cudaSuccess;
@@ -283,6 +403,24 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
         return misuse(cudaErrorInvalidResourceHandle, "cudaEventRecord", "unknown event or stream");
     e->recorded = true;
     e->ms = now_ms();
+    e->stream = deferred(s) ? s : nullptr;
+    e->seq = deferred(s) ? s->issued : 0;
+    return cudaSuccess;
+}
+
+/* Everything before the event's record must have run: in "late" mode that is when its
+ * stream's queue runs up to the record (work issued on s afterwards runs after it). */
+static void reach(cudaEvent_t e)
+{
+    if (e->stream && stream_valid(e->stream)) run_until(e->stream, e->seq);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags)
+{
+    if (!event_known(e) || !stream_valid(s) || flags != 0)
+        return misuse(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent",
+                      "unknown event or stream, or flags");
+    reach(e); /* s's own queue keeps its order: work issued on s later runs after it */
     return cudaSuccess;
 }
 
@@ -290,6 +428,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
     if (!event_known(e))
         return misuse(cudaErrorInvalidResourceHandle, "cudaEventSynchronize", "unknown event");
+    reach(e);
     return cudaSuccess;
 }
 

@@ -13,6 +13,14 @@
  *     kernel pointer arguments outside cudaMalloc memory, a shuffle reading a lane outside
  *     its mask. Always fatal, in both modes: warp operations whose mask does not match the
  *     lanes that call it, deadlocks, shared memory beyond the declared size.
+ *   - Streams: by default every copy, memset, launch and cuBLASLt call runs when issued
+ *     (streams run in issue order). MGK_EMU_STREAMS=late (or mgk_emu_set_late_streams(1))
+ *     keeps each created stream's copies and memsets queued until something must see them:
+ *     a launch or cuBLASLt call on that stream, a synchronisation of it, of an event
+ *     recorded on it (cudaEventSynchronize, cudaStreamWaitEvent), of the device, work on the
+ *     default stream, cudaFree. Kernels on another stream that read a copy's destination
+ *     without waiting for its event then see the old contents, and a host buffer changed
+ *     before its copy was waited for is copied as changed: a missing event wait shows.
  *   - The result digest hashes the bytes of every device-to-host copy since the last reset:
  *     equal digests under two orders mean the program saw bitwise-equal results.
  */
@@ -32,6 +40,8 @@ int mgk_emu_parse_order(const char *s, mgk_emu_order *order, uint64_t *seed);
 void mgk_emu_set_order(mgk_emu_order order, uint64_t seed);
 /* The current order as parseable text ("random:7"); static buffer. */
 const char *mgk_emu_order_name(void);
+/* Streams mode "late" (on) or issue order (off), overriding MGK_EMU_STREAMS. */
+void mgk_emu_set_late_streams(int on);
 void mgk_emu_set_strict(int on);
 int mgk_emu_strict(void);
 

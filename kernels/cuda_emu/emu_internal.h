@@ -105,6 +105,9 @@ extern uint64_t g_launches;
 int device_range(const void *p, size_t n);
 /* Nonzero for the default stream and streams from cudaStreamCreate. */
 int stream_valid(cudaStream_t s);
+/* Before work runs on s now (a launch, a cuBLASLt call): in streams mode "late" the copies
+ * and memsets s still holds (for the default stream: those of every stream) run first. */
+void stream_catch_up(cudaStream_t s);
 /* Records a launch error for cudaGetLastError. */
 void set_last_error(cudaError_t e);
 /* The dynamic shared memory limit set with cudaFuncSetAttribute (48 KiB by default). */

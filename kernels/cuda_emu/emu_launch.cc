@@ -50,6 +50,7 @@ static bool config_ok(const launch_desc *d, size_t *limit)
                     "dynamic shared memory over the kernel's limit (cudaFuncSetAttribute "
                     "MaxDynamicSharedMemorySize)");
     if (!stream_valid(d->stream)) return fail(d, cudaErrorInvalidResourceHandle, "stream");
+    stream_catch_up(d->stream);
     *limit = max_dyn > DEFAULT_SMEM ? OPTIN_SMEM : DEFAULT_SMEM;
     return true;
 }

@@ -94,23 +94,24 @@ def test_save_layout_and_contents(data, tmp_path):
     assert not list(ck.glob("*.tmp.*")) and not list(ck.glob("*.old.*"))
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "llama"])
-def test_export_to_hf_matches_our_model(data, arch, tmp_path):
+def assert_hf_export_matches(ck, it, hf, args, vocab, seq, tmp_path):
+    """mg-convert exports checkpoint ck (iteration it) to Hugging Face in hf: its word
+    embeddings are the checkpoint's true-vocabulary rows, and transformers' logits on random
+    ids equal mg-train's model (tests/tools/model_probe, the flags args) on the exported
+    weights. Returns the checkpoint's model dict."""
     import safetensors.torch as st
     import transformers
-    ck, hf = tmp_path / "ck", tmp_path / "hf"
-    args = _args(data, arch, extra=["--save", ck, "--save-interval", 100])
-    _run(args, tmp_path / "m.jsonl")
     conftest.run_mg(["mg-convert", "--load-dir", ck, "--save-dir", hf, "--saver", "hf",
-                     "--true-vocab-size", V, "--drop-optimizer-state", "--quiet"])
-    saved = _torch_load(_ckpt_file(ck, 6))["model"]
+                     "--true-vocab-size", vocab, "--drop-optimizer-state", "--quiet"])
+    saved = _torch_load(_ckpt_file(ck, it))["model"]
     exported = st.load_file(str(hf / "model.safetensors"))
     emb = [v for k, v in exported.items() if k.endswith("embed_tokens.weight") or
            k.endswith("wte.weight")]
-    assert len(emb) == 1 and torch.equal(emb[0], saved["embedding.word_embeddings.weight"][:V])
+    assert len(emb) == 1 and torch.equal(emb[0],
+                                         saved["embedding.word_embeddings.weight"][:vocab])
     model = transformers.AutoModelForCausalLM.from_pretrained(str(hf), dtype=torch.float32)
     rng = numpy.random.default_rng(5)
-    ids = rng.integers(0, V, size=(2, 16)).astype(numpy.int32)
+    ids = rng.integers(0, vocab, size=(2, seq)).astype(numpy.int32)
     tgt = numpy.roll(ids, -1, axis=1).astype(numpy.int32)
     st.save_file({"ids": torch.tensor(ids), "targets": torch.tensor(tgt)},
                  str(tmp_path / "input.safetensors"))
@@ -119,10 +120,19 @@ def test_export_to_hf_matches_our_model(data, arch, tmp_path):
     ours = st.load_file(str(tmp_path / "out.safetensors"))["logits"].double()
     with torch.no_grad():
         ref = model(input_ids=torch.tensor(ids, dtype=torch.long)).logits.double()
-    ref = ref[..., :V]
+    ref = ref[..., :vocab]
     assert ours.shape == ref.shape
     err = float((ours - ref).abs().max())
     assert err <= 1e-4 * float(ref.abs().max()) + 1e-5, err
+    return saved
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_export_to_hf_matches_our_model(data, arch, tmp_path):
+    ck, hf = tmp_path / "ck", tmp_path / "hf"
+    args = _args(data, arch, extra=["--save", ck, "--save-interval", 100])
+    _run(args, tmp_path / "m.jsonl")
+    saved = assert_hf_export_matches(ck, 6, hf, args, V, 16, tmp_path)
     # and back: HF -> mg-convert (a 'release' checkpoint) -> mg-train --load: the same
     # weights as our own checkpoint except the padding rows (HF has none: they come back
     # zero), so fine-tuning from both with the padding out of the loss (--mask-vocab-padding)

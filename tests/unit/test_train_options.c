@@ -136,6 +136,11 @@ MG_TEST(train_options_errors)
     expect(t, BASE "--position-embedding-type none", MG_ERR_UNSUPPORTED, "not supported yet: "
            "--position-embedding-type none");
     expect(t, BASE "--hidden-dropout 0.1", MG_ERR_UNSUPPORTED, "not supported yet: dropout");
+    expect(t, BASE "--recompute-granularity selective", MG_ERR_UNSUPPORTED,
+           "not supported yet: activation recomputation");
+    expect(t, BASE "--recompute-num-layers 2", MG_ERR_UNSUPPORTED,
+           "not supported yet: activation recomputation");
+    expect(t, BASE "--device tpu", MG_ERR_ARG, "invalid choice: 'tpu'");
     expect(t, "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 "
               "--max-position-embeddings 32 --micro-batch-size 2 --lr 1e-3", MG_ERR_ARG,
            "either --train-iters or --train-samples");
