@@ -16,6 +16,7 @@
 #include "mg/megatron_layout.h"
 #include "mg/mcore_dist.h"
 #include "mg/torchfile.h"
+#include "dist_optim.h"
 #include "param_order.h"
 
 #define DIST_OPTIM_NAME "distrib_optim.pt" /* dist_optim.h: a writer's file of its own */
@@ -475,10 +476,55 @@ static mg_status check_group_keys(const char *path, const mg_pk_obj *groups)
     return MG_OK;
 }
 
+/* The step count of Megatron's param groups (all equal where present). */
+static mg_status groups_step(const char *path, const mg_pk_obj *groups, double *step)
+{
+    *step = -1;
+    for (size_t i = 0; i < groups->n; i++) {
+        double s = num_of(mg_pk_get(groups->items[i], "step"));
+        MG_RETURN_IF(s >= 0 && *step >= 0 && s != *step, MG_ERR_FORMAT,
+                     "%s: the optimizer param groups disagree on the step count (%g, %g)",
+                     path, *step, s);
+        if (s >= 0) *step = s;
+    }
+    MG_RETURN_IF(*step < 0, MG_ERR_FORMAT, "%s: optimizer step count missing", path);
+    return MG_OK;
+}
+
+/* megatron-core's DistributedOptimizer.state_dict() (`torch` format, --use-distributed-
+ * optimizer): od = {'optimizer': {'param_groups': [...]} without 'state', each group with
+ * the step count and without 'params'; 'grad_scaler' with fp16}. The fp32 master weights
+ * and the moments are in distrib_optim.pt beside path (dist_optim.h). */
+static mg_status load_dist_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt,
+                                 const mg_pk_obj *inner, mg_names nm)
+{
+    const mg_pk_obj *groups = mg_pk_get(inner, "param_groups");
+    MG_FORWARD(check_group_keys(path, groups));
+    double step;
+    MG_FORWARD(groups_step(path, groups, &step));
+    char dpath[MG_PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path) : 1;
+    MG_RETURN_IF((size_t)snprintf(dpath, sizeof dpath, "%.*s/%s", dirlen, slash ? path : ".",
+                                  DIST_OPTIM_NAME) >= sizeof dpath,
+                 MG_ERR_LIMIT, "%s: path too long", path);
+    struct stat sb;
+    MG_RETURN_IF(stat(dpath, &sb) != 0, MG_ERR_FORMAT,
+                 "%s: the distributed optimizer's state belongs in %s, which is missing (pass "
+                 "--no-load-optim or --finetune to start a new optimizer)", path, dpath);
+    MG_FORWARD(mg_dist_read_state(g, nm, dpath, g->params, opt));
+    opt->step = (int64_t)step;
+    return MG_OK;
+}
+
 static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od,
-                            const mg_tname *names)
+                            const mg_tname *names, mg_names nm)
 {
     const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
+    const mg_pk_obj *inner = od && !state ? mg_pk_get(od, "optimizer") : NULL;
+    if (inner && (inner->kind == MG_PK_DICT || inner->kind == MG_PK_ODICT) &&
+        !mg_pk_get(inner, "state"))
+        return load_dist_optim(path, g, opt, inner, nm);
     MG_RETURN_IF(!state || state->kind != MG_PK_DICT, MG_ERR_FORMAT,
                  "%s: no optimizer state (pass --no-load-optim or --finetune to start a new "
                  "optimizer)", path);
@@ -555,7 +601,8 @@ static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *
 }
 
 static mg_status load_state(const char *path, const mg_pk_obj *root, int release, mg_gpt *g,
-                            mg_gpt_optim *opt, mg_train_ckpt_state *st, const mg_tname *names)
+                            mg_gpt_optim *opt, mg_train_ckpt_state *st, const mg_tname *names,
+                            mg_names nm)
 {
     const mg_pk_obj *args = mg_pk_get(root, "args");
     MG_FORWARD(check_layout_args(path, g, args));
@@ -566,7 +613,7 @@ static mg_status load_state(const char *path, const mg_pk_obj *root, int release
     st->consumed_valid_samples = int_of(args ? mg_pk_get(args, "consumed_valid_samples") : NULL, 0);
     double f = num_of(mg_pk_get(root, "num_floating_point_operations_so_far"));
     st->flops_so_far = f > 0 ? f : 0;
-    if (opt) MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer"), names));
+    if (opt) MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer"), names, nm));
     st->optim_loaded = opt != NULL;
     return MG_OK;
 }
@@ -585,7 +632,8 @@ mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int r
     mg_status s = MG_ERR_NOMEM;
     if (te && local) {
         int is_local = file_naming(model, te, local, g->nt) == MG_NAMES_LOCAL;
-        s = load_state(path, root, release, g, opt, st, is_local ? local : te);
+        s = load_state(path, root, release, g, opt, st, is_local ? local : te,
+                       is_local ? MG_NAMES_LOCAL : MG_NAMES_TE);
     }
     free(te);
     free(local);

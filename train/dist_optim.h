@@ -36,6 +36,13 @@
  *     'exp_avg': fp32[N], 'exp_avg_sq': fp32[N], 'numel_unpadded': N}}}, each tensor the
  *     buckets of the buffer one after the other, each cut at its numel_unpadded (N their
  *     sum), from full parameters and moments in the model layout.
+ *   - mg_dist_read_state() reads such a file back (megatron-core's own, written by DP rank 0
+ *     of any data-parallel size: the coalesced tensors do not depend on it, buckets starting
+ *     at multiples of 128) into full parameters (the fp32 master weights) and full moments in
+ *     the model layout, for the parameter order of the naming the checkpoint's model dict
+ *     uses. Checked: buckets_coalesced, one buffer 0 with one (param, grad) dtype key,
+ *     numel_unpadded and every tensor's size equal to the model's buffer (MG_ERR_FORMAT
+ *     naming the file); the format before 2024 and several buffers are MG_ERR_UNSUPPORTED.
  */
 #ifndef MG_TRAIN_DIST_OPTIM_H
 #define MG_TRAIN_DIST_OPTIM_H
@@ -43,6 +50,7 @@
 #include <stdint.h>
 
 #include "comm.h"
+#include "mg/pickle.h"
 #include "model.h"
 #include "step.h"
 
@@ -84,5 +92,14 @@ void mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim 
 /* distrib_optim.pt at path from g's parameters and full moments (see the contract). */
 mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_gpt_optim *full,
                              const char *path);
+
+/* params (g->numel, model layout) and full's moments <- distrib_optim.pt at path (see the
+ * contract; full->step untouched: the step count is in model_optim_rng.pt); _root: from an
+ * unpickled root, path naming it in messages. */
+mg_status mg_dist_read_state(const mg_gpt *g, mg_names nm, const char *path, float *params,
+                             mg_gpt_optim *full);
+mg_status mg_dist_read_state_root(const mg_gpt *g, mg_names nm, const char *path,
+                                  const mg_pk_obj *root, float *params,
+                                  mg_gpt_optim *full);
 
 #endif

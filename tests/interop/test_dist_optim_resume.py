@@ -1,0 +1,92 @@
+"""mg-train --load of a checkpoint as Megatron writes it with --use-distributed-optimizer
+(`torch` format): model_optim_rng.pt's 'optimizer' is DistributedOptimizer.state_dict()
+({'optimizer': {'param_groups': [...]}}, the groups without 'params' and with the step
+count, a float as native torch AdamW keeps it), the fp32 master weights and the Adam moments
+only in distrib_optim.pt (get_parameter_state_dp_zero, docs/FORMATS.md).
+
+mg-train at PP=2 x DP=2 with the distributed optimizer stops at iteration 10 and saves; every
+rank file is rewritten in megatron-core's form (its moments removed). Resumed at the same
+layout it must log bit for bit the uninterrupted run's iterations 11-20; resumed at PP=2 x
+DP=1 (distrib_optim.pt does not depend on the data-parallel size) within 1e-5 relative
+(only the reduction order differs). Without distrib_optim.pt the load fails naming it.
+Models, data and processes as test_train_parallel.py.
+"""
+import argparse
+import math
+import shutil
+
+import pytest
+import torch
+
+import conftest
+from test_train_parallel import ENV, data, model_args, mpirun, run_train  # noqa: F401
+from test_train_parallel_ckpt import stripped
+from test_train_run import ARCHS
+
+PP2 = ["--pipeline-model-parallel-size", 2, "--use-distributed-optimizer"]
+
+
+def megatron_form(path):
+    """path rewritten with DistributedOptimizer.state_dict() as its 'optimizer'."""
+    torch.serialization.add_safe_globals([argparse.Namespace])
+    ck = torch.load(path, weights_only=False)
+    groups = []
+    for g in ck["optimizer"]["param_groups"]:
+        g = {k: v for k, v in g.items() if k != "params"}
+        g["step"] = float(g["step"])
+        groups.append(g)
+    ck["optimizer"] = {"optimizer": {"param_groups": groups}}
+    torch.save(ck, path)
+
+
+@pytest.fixture(scope="module", params=sorted(ARCHS))
+def runs(request, data, tmp_path_factory):  # noqa: F811
+    """(arch, data, work dir, uninterrupted records, stopped-at-10 records)."""
+    arch = request.param
+    d = tmp_path_factory.mktemp(f"dist_resume_{arch}")
+    full, _ = run_train(4, model_args(data, arch, PP2), d / "full.jsonl")
+    stop = ["--save", d / "ck", "--save-interval", 10, "--exit-interval", 10]
+    first, _ = run_train(4, model_args(data, arch, PP2 + stop), d / "a.jsonl")
+    shards = sorted((d / "ck" / "iter_0000010").iterdir())
+    assert [s.name for s in shards] == ["mp_rank_00_000", "mp_rank_00_001"]
+    for s in shards:
+        assert (s / "distrib_optim.pt").is_file()
+        megatron_form(s / "model_optim_rng.pt")
+    return arch, data, d, full, first
+
+
+def test_resume_from_distrib_optim_is_bit_exact(runs):
+    arch, data, d, full, first = runs  # noqa: F811
+    second, err = run_train(4, model_args(data, arch, PP2 + ["--load", d / "ck"]), d / "b.jsonl")
+    assert "loaded" in err and "at iteration 10" in err, err
+    assert [r["iteration"] for r in second if r["kind"] == "train"] == list(range(11, 21))
+    assert stripped(first + second) == stripped(full)
+
+
+def close(a, b):
+    return math.isclose(a, b, rel_tol=1e-5, abs_tol=0.0)
+
+
+def test_resume_at_another_data_parallel_size(runs):
+    arch, data, d, full, _ = runs  # noqa: F811
+    second, err = run_train(2, model_args(data, arch, PP2 + ["--load", d / "ck"]), d / "c.jsonl")
+    assert "at iteration 10" in err, err
+    want = {(r["kind"], r["iteration"]): r for r in full if r["iteration"] > 10}
+    got = {(r["kind"], r["iteration"]): r for r in second}
+    assert sorted(got) == sorted(want)
+    for key, r in got.items():
+        for field in ("loss", "grad_norm"):
+            if field in r:
+                assert close(r[field], want[key][field]), (key, field, r[field], want[key])
+
+
+def test_missing_distrib_optim_is_named(runs, tmp_path):
+    arch, data, d, _, _ = runs  # noqa: F811
+    ck = tmp_path / "ck"
+    shutil.copytree(d / "ck", ck)
+    gone = ck / "iter_0000010" / "mp_rank_00_001" / "distrib_optim.pt"
+    gone.unlink()
+    cmd = mpirun() + ["-np", 2, conftest.bin_dir_path() / "mg-train"]
+    p = conftest.run_mg(cmd + model_args(data, arch, PP2 + ["--load", ck]), check=False, env=ENV)
+    assert p.returncode != 0
+    assert f"{gone}, which is missing" in p.stderr and "--no-load-optim" in p.stderr, p.stderr
