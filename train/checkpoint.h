@@ -44,7 +44,10 @@
  *     contiguous, same shape; an extra tensor is refused too (MG_ERR_FORMAT naming the file,
  *     the tensor and the mismatch); then args' num_layers, hidden_size, heads, query groups,
  *     kv_channels, FFN size and padded vocabulary, where present, must equal the model's.
- *     With optim != NULL the moments and step count are restored (same checks); param
+ *     With optim != NULL the moments and step count are restored (same checks); where the
+ *     file's 'optimizer' is megatron-core's DistributedOptimizer.state_dict() (param groups
+ *     only, the step count in each), from distrib_optim.pt beside it (dist_optim.h: the fp32
+ *     master weights replace the file's model tensors, written at any DP size); param
  *     groups without wd_mult (files of older mg-train versions, whose parameter order
  *     differed) are refused with a pointer to --no-load-optim.
  */

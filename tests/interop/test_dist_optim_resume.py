@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import conftest
-from test_train_parallel import ENV, data, model_args, mpirun, run_train  # noqa: F401
+from test_train_parallel import ENV, V, data, model_args, mpirun, run_train  # noqa: F401
 from test_train_parallel_ckpt import stripped
 from test_train_run import ARCHS
 
@@ -90,3 +90,20 @@ def test_missing_distrib_optim_is_named(runs, tmp_path):
     p = conftest.run_mg(cmd + model_args(data, arch, PP2 + ["--load", ck]), check=False, env=ENV)
     assert p.returncode != 0
     assert f"{gone}, which is missing" in p.stderr and "--no-load-optim" in p.stderr, p.stderr
+
+
+def test_mg_convert_refuses_distrib_optim_or_drops_it(runs, tmp_path):
+    """mg-convert does not reshard optimizer state yet: distrib_optim.pt is refused as
+    unsupported (exit 2, no output) unless --drop-optimizer-state, never dropped silently."""
+    _, _, d, _, _ = runs
+    out = tmp_path / "tp1"
+    p = conftest.run_mg(["mg-convert", "--load-dir", d / "ck", "--save-dir", out,
+                         "--true-vocab-size", V], check=False)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith("mg-convert: not supported yet: ") and "distrib_optim.pt" in \
+        p.stderr and "--drop-optimizer-state" in p.stderr, p.stderr
+    assert not out.exists()
+    p = conftest.run_mg(["mg-convert", "--load-dir", d / "ck", "--save-dir", out, "--verify",
+                         "--drop-optimizer-state", "--true-vocab-size", V])
+    assert "identical to the source" in p.stdout + p.stderr
+    assert "distrib_optim.pt" in p.stdout + p.stderr
