@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mg/distrib_optim.h"
 #include "mg/dtype_convert.h"
 #include "mg/file.h"
 #include "mg/megatron_layout.h"
@@ -19,7 +20,6 @@
 #include "dist_optim.h"
 #include "param_order.h"
 
-#define DIST_OPTIM_NAME "distrib_optim.pt" /* dist_optim.h: a writer's file of its own */
 
 /* ---- save ---- */
 
@@ -234,7 +234,7 @@ static void shard_name(const mg_train_ckpt_shard *sh, char *name)
  * the folders, the torch_dist files, and DIR itself. */
 static void remove_iter_dir(const char *dir)
 {
-    static const char *const files[] = {MG_MEGATRON_RANK_FILE, DIST_OPTIM_NAME};
+    static const char *const files[] = {MG_MEGATRON_RANK_FILE, MG_DISTRIB_OPTIM_FILE};
     const size_t np = strlen(MG_MEGATRON_RANK_PREFIX);
     char p[MG_PATH_MAX + 512]; /* room beyond a tmp folder and a dirent name */
     DIR *d = opendir(dir);
@@ -506,7 +506,7 @@ static mg_status load_dist_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt,
     const char *slash = strrchr(path, '/');
     int dirlen = slash ? (int)(slash - path) : 1;
     MG_RETURN_IF((size_t)snprintf(dpath, sizeof dpath, "%.*s/%s", dirlen, slash ? path : ".",
-                                  DIST_OPTIM_NAME) >= sizeof dpath,
+                                  MG_DISTRIB_OPTIM_FILE) >= sizeof dpath,
                  MG_ERR_LIMIT, "%s: path too long", path);
     struct stat sb;
     MG_RETURN_IF(stat(dpath, &sb) != 0, MG_ERR_FORMAT,

@@ -40,9 +40,8 @@
  *     of any data-parallel size: the coalesced tensors do not depend on it, buckets starting
  *     at multiples of 128) into full parameters (the fp32 master weights) and full moments in
  *     the model layout, for the parameter order of the naming the checkpoint's model dict
- *     uses. Checked: buckets_coalesced, one buffer 0 with one (param, grad) dtype key,
- *     numel_unpadded and every tensor's size equal to the model's buffer (MG_ERR_FORMAT
- *     naming the file); the format before 2024 and several buffers are MG_ERR_UNSUPPORTED.
+ *     uses. Checked: the file's structure (mg/distrib_optim.h) and numel_unpadded equal to
+ *     the model's buffer (MG_ERR_FORMAT naming the file).
  */
 #ifndef MG_TRAIN_DIST_OPTIM_H
 #define MG_TRAIN_DIST_OPTIM_H
@@ -50,7 +49,6 @@
 #include <stdint.h>
 
 #include "comm.h"
-#include "mg/pickle.h"
 #include "model.h"
 #include "step.h"
 
@@ -94,12 +92,8 @@ mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_
                              const char *path);
 
 /* params (g->numel, model layout) and full's moments <- distrib_optim.pt at path (see the
- * contract; full->step untouched: the step count is in model_optim_rng.pt); _root: from an
- * unpickled root, path naming it in messages. */
+ * contract; full->step untouched: the step count is in model_optim_rng.pt). */
 mg_status mg_dist_read_state(const mg_gpt *g, mg_names nm, const char *path, float *params,
                              mg_gpt_optim *full);
-mg_status mg_dist_read_state_root(const mg_gpt *g, mg_names nm, const char *path,
-                                  const mg_pk_obj *root, float *params,
-                                  mg_gpt_optim *full);
 
 #endif
