@@ -1,15 +1,16 @@
 """mg-train --load of a checkpoint as Megatron writes it with --use-distributed-optimizer
 (`torch` format): model_optim_rng.pt's 'optimizer' is DistributedOptimizer.state_dict()
 ({'optimizer': {'param_groups': [...]}}, the groups without 'params' and with the step
-count, a float as native torch AdamW keeps it), the fp32 master weights and the Adam moments
-only in distrib_optim.pt (get_parameter_state_dp_zero, docs/FORMATS.md).
+count), the fp32 master weights and the Adam moments only in distrib_optim.pt
+(get_parameter_state_dp_zero; docs/FORMATS.md §5.2).
 
 mg-train at PP=2 x DP=2 with the distributed optimizer stops at iteration 10 and saves; every
 rank file is rewritten in megatron-core's form (its moments removed). Resumed at the same
 layout it must log bit for bit the uninterrupted run's iterations 11-20; resumed at PP=2 x
 DP=1 (distrib_optim.pt does not depend on the data-parallel size) within 1e-5 relative
 (only the reduction order differs). Without distrib_optim.pt the load fails naming it.
-Models, data and processes as test_train_parallel.py.
+mg-convert does not reshard optimizer state yet: it refuses the checkpoint (exit 2) unless
+told to drop it. Models, data and processes as test_train_parallel.py.
 """
 import argparse
 import math
@@ -26,14 +27,15 @@ from test_train_run import ARCHS
 PP2 = ["--pipeline-model-parallel-size", 2, "--use-distributed-optimizer"]
 
 
-def megatron_form(path):
-    """path rewritten with DistributedOptimizer.state_dict() as its 'optimizer'."""
+def megatron_form(path, step_type):
+    """path rewritten with DistributedOptimizer.state_dict() as its 'optimizer' (the step a
+    float as torch's AdamW keeps it, an int as TransformerEngine's FusedAdam)."""
     torch.serialization.add_safe_globals([argparse.Namespace])
     ck = torch.load(path, weights_only=False)
     groups = []
     for g in ck["optimizer"]["param_groups"]:
         g = {k: v for k, v in g.items() if k != "params"}
-        g["step"] = float(g["step"])
+        g["step"] = step_type(g["step"])
         groups.append(g)
     ck["optimizer"] = {"optimizer": {"param_groups": groups}}
     torch.save(ck, path)
@@ -51,7 +53,7 @@ def runs(request, data, tmp_path_factory):  # noqa: F811
     assert [s.name for s in shards] == ["mp_rank_00_000", "mp_rank_00_001"]
     for s in shards:
         assert (s / "distrib_optim.pt").is_file()
-        megatron_form(s / "model_optim_rng.pt")
+        megatron_form(s / "model_optim_rng.pt", float if arch == "gpt2" else int)
     return arch, data, d, full, first
 
 
