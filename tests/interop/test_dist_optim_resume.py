@@ -109,3 +109,19 @@ def test_mg_convert_refuses_distrib_optim_or_drops_it(runs, tmp_path):
                          "--drop-optimizer-state", "--true-vocab-size", V])
     assert "identical to the source" in p.stdout + p.stderr
     assert "distrib_optim.pt" in p.stdout + p.stderr
+
+
+def test_chained_optimizers_are_not_supported(runs, tmp_path):
+    """ChainedOptimizer.state_dict() of several optimizers is a list: not supported yet."""
+    arch, data, d, _, _ = runs  # noqa: F811
+    ck = tmp_path / "ck"
+    shutil.copytree(d / "ck", ck)
+    for f in ck.glob("iter_*/mp_rank_*/model_optim_rng.pt"):
+        sd = torch.load(f, weights_only=False)
+        sd["optimizer"] = [sd["optimizer"], sd["optimizer"]]
+        torch.save(sd, f)
+    cmd = mpirun() + ["-np", 2, conftest.bin_dir_path() / "mg-train"]
+    p = conftest.run_mg(cmd + model_args(data, arch, PP2 + ["--load", ck]), check=False, env=ENV)
+    assert p.returncode == 2, p.stderr  # MPI_Abort with the tool's exit status
+    assert "): error: not supported yet: " in p.stderr and "chained optimizers" in p.stderr, \
+        p.stderr
