@@ -20,7 +20,6 @@
 #include "dist_optim.h"
 #include "param_order.h"
 
-
 /* ---- save ---- */
 
 /* The optimizer's parameter order (Megatron's _get_param_groups): the decay tensors, then
@@ -521,8 +520,9 @@ static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, cons
                             const mg_tname *names, mg_names nm)
 {
     MG_RETURN_IF(od && od->kind == MG_PK_LIST, MG_ERR_UNSUPPORTED,
-                 "not supported yet: %s: the state of several chained optimizers (megatron-core's "
-                 "ChainedOptimizer: virtual pipeline or expert parameters)", path);
+                 "not supported yet: %s: the state of several chained optimizers "
+                 "(megatron-core's ChainedOptimizer: virtual pipeline or expert parameters)",
+                 path);
     const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
     const mg_pk_obj *inner = od && !state ? mg_pk_get(od, "optimizer") : NULL;
     if (inner && (inner->kind == MG_PK_DICT || inner->kind == MG_PK_ODICT) &&
