@@ -116,7 +116,8 @@ static mg_status put_megatron_group_keys(mg_pk_graph *pg, const mg_train_opts *o
 }
 
 /* One param group: torch.optim.AdamW's keys, Megatron's, and the step count and
- * bias_correction that Apex's and TransformerEngine's FusedAdam keep per group. */
+ * bias_correction that Apex's and TransformerEngine's FusedAdam keep per group; 'params'
+ * [first, end) unless end < first (DistributedOptimizer.state_dict()'s groups have none). */
 static mg_status build_group(mg_pk_graph *pg, const mg_train_opts *o, int decay, int64_t step,
                              size_t first, size_t end, mg_pk_obj **grp)
 {
@@ -138,7 +139,7 @@ static mg_status build_group(mg_pk_graph *pg, const mg_train_opts *o, int decay,
         if (!x) return MG_ERR_NOMEM;
         MG_FORWARD(mg_pk_append(pg, params, x));
     }
-    MG_FORWARD(mg_pk_set(pg, d, "params", params));
+    if (end >= first) MG_FORWARD(mg_pk_set(pg, d, "params", params));
     *grp = d;
     return MG_OK;
 }
@@ -160,6 +161,24 @@ static mg_status build_state(mg_pk_graph *pg, const mg_gpt *g, const mg_gpt_opti
     return MG_OK;
 }
 
+/* With --use-distributed-optimizer, DistributedOptimizer.state_dict()'s
+ * {'optimizer': {'param_groups': [...]}} beside torch's keys, so that megatron-core's
+ * DistributedOptimizer.load_state_dict finds its groups (it reads no other key; torch's
+ * load_state_dict reads 'state' and 'param_groups' only). */
+static mg_status put_dist_groups(mg_pk_graph *pg, const mg_train_opts *o, int64_t step,
+                                 mg_pk_obj *d)
+{
+    mg_pk_obj *inner = mg_pk_container(pg, MG_PK_DICT), *groups = mg_pk_container(pg, MG_PK_LIST);
+    if (!inner || !groups) return MG_ERR_NOMEM;
+    for (int decay = 1; decay >= 0; decay--) {
+        mg_pk_obj *grp = NULL;
+        MG_FORWARD(build_group(pg, o, decay, step, 1, 0, &grp));
+        MG_FORWARD(mg_pk_append(pg, groups, grp));
+    }
+    MG_FORWARD(mg_pk_set(pg, inner, "param_groups", groups));
+    return mg_pk_set(pg, d, "optimizer", inner);
+}
+
 static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
                              const mg_gpt_optim *opt, const mg_tname *names, size_t *order,
                              const float *step, mg_pk_obj **out)
@@ -175,6 +194,7 @@ static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_g
     MG_FORWARD(mg_pk_append(pg, groups, g1));
     MG_FORWARD(mg_pk_set(pg, d, "state", state));
     MG_FORWARD(mg_pk_set(pg, d, "param_groups", groups));
+    if (o->use_distributed_optimizer) MG_FORWARD(put_dist_groups(pg, o, opt->step, d));
     *out = d;
     return MG_OK;
 }

@@ -51,6 +51,7 @@ def runs(request, data, tmp_path_factory):  # noqa: F811
     first, _ = run_train(4, model_args(data, arch, PP2 + stop), d / "a.jsonl")
     shards = sorted((d / "ck" / "iter_0000010").iterdir())
     assert [s.name for s in shards] == ["mp_rank_00_000", "mp_rank_00_001"]
+    shutil.copy(shards[0] / "model_optim_rng.pt", d / "ours.pt")
     for s in shards:
         assert (s / "distrib_optim.pt").is_file()
         megatron_form(s / "model_optim_rng.pt", float if arch == "gpt2" else int)
@@ -125,3 +126,31 @@ def test_chained_optimizers_are_not_supported(runs, tmp_path):
     assert p.returncode == 2, p.stderr  # MPI_Abort with the tool's exit status
     assert "): error: not supported yet: " in p.stderr and "chained optimizers" in p.stderr, \
         p.stderr
+
+
+def test_megatron_loads_our_optimizer_param_groups(runs):
+    """mg-train's own rank file, with the distributed optimizer, also carries
+    DistributedOptimizer.state_dict()'s {'optimizer': {'param_groups'}}: megatron-core's
+    DistributedOptimizer.load_state_dict (on a stand-in holding a torch AdamW whose groups
+    are Megatron's, no buffers: the moments come from distrib_optim.pt) restores the
+    hyper-parameters and the step count from it."""
+    import types
+    from megatron.core.optimizer.distrib_optimizer import DistributedOptimizer
+    _, _, d, _, _ = runs
+    torch.serialization.add_safe_globals([argparse.Namespace])
+    ck = torch.load(d / "ours.pt", weights_only=False)
+    plain = ck["optimizer"]["param_groups"]
+    assert ck["optimizer"]["optimizer"]["param_groups"] == \
+        [{k: v for k, v in g.items() if k != "params"} for g in plain]
+    params = [torch.nn.Parameter(torch.zeros(1)) for _ in plain]
+    inner = torch.optim.AdamW([{"params": [p], "wd_mult": g["wd_mult"], "lr_mult": 1.0,
+                                "is_expert_parallel": False, "is_decoupled_lr": False}
+                               for p, g in zip(params, plain)], lr=1.0)
+    stand_in = types.SimpleNamespace(
+        ddp_config=types.SimpleNamespace(use_megatron_fsdp=False), optimizer=inner,
+        gbuf_ranges=[], config=types.SimpleNamespace(fp16=False), grad_scaler=None)
+    DistributedOptimizer.load_state_dict(stand_in, ck["optimizer"])
+    for got, want in zip(inner.param_groups, plain):
+        for key in ("lr", "betas", "eps", "weight_decay", "wd_mult", "step"):
+            assert got[key] == want[key], key
+    assert plain[0]["step"] == 10
