@@ -271,12 +271,12 @@ static mg_status write_direct(saver *s, const mg_pk_tensor *t, const mg_torch_sa
     int fd = -1, niov = 0;
     uint64_t foff = 0;
     const struct iovec *iov = NULL;
-    size_t dmax = rest < FILL_CHUNK ? (size_t)rest : FILL_CHUNK;
-    *d = o->gather ? o->gather(o->ctx, t, off, dmax, &iov, &niov) : 0;
-    if (*d > 0) return mg_zip_writer_writev(s->w, iov, niov);
-    dmax = rest < DIRECT_CHUNK ? (size_t)rest : DIRECT_CHUNK;
+    size_t dmax = rest < DIRECT_CHUNK ? (size_t)rest : DIRECT_CHUNK;
     *d = o->direct ? o->direct(o->ctx, t, off, dmax, &fd, &foff) : 0;
-    return *d > 0 ? mg_zip_writer_copy(s->w, fd, foff, *d) : MG_OK;
+    if (*d > 0) return mg_zip_writer_copy(s->w, fd, foff, *d);
+    dmax = rest < FILL_CHUNK ? (size_t)rest : FILL_CHUNK;
+    *d = o->gather ? o->gather(o->ctx, t, off, dmax, &iov, &niov) : 0;
+    return *d > 0 ? mg_zip_writer_writev(s->w, iov, niov) : MG_OK;
 }
 
 static mg_status write_storage(saver *s, const char *key, const mg_pk_tensor *t,

@@ -59,10 +59,9 @@ typedef size_t (*mg_torch_gather_fn)(void *ctx, const mg_pk_tensor *t, uint64_t 
 typedef struct {
     const char *archive_name; /* NULL: the file name without directory and extension */
     mg_torch_fill_fn fill;    /* for tensors whose data is NULL */
-    mg_torch_direct_fn direct; /* NULL: none; else tried after gather, per piece */
-    mg_torch_gather_fn gather; /* NULL: none; else tried first, per piece (the archive
-                                * CRCs its bytes anyway: from the mapping they are
-                                * copied once, from a file twice) */
+    mg_torch_direct_fn direct; /* NULL: none; else tried first, per piece (CRC'd through
+                                * a mapping, copied file to file by the kernel) */
+    mg_torch_gather_fn gather; /* NULL: none; else tried after direct, per piece */
     void *ctx;
 } mg_torch_save_opts;
 
