@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "mg/distrib_optim.h"
 #include "mg/file.h"
 #include "mg/grow.h"
 #include "mg/megatron_layout.h"
@@ -222,7 +223,7 @@ static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *
                  "PP %lld)", path, (long long)s->tp, (long long)s->pp);
     snprintf(dpath, sizeof dpath, "%s", path);
     char *slash = strrchr(dpath, '/');
-    snprintf(slash + 1, sizeof dpath - (size_t)(slash + 1 - dpath), "distrib_optim.pt");
+    snprintf(slash + 1, sizeof dpath - (size_t)(slash + 1 - dpath), MG_DISTRIB_OPTIM_FILE);
     if (is_file(dpath)) {
         MG_RETURN_IF(!ck_drops_optimizer(o), MG_ERR_UNSUPPORTED, "not supported yet: converting "
                      "optimizer state (%s); pass --drop-optimizer-state to drop it", dpath);

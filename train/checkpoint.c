@@ -11,14 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mg/distrib_optim.h"
 #include "mg/dtype_convert.h"
 #include "mg/file.h"
 #include "mg/megatron_layout.h"
 #include "mg/mcore_dist.h"
 #include "mg/torchfile.h"
+#include "dist_optim.h"
 #include "param_order.h"
-
-#define DIST_OPTIM_NAME "distrib_optim.pt" /* dist_optim.h: a writer's file of its own */
 
 /* ---- save ---- */
 
@@ -116,7 +116,8 @@ static mg_status put_megatron_group_keys(mg_pk_graph *pg, const mg_train_opts *o
 }
 
 /* One param group: torch.optim.AdamW's keys, Megatron's, and the step count and
- * bias_correction that Apex's and TransformerEngine's FusedAdam keep per group. */
+ * bias_correction that Apex's and TransformerEngine's FusedAdam keep per group; 'params'
+ * [first, end) unless end < first (DistributedOptimizer.state_dict()'s groups have none). */
 static mg_status build_group(mg_pk_graph *pg, const mg_train_opts *o, int decay, int64_t step,
                              size_t first, size_t end, mg_pk_obj **grp)
 {
@@ -138,7 +139,7 @@ static mg_status build_group(mg_pk_graph *pg, const mg_train_opts *o, int decay,
         if (!x) return MG_ERR_NOMEM;
         MG_FORWARD(mg_pk_append(pg, params, x));
     }
-    MG_FORWARD(mg_pk_set(pg, d, "params", params));
+    if (end >= first) MG_FORWARD(mg_pk_set(pg, d, "params", params));
     *grp = d;
     return MG_OK;
 }
@@ -160,6 +161,24 @@ static mg_status build_state(mg_pk_graph *pg, const mg_gpt *g, const mg_gpt_opti
     return MG_OK;
 }
 
+/* With --use-distributed-optimizer, DistributedOptimizer.state_dict()'s
+ * {'optimizer': {'param_groups': [...]}} beside torch's keys, so that megatron-core's
+ * DistributedOptimizer.load_state_dict finds its groups (it reads no other key; torch's
+ * load_state_dict reads 'state' and 'param_groups' only). */
+static mg_status put_dist_groups(mg_pk_graph *pg, const mg_train_opts *o, int64_t step,
+                                 mg_pk_obj *d)
+{
+    mg_pk_obj *inner = mg_pk_container(pg, MG_PK_DICT), *groups = mg_pk_container(pg, MG_PK_LIST);
+    if (!inner || !groups) return MG_ERR_NOMEM;
+    for (int decay = 1; decay >= 0; decay--) {
+        mg_pk_obj *grp = NULL;
+        MG_FORWARD(build_group(pg, o, decay, step, 1, 0, &grp));
+        MG_FORWARD(mg_pk_append(pg, groups, grp));
+    }
+    MG_FORWARD(mg_pk_set(pg, inner, "param_groups", groups));
+    return mg_pk_set(pg, d, "optimizer", inner);
+}
+
 static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
                              const mg_gpt_optim *opt, const mg_tname *names, size_t *order,
                              const float *step, mg_pk_obj **out)
@@ -175,6 +194,7 @@ static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_g
     MG_FORWARD(mg_pk_append(pg, groups, g1));
     MG_FORWARD(mg_pk_set(pg, d, "state", state));
     MG_FORWARD(mg_pk_set(pg, d, "param_groups", groups));
+    if (o->use_distributed_optimizer) MG_FORWARD(put_dist_groups(pg, o, opt->step, d));
     *out = d;
     return MG_OK;
 }
@@ -233,7 +253,7 @@ static void shard_name(const mg_train_ckpt_shard *sh, char *name)
  * the folders, the torch_dist files, and DIR itself. */
 static void remove_iter_dir(const char *dir)
 {
-    static const char *const files[] = {MG_MEGATRON_RANK_FILE, DIST_OPTIM_NAME};
+    static const char *const files[] = {MG_MEGATRON_RANK_FILE, MG_DISTRIB_OPTIM_FILE};
     const size_t np = strlen(MG_MEGATRON_RANK_PREFIX);
     char p[MG_PATH_MAX + 512]; /* room beyond a tmp folder and a dirent name */
     DIR *d = opendir(dir);
@@ -475,10 +495,59 @@ static mg_status check_group_keys(const char *path, const mg_pk_obj *groups)
     return MG_OK;
 }
 
-static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od,
-                            const mg_tname *names)
+/* The step count of Megatron's param groups (all equal where present). */
+static mg_status groups_step(const char *path, const mg_pk_obj *groups, double *step)
 {
+    *step = -1;
+    for (size_t i = 0; i < groups->n; i++) {
+        double s = num_of(mg_pk_get(groups->items[i], "step"));
+        MG_RETURN_IF(s >= 0 && *step >= 0 && s != *step, MG_ERR_FORMAT,
+                     "%s: the optimizer param groups disagree on the step count (%g, %g)",
+                     path, *step, s);
+        if (s >= 0) *step = s;
+    }
+    MG_RETURN_IF(*step < 0, MG_ERR_FORMAT, "%s: optimizer step count missing", path);
+    return MG_OK;
+}
+
+/* megatron-core's DistributedOptimizer.state_dict() (`torch` format, --use-distributed-
+ * optimizer): od = {'optimizer': {'param_groups': [...]} without 'state', each group with
+ * the step count and without 'params'; 'grad_scaler' with fp16}. The fp32 master weights
+ * and the moments are in distrib_optim.pt beside path (dist_optim.h). */
+static mg_status load_dist_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt,
+                                 const mg_pk_obj *inner, mg_names nm)
+{
+    const mg_pk_obj *groups = mg_pk_get(inner, "param_groups");
+    MG_FORWARD(check_group_keys(path, groups));
+    double step;
+    MG_FORWARD(groups_step(path, groups, &step));
+    char dpath[MG_PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path) : 1;
+    MG_RETURN_IF((size_t)snprintf(dpath, sizeof dpath, "%.*s/%s", dirlen, slash ? path : ".",
+                                  MG_DISTRIB_OPTIM_FILE) >= sizeof dpath,
+                 MG_ERR_LIMIT, "%s: path too long", path);
+    struct stat sb;
+    MG_RETURN_IF(stat(dpath, &sb) != 0, MG_ERR_FORMAT,
+                 "%s: the distributed optimizer's state belongs in %s, which is missing (pass "
+                 "--no-load-optim or --finetune to start a new optimizer)", path, dpath);
+    MG_FORWARD(mg_dist_read_state(g, nm, dpath, g->params, opt));
+    opt->step = (int64_t)step;
+    return MG_OK;
+}
+
+static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od,
+                            const mg_tname *names, mg_names nm)
+{
+    MG_RETURN_IF(od && od->kind == MG_PK_LIST, MG_ERR_UNSUPPORTED,
+                 "not supported yet: %s: the state of several chained optimizers "
+                 "(megatron-core's ChainedOptimizer: virtual pipeline or expert parameters)",
+                 path);
     const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
+    const mg_pk_obj *inner = od && !state ? mg_pk_get(od, "optimizer") : NULL;
+    if (inner && (inner->kind == MG_PK_DICT || inner->kind == MG_PK_ODICT) &&
+        !mg_pk_get(inner, "state"))
+        return load_dist_optim(path, g, opt, inner, nm);
     MG_RETURN_IF(!state || state->kind != MG_PK_DICT, MG_ERR_FORMAT,
                  "%s: no optimizer state (pass --no-load-optim or --finetune to start a new "
                  "optimizer)", path);
@@ -555,7 +624,8 @@ static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *
 }
 
 static mg_status load_state(const char *path, const mg_pk_obj *root, int release, mg_gpt *g,
-                            mg_gpt_optim *opt, mg_train_ckpt_state *st, const mg_tname *names)
+                            mg_gpt_optim *opt, mg_train_ckpt_state *st, const mg_tname *names,
+                            mg_names nm)
 {
     const mg_pk_obj *args = mg_pk_get(root, "args");
     MG_FORWARD(check_layout_args(path, g, args));
@@ -566,7 +636,7 @@ static mg_status load_state(const char *path, const mg_pk_obj *root, int release
     st->consumed_valid_samples = int_of(args ? mg_pk_get(args, "consumed_valid_samples") : NULL, 0);
     double f = num_of(mg_pk_get(root, "num_floating_point_operations_so_far"));
     st->flops_so_far = f > 0 ? f : 0;
-    if (opt) MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer"), names));
+    if (opt) MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer"), names, nm));
     st->optim_loaded = opt != NULL;
     return MG_OK;
 }
@@ -585,7 +655,8 @@ mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int r
     mg_status s = MG_ERR_NOMEM;
     if (te && local) {
         int is_local = file_naming(model, te, local, g->nt) == MG_NAMES_LOCAL;
-        s = load_state(path, root, release, g, opt, st, is_local ? local : te);
+        s = load_state(path, root, release, g, opt, st, is_local ? local : te,
+                       is_local ? MG_NAMES_LOCAL : MG_NAMES_TE);
     }
     free(te);
     free(local);

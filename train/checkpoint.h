@@ -31,7 +31,11 @@
  *     parameter order of that spec (a layer's linear_proj before its linear_qkv; the local
  *     spec's input_layernorm before both)),
  *     'opt_param_scheduler' (Megatron's OptimizerParamScheduler.state_dict, steps in
- *     samples), 'num_floating_point_operations_so_far'}; args also carry hidden_dropout,
+ *     samples), 'num_floating_point_operations_so_far'}; with --use-distributed-optimizer
+ *     'optimizer' also holds DistributedOptimizer.state_dict()'s {'optimizer':
+ *     {'param_groups': the same groups without 'params'}}, which megatron-core's
+ *     DistributedOptimizer.load_state_dict reads (torch's reads the other keys), and
+ *     distrib_optim.pt lies beside the file (dist_optim.h); args also carry hidden_dropout,
  *     attention_dropout, tokenizer_type and tokenizer_model. There is no 'rng_state':
  *     mg-train draws no random numbers after the seeded initialisation (dropout 0); Megatron
  *     itself then needs --no-load-rng (or --finetune) to load the file.
@@ -44,7 +48,10 @@
  *     contiguous, same shape; an extra tensor is refused too (MG_ERR_FORMAT naming the file,
  *     the tensor and the mismatch); then args' num_layers, hidden_size, heads, query groups,
  *     kv_channels, FFN size and padded vocabulary, where present, must equal the model's.
- *     With optim != NULL the moments and step count are restored (same checks); param
+ *     With optim != NULL the moments and step count are restored (same checks); where the
+ *     file's 'optimizer' is megatron-core's DistributedOptimizer.state_dict() (param groups
+ *     only, the step count in each), from distrib_optim.pt beside it (dist_optim.h: the fp32
+ *     master weights replace the file's model tensors, written at any DP size); param
  *     groups without wd_mult (files of older mg-train versions, whose parameter order
  *     differed) are refused with a pointer to --no-load-optim.
  */

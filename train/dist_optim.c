@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg/distrib_optim.h"
 #include "mg/pickle.h"
 #include "mg/torchfile.h"
 #include "model_internal.h"
@@ -306,7 +307,6 @@ static mg_status state_root(mg_pk_graph *pg, const mg_dist_layout *l, const mg_g
                             const mg_gpt_optim *full, float *world[3], float *buf,
                             mg_pk_obj **root)
 {
-    static const char *const keys[3] = {"param", "exp_avg", "exp_avg_sq"};
     const float *src[3] = {g->params, full->m, full->v};
     int64_t n = 0;
     for (int64_t b = 0; b < l->nbuckets; b++) n += l->unpadded[b];
@@ -319,7 +319,7 @@ static mg_status state_root(mg_pk_graph *pg, const mg_dist_layout *l, const mg_g
         coalesce(l, g, src[k], buf, world[k]);
         mg_pk_obj *x = mg_pk_tensor_new(pg, MG_TD_F32, 1, &n, world[k]);
         if (!x) return MG_ERR_NOMEM;
-        MG_FORWARD(mg_pk_set(pg, t, keys[k], x));
+        MG_FORWARD(mg_pk_set(pg, t, mg_distrib_optim_keys[k], x));
     }
     MG_FORWARD(mg_pk_set(pg, t, "numel_unpadded", mg_pk_int(pg, n)));
     MG_FORWARD(mg_pk_set_obj(pg, gbuf, key, t));

@@ -36,6 +36,12 @@
  *     'exp_avg': fp32[N], 'exp_avg_sq': fp32[N], 'numel_unpadded': N}}}, each tensor the
  *     buckets of the buffer one after the other, each cut at its numel_unpadded (N their
  *     sum), from full parameters and moments in the model layout.
+ *   - mg_dist_read_state() reads such a file back (megatron-core's own, written by DP rank 0
+ *     of any data-parallel size: the coalesced tensors do not depend on it, buckets starting
+ *     at multiples of 128) into full parameters (the fp32 master weights) and full moments in
+ *     the model layout, for the parameter order of the naming the checkpoint's model dict
+ *     uses. Checked: the file's structure (mg/distrib_optim.h) and numel_unpadded equal to
+ *     the model's buffer (MG_ERR_FORMAT naming the file).
  */
 #ifndef MG_TRAIN_DIST_OPTIM_H
 #define MG_TRAIN_DIST_OPTIM_H
@@ -84,5 +90,10 @@ void mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim 
 /* distrib_optim.pt at path from g's parameters and full moments (see the contract). */
 mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_gpt_optim *full,
                              const char *path);
+
+/* params (g->numel, model layout) and full's moments <- distrib_optim.pt at path (see the
+ * contract; full->step untouched: the step count is in model_optim_rng.pt). */
+mg_status mg_dist_read_state(const mg_gpt *g, mg_names nm, const char *path, float *params,
+                             mg_gpt_optim *full);
 
 #endif

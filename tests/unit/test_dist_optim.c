@@ -2,7 +2,7 @@
  * _ParamAndGradBuffer with the distributed optimizer, worked out by hand for a 1-layer
  * GPT-2: parameters in reverse TE-spec order, starts padded to 64 elements, the bucket to
  * lcm(DP, 128); with PP 2 and tied embeddings the first stage's word embedding in a bucket
- * of its own) and of param_order.h.
+ * of its own), of distrib_optim.pt read back (mg_dist_read_state) and of param_order.h.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -145,4 +145,82 @@ MG_TEST(param_order_local_spec)
                                 "decoder.layers.0.self_attention.linear_proj.bias",
                                 "decoder.layers.0.self_attention.linear_qkv.weight"};
     check_order(t, MG_NAMES_LOCAL, want, sizeof want / sizeof *want);
+}
+
+/* A model of cmd at layout l (NULL: all of it), params and moments numbered i + k. */
+static mg_gpt *numbered(mg_test_ctx *t, const char *cmd, const mg_gpt_layout *l,
+                        mg_gpt_optim **opt)
+{
+    mg_train_opts o;
+    MG_CHECK_OK(t, train_cmdline_parse(&o, cmd));
+    MG_CHECK_OK(t, mg_train_resolve_vocab(&o));
+    mg_gpt_layout full = mg_gpt_layout_full(&o.model);
+    mg_gpt_opts go = {0};
+    mg_gpt *g = NULL;
+    MG_CHECK_OK(t, mg_gpt_create(&g, &o.model, l ? l : &full, &go));
+    MG_CHECK_OK(t, mg_gpt_optim_create(opt, g));
+    for (int64_t i = 0; i < g->numel; i++) {
+        g->params[i] = (float)i;
+        (*opt)->m[i] = (float)i + 0.25f;
+        (*opt)->v[i] = (float)i + 0.5f;
+    }
+    mg_train_opts_free(&o);
+    return g;
+}
+
+static void check_read_back(mg_test_ctx *t, const char *cmd, const mg_gpt_layout *l,
+                            int64_t dp, mg_names nm)
+{
+    mg_gpt_optim *opt = NULL, *back = NULL;
+    mg_gpt *g = numbered(t, cmd, l, &opt);
+    char path[512];
+    snprintf(path, sizeof path, "%s/distrib_optim.pt", t->dir);
+    mg_dist_layout lay;
+    MG_CHECK_OK(t, mg_dist_layout_build(&lay, g, dp, nm));
+    MG_CHECK_OK(t, mg_dist_save_state(&lay, g, opt, path));
+    mg_dist_layout_free(&lay);
+    float *params = calloc((size_t)g->numel, sizeof(float));
+    MG_CHECK_OK(t, mg_gpt_optim_create(&back, g));
+    MG_CHECK_OK(t, mg_dist_read_state(g, nm, path, params, back));
+    for (size_t j = 0; j < g->nt; j++) { /* the tensors (not the alignment gaps between) */
+        size_t at = (size_t)g->t[j].offset, bytes = (size_t)g->t[j].numel * sizeof(float);
+        MG_CHECK(t, memcmp(params + at, g->params + at, bytes) == 0);
+        MG_CHECK(t, memcmp(back->m + at, opt->m + at, bytes) == 0);
+        MG_CHECK(t, memcmp(back->v + at, opt->v + at, bytes) == 0);
+    }
+    free(params);
+    mg_gpt_optim_free(back);
+    mg_gpt_optim_free(opt);
+    mg_gpt_free(g);
+}
+
+/* distrib_optim.pt written for any DP reads back at DP 1's layout: the same model layout. */
+MG_TEST(dist_state_reads_back_at_any_dp)
+{
+    check_read_back(t, TINY, NULL, 3, MG_NAMES_TE);
+    check_read_back(t, TINY, NULL, 2, MG_NAMES_LOCAL);
+    mg_gpt_layout first = {1, 0, 0, 1, 1, 0}; /* two buckets: the shared embedding's own */
+    check_read_back(t, TINY " --num-layers 2 --pipeline-model-parallel-size 2", &first, 2,
+                    MG_NAMES_TE);
+}
+
+MG_TEST(dist_state_of_another_model_is_refused)
+{
+    mg_gpt_optim *opt = NULL, *other_opt = NULL;
+    mg_gpt *g = numbered(t, TINY, NULL, &opt);
+    mg_gpt *other = numbered(t, TINY " --hidden-size 16", NULL, &other_opt);
+    char path[512];
+    snprintf(path, sizeof path, "%s/distrib_optim.pt", t->dir);
+    mg_dist_layout lay;
+    MG_CHECK_OK(t, mg_dist_layout_build(&lay, g, 2, MG_NAMES_TE));
+    MG_CHECK_OK(t, mg_dist_save_state(&lay, g, opt, path));
+    mg_dist_layout_free(&lay);
+    float *params = calloc((size_t)other->numel, sizeof(float));
+    MG_CHECK_ERR(t, mg_dist_read_state(other, MG_NAMES_TE, path, params, other_opt),
+                 MG_ERR_FORMAT, "numel_unpadded is");
+    free(params);
+    mg_gpt_optim_free(other_opt);
+    mg_gpt_optim_free(opt);
+    mg_gpt_free(other);
+    mg_gpt_free(g);
 }
