@@ -4,8 +4,11 @@
  * Contract (ckpt.h): every shard is checked (present, floating dtype, contiguous, shape equal
  * to the schema's shard shape); replicated tensors must be byte-identical on all TP ranks;
  * `_extra_state`, RNG and scheduler state and a tied output-layer copy are dropped and
- * listed; optimizer state is refused unless --drop-optimizer-state or --saver hf (then it is
- * dropped and listed); anything else outside the schema, virtual pipeline, torch_dist and
+ * listed; optimizer state is dropped and listed with --drop-optimizer-state or --saver hf,
+ * else torch's optimizer state dict in every rank file is kept as the source's Adam moments
+ * (ck_source.moments; their shards checked like their parameters', indexed by megatron-core's
+ * optimizer order of the rank's parameters) with rank 0's opt_param_scheduler, and other
+ * forms (distrib_optim.pt, chained optimizers, a torch_dist target) are refused; anything else outside the schema, virtual pipeline, torch_dist and
  * MoE are refused. Errors name file and tensor.
  */
 #include <fcntl.h>
@@ -20,6 +23,7 @@
 #include "mg/file.h"
 #include "mg/grow.h"
 #include "mg/megatron_layout.h"
+#include "mg/megatron_param_order.h"
 #include "mg/torchfile.h"
 
 typedef struct {
@@ -53,7 +57,7 @@ typedef struct {
 static void mg_locate(const ck_source *s, size_t pi, int64_t row, int64_t col, ck_loc *loc)
 {
     const mg_impl *h = s->impl;
-    const mg_param *p = &s->params[pi];
+    const mg_param *p = ck_param(s, pi);
     int64_t tp = s->tp, r = 0, lr = row, lc = col;
     int64_t R = p->rows / tp, F = p->rows / 2, Fl = F / tp, C = p->cols / tp;
     switch (p->spec->split) {
@@ -78,7 +82,7 @@ static void mg_locate(const ck_source *s, size_t pi, int64_t row, int64_t col, c
 static void mg_release(const ck_source *s, size_t pi)
 {
     const mg_impl *h = s->impl;
-    const mg_param *p = &s->params[pi];
+    const mg_param *p = ck_param(s, pi);
     for (int64_t r = 0; r < s->tp; r++) {
         const shard *x = &h->sh[pi * (size_t)s->tp + (size_t)r];
         int64_t rows = p->spec->split == MG_SPLIT_VOCAB ? h->vp_s / s->tp
@@ -161,6 +165,35 @@ static entry *lookup(rank_file *rf, const char *name)
     return bsearch(&key, rf->e, rf->n, sizeof(entry), cmp_entry);
 }
 
+/* Optimizer state that is not dropped: torch's {'state': {i: {exp_avg, exp_avg_sq, step}},
+ * 'param_groups'} (Megatron's FP32Optimizer; mg-train's) in every rank file, kept as the
+ * source's moments (bind_moments); other forms are refused. */
+static mg_status moments_kept(ck_source *s, const rank_file *rf, const mg_pk_obj *opt,
+                              const ck_opts *o, int first)
+{
+    const char *why = o->torch_dist ? "into a torch_dist checkpoint"
+                      : opt && opt->kind == MG_PK_LIST ? "of several chained optimizers"
+                      : opt && !mg_pk_get(opt, "state") && mg_pk_get(opt, "optimizer")
+                          ? "in megatron-core's nested form (optimizer.optimizer: a "
+                            "mixed-precision or distributed optimizer)"
+                          : NULL;
+    MG_RETURN_IF(why, MG_ERR_UNSUPPORTED, "not supported yet: converting optimizer state %s "
+                 "(%s); pass --drop-optimizer-state to drop it", why, rf->rel);
+    const mg_pk_obj *state = opt ? mg_pk_get(opt, "state") : NULL;
+    const mg_pk_obj *groups = opt ? mg_pk_get(opt, "param_groups") : NULL;
+    MG_RETURN_IF(!first && !s->moments, MG_ERR_FORMAT, "%s holds optimizer state, rank 0 "
+                 "does not", rf->rel);
+    MG_RETURN_IF(!state || state->kind != MG_PK_DICT || !groups || groups->kind != MG_PK_LIST,
+                 MG_ERR_FORMAT, "%s: optimizer state without torch's 'state' dict and "
+                 "'param_groups' list (rank 0 has them)", rf->rel);
+    if (first) {
+        s->moments = 1;
+        s->optim_groups = groups;
+        s->optim_step = -1;
+    }
+    return MG_OK;
+}
+
 static mg_status top_level(ck_source *s, rank_file *rf, const mg_pk_obj *root, const ck_opts *o,
                            int first)
 {
@@ -174,16 +207,15 @@ static mg_status top_level(ck_source *s, rank_file *rf, const mg_pk_obj *root, c
     MG_RETURN_IF(version < 2.0, MG_ERR_UNSUPPORTED, "not supported yet: checkpoint_version %g "
                  "(%s; the QKV row order changed in 2.0)", version, rf->rel);
     const mg_pk_obj *opt = mg_pk_get(root, "optimizer");
-    if (opt && opt->kind != MG_PK_NONE) {
-        MG_RETURN_IF(!ck_drops_optimizer(o), MG_ERR_UNSUPPORTED,
-                     "not supported yet: converting optimizer state (%s); pass "
-                     "--drop-optimizer-state to drop it", rf->rel);
+    int has_opt = opt && opt->kind != MG_PK_NONE;
+    if (has_opt && ck_drops_optimizer(o))
         MG_FORWARD(ck_source_drop(s, "optimizer (%s): optimizer state", rf->rel));
-    }
+    else if (has_opt || s->moments)
+        MG_FORWARD(moments_kept(s, rf, opt, o, first));
     static const char *const extra[] = {"rng_state", "opt_param_scheduler", "lr_scheduler",
                                         "rerun_state_machine"};
     for (int i = 0; i < 4; i++)
-        if (first && mg_pk_get(root, extra[i]))
+        if (first && mg_pk_get(root, extra[i]) && !(s->moments && i == 1)) /* kept with them */
             MG_FORWARD(ck_source_drop_notable(s, "%s (%s and the other ranks): training state",
                                               extra[i], rf->rel));
     const mg_pk_obj *model = mg_pk_get(root, "model");
@@ -387,7 +419,7 @@ static mg_status same_replica(const mg_param *p, const shard *a, const shard *b,
 
 static mg_status bind_params(ck_source *s, mg_impl *h)
 {
-    h->sh = mg_calloc(s->nparams * (size_t)s->tp, sizeof(shard));
+    h->sh = mg_calloc(s->nparams * (size_t)s->tp * (s->moments ? 3 : 1), sizeof(shard));
     if (!h->sh) return MG_ERR_NOMEM;
     int seen = 0;
     for (size_t i = 0; i < s->nparams; i++) {
@@ -410,6 +442,106 @@ static mg_status bind_params(ck_source *s, mg_impl *h)
         }
     }
     return MG_OK;
+}
+
+/* One rank file's parameters in schema order, named in the source's naming: the schema
+ * parameters of its stage, then the last stage's tied embedding copy (index nparams), as
+ * mg-train's model lists them; the optimizer state follows their Megatron order. */
+typedef struct {
+    const ck_source *s;
+    size_t *pi;
+    char (*name)[160];
+    size_t n;
+} stage_list;
+
+static const char *stage_name(const void *ctx, size_t i)
+{
+    return ((const stage_list *)ctx)->name[i];
+}
+
+static int stage_decay(const void *ctx, size_t i)
+{
+    const stage_list *l = ctx;
+    return l->pi[i] == l->s->nparams || l->s->params[l->pi[i]].spec->ndim == 2;
+}
+
+static mg_status stage_params(const ck_source *s, int64_t stage, stage_list *l)
+{
+    l->s = s;
+    l->n = 0;
+    l->pi = mg_calloc(s->nparams + 1, sizeof *l->pi);
+    l->name = mg_calloc(s->nparams + 1, sizeof *l->name);
+    if (!l->pi || !l->name) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < s->nparams; i++) {
+        int64_t q = 0, local = 0;
+        MG_FORWARD(stage_of(s, &s->params[i], &q, &local));
+        if (q != stage) continue;
+        mg_schema_mcore_name(&s->params[i], s->names, local, l->name[l->n], sizeof l->name[0]);
+        l->pi[l->n++] = i;
+    }
+    if (stage == s->pp - 1 && s->pp > 1 && s->m.tied_embeddings) {
+        snprintf(l->name[l->n], sizeof l->name[0], "output_layer.weight");
+        l->pi[l->n++] = s->nparams;
+    }
+    return MG_OK;
+}
+
+/* The moments of state entry e (index i, of parameter pi named name) on TP rank r. */
+static mg_status bind_entry(ck_source *s, mg_impl *h, const rank_file *rf, const mg_pk_obj *e,
+                            int64_t i, size_t pi, const char *name, int64_t r)
+{
+    static const char *const keys[] = {"exp_avg", "exp_avg_sq"};
+    MG_RETURN_IF(!e || (e->kind != MG_PK_DICT && e->kind != MG_PK_ODICT), MG_ERR_FORMAT,
+                 "%s: optimizer state of %s (index %lld) is missing", rf->rel, name, (long long)i);
+    double step = mg_pk_number(mg_pk_get(e, "step"));
+    MG_RETURN_IF(step < 0 || (s->optim_step >= 0 && step != s->optim_step), MG_ERR_FORMAT,
+                 "%s: optimizer state of %s (index %lld): step %g, expected %g", rf->rel, name,
+                 (long long)i, step, s->optim_step);
+    s->optim_step = step;
+    if (pi == s->nparams) return MG_OK; /* the tied copy's moments: the embedding's */
+    for (int k = 0; k < 2; k++) {
+        char what[256];
+        snprintf(what, sizeof what, "optimizer.state.%lld.%s (%s of %s)", (long long)i, keys[k],
+                 keys[k], name);
+        const mg_pk_obj *obj = mg_pk_get(e, keys[k]);
+        MG_RETURN_IF(!obj, MG_ERR_FORMAT, "%s: %s is missing", rf->rel, what);
+        entry x = {what, obj, 1};
+        MG_FORWARD(check_shard(s, h, &s->params[pi], rf, &x,
+                               &h->sh[CK_MOMENT(s, pi, k + 1) * (size_t)s->tp + (size_t)r]));
+    }
+    return MG_OK;
+}
+
+static mg_status bind_rank_moments(ck_source *s, mg_impl *h, int64_t stage, int64_t r,
+                                   const stage_list *l, size_t *order)
+{
+    const rank_file *rf = &h->files[stage * s->tp + r];
+    const mg_pk_obj *state = mg_pk_get(mg_pk_get(mg_torch_root(rf->f), "optimizer"), "state");
+    mg_param_list pl = {stage_name, stage_decay, l, l->n};
+    mg_megatron_optim_order(&pl, order);
+    MG_RETURN_IF(mg_pk_len(state) != l->n, MG_ERR_FORMAT, "%s: optimizer state for %zu "
+                 "tensors, the stage has %zu parameters", rf->rel, mg_pk_len(state), l->n);
+    for (size_t i = 0; i < l->n; i++)
+        MG_FORWARD(bind_entry(s, h, rf, mg_pk_get_index(state, (int64_t)i), (int64_t)i,
+                              l->pi[order[i]], l->name[order[i]], r));
+    return MG_OK;
+}
+
+/* Every rank file's moments, by Megatron's optimizer order of its stage's parameters. */
+static mg_status bind_moments(ck_source *s, mg_impl *h)
+{
+    mg_status st = MG_OK;
+    for (int64_t q = 0; q < s->pp && st == MG_OK; q++) {
+        stage_list l = {0};
+        size_t *order = mg_calloc(s->nparams + 1, sizeof *order);
+        st = order ? stage_params(s, q, &l) : MG_ERR_NOMEM;
+        for (int64_t r = 0; r < s->tp && st == MG_OK; r++)
+            st = bind_rank_moments(s, h, q, r, &l, order);
+        free(order);
+        free(l.pi);
+        free(l.name);
+    }
+    return st;
 }
 
 static int ends(const char *s, const char *suf)
@@ -480,8 +612,11 @@ static mg_status load_all(ck_source *s, mg_impl *h, const char *dir, const ck_op
             MG_FORWARD(open_rank(s, h, rf, dir, o, p == 0 && r == 0));
         }
     MG_FORWARD(bind_params(s, h));
+    if (s->moments) MG_FORWARD(bind_moments(s, h));
+    s->iteration = it.release ? -1 : it.iteration;
     s->m.dtype = h->sh[0].dtype; /* what the tensors hold, whatever args say */
-    s->args = mg_pk_get(mg_torch_root(h->files[0].f), "args");
+    s->root0 = mg_torch_root(h->files[0].f);
+    s->args = mg_pk_get(s->root0, "args");
     return leftovers(s, h);
 }
 

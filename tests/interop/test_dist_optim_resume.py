@@ -9,8 +9,9 @@ rank file is rewritten in megatron-core's form (its moments removed). Resumed at
 layout it must log bit for bit the uninterrupted run's iterations 11-20; resumed at PP=2 x
 DP=1 (distrib_optim.pt does not depend on the data-parallel size) within 1e-5 relative
 (only the reduction order differs). Without distrib_optim.pt the load fails naming it.
-mg-convert does not reshard optimizer state yet: it refuses the checkpoint (exit 2) unless
-told to drop it. Models, data and processes as test_train_parallel.py.
+mg-convert does not reshard the distributed optimizer's state (distrib_optim.pt) yet: it
+refuses the checkpoint (exit 2) unless told to drop it (torch's optimizer state dict is
+resharded: test_convert_moments.py). Models, data and processes as test_train_parallel.py.
 """
 import argparse
 import math
@@ -96,7 +97,7 @@ def test_missing_distrib_optim_is_named(runs, tmp_path):
 
 
 def test_mg_convert_refuses_distrib_optim_or_drops_it(runs, tmp_path):
-    """mg-convert does not reshard optimizer state yet: distrib_optim.pt is refused as
+    """mg-convert does not reshard distrib_optim.pt yet: it is refused as
     unsupported (exit 2, no output) unless --drop-optimizer-state, never dropped silently."""
     _, _, d, _, _ = runs
     out = tmp_path / "tp1"
