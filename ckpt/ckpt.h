@@ -16,6 +16,7 @@
 
 #include "mg/error.h"
 #include "mg/megatron_layout.h"
+#include "mg/megatron_param_order.h"
 #include "mg/model_desc.h"
 #include "mg/pickle.h"
 #include "mg/schema.h"
@@ -303,6 +304,14 @@ mg_status ck_write_torch_dist(const ck_plan *p, const ck_source *s, const char *
  * spec of the plan's names. */
 mg_status ck_megatron_args(const ck_plan *p, const ck_source *s, mg_pk_graph *g,
                            mg_pk_obj **args);
+/* A torch param group's decay class (mg_optim.c): 1 when its wd_mult (else weight_decay)
+ * is non-zero, 0 when zero, -1 when it has neither. */
+int ck_group_decay(const mg_pk_obj *grp);
+/* The state order of l's parameters under param_groups `groups` (torch numbers the
+ * parameters group after group): each group's decay class in megatron-core's order; one
+ * group per class, covering every parameter, else MG_ERR_UNSUPPORTED naming where. */
+mg_status ck_groups_order(const mg_pk_obj *groups, const mg_param_list *l, size_t *order,
+                          const char *where);
 /* The optimizer state of Megatron output file f when s->moments (mg_optim.c): into *out
  * (g), *steps the step values it points at, to free() after the save (even on failure). */
 mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_file *f,

@@ -512,13 +512,34 @@ static mg_status bind_entry(ck_source *s, mg_impl *h, const rank_file *rf, const
     return MG_OK;
 }
 
+/* The param groups' 'params' must number the n parameters 0, 1, ... group after group, as
+ * torch's state_dict does (the order ck_groups_order assumes). */
+static mg_status same_group_params(const rank_file *rf, const mg_pk_obj *groups, size_t n)
+{
+    int64_t k = 0;
+    for (size_t i = 0; i < groups->n; i++) {
+        const mg_pk_obj *ps = mg_pk_get(groups->items[i], "params");
+        MG_RETURN_IF(!ps || ps->kind != MG_PK_LIST, MG_ERR_FORMAT, "%s: optimizer param group "
+                     "%zu has no 'params' list", rf->rel, i);
+        for (size_t j = 0; j < ps->n; j++, k++)
+            MG_RETURN_IF(ps->items[j]->kind != MG_PK_INT || ps->items[j]->i != k, MG_ERR_FORMAT,
+                         "%s: optimizer param group %zu: params[%zu] is not %lld (torch numbers "
+                         "the parameters group after group)", rf->rel, i, j, (long long)k);
+    }
+    MG_RETURN_IF((size_t)k != n, MG_ERR_FORMAT, "%s: the optimizer param groups list %lld "
+                 "parameters, the stage has %zu", rf->rel, (long long)k, n);
+    return MG_OK;
+}
+
 static mg_status bind_rank_moments(ck_source *s, mg_impl *h, int64_t stage, int64_t r,
                                    const stage_list *l, size_t *order)
 {
     const rank_file *rf = &h->files[stage * s->tp + r];
-    const mg_pk_obj *state = mg_pk_get(mg_pk_get(mg_torch_root(rf->f), "optimizer"), "state");
+    const mg_pk_obj *opt = mg_pk_get(mg_torch_root(rf->f), "optimizer");
+    const mg_pk_obj *state = mg_pk_get(opt, "state"), *groups = mg_pk_get(opt, "param_groups");
     mg_param_list pl = {stage_name, stage_decay, l, l->n};
-    mg_megatron_optim_order(&pl, order);
+    MG_FORWARD(ck_groups_order(groups, &pl, order, rf->rel));
+    MG_FORWARD(same_group_params(rf, groups, l->n));
     MG_RETURN_IF(mg_pk_len(state) != l->n, MG_ERR_FORMAT, "%s: optimizer state for %zu "
                  "tensors, the stage has %zu parameters", rf->rel, mg_pk_len(state), l->n);
     for (size_t i = 0; i < l->n; i++)

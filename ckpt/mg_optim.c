@@ -35,12 +35,29 @@ static int param_decay(const void *ctx, size_t i)
     return x->f->t[x->t[i]].ndim == 2;
 }
 
-/* The decay class of a source param group; -1 when it has neither key. */
-static int group_decay(const mg_pk_obj *grp)
+int ck_group_decay(const mg_pk_obj *grp)
 {
+    if (grp->kind != MG_PK_DICT && grp->kind != MG_PK_ODICT) return -1;
     double w = mg_pk_number(mg_pk_get(grp, "wd_mult"));
     if (w < 0) w = mg_pk_number(mg_pk_get(grp, "weight_decay"));
     return w < 0 ? -1 : w != 0;
+}
+
+mg_status ck_groups_order(const mg_pk_obj *groups, const mg_param_list *l, size_t *order,
+                          const char *where)
+{
+    size_t k = 0;
+    int seen[2] = {0, 0};
+    for (size_t i = 0; i < groups->n; i++) {
+        int decay = ck_group_decay(groups->items[i]);
+        MG_RETURN_IF(decay < 0 || seen[decay]++, MG_ERR_UNSUPPORTED, "not supported yet: %s: "
+                     "optimizer param group %zu: only one weight-decay and one no-decay group "
+                     "(with wd_mult or weight_decay) can be resharded", where, i);
+        k = mg_megatron_param_order(l, decay, order, k);
+    }
+    MG_RETURN_IF(k != l->n, MG_ERR_UNSUPPORTED, "not supported yet: %s: the optimizer param "
+                 "groups cover %zu of %zu parameters", where, k, l->n);
+    return MG_OK;
 }
 
 /* Source group grp with 'params' [first, end). */
@@ -70,22 +87,14 @@ static mg_status build_groups(mg_pk_graph *g, const ck_source *s, const file_par
 {
     const mg_pk_obj *src = s->optim_groups;
     mg_param_list l = {param_name, param_decay, x, x->n};
-    size_t k = 0;
-    int seen[2] = {0, 0};
-    for (size_t i = 0; i < src->n; i++) {
-        const mg_pk_obj *grp = src->items[i];
-        int decay = grp->kind == MG_PK_DICT || grp->kind == MG_PK_ODICT ? group_decay(grp) : -1;
-        MG_RETURN_IF(decay < 0 || seen[decay]++, MG_ERR_UNSUPPORTED, "not supported yet: "
-                     "optimizer param group %zu: only one weight-decay and one no-decay group "
-                     "(with wd_mult or weight_decay) can be resharded", i);
+    MG_FORWARD(ck_groups_order(src, &l, order, x->f->path));
+    for (size_t i = 0, k = 0; i < src->n; i++) {
         size_t first = k;
-        k = mg_megatron_param_order(&l, decay, order, k);
+        while (k < x->n && param_decay(x, order[k]) == ck_group_decay(src->items[i])) k++;
         mg_pk_obj *out = NULL;
-        MG_FORWARD(copy_group(g, grp, first, k, &out));
+        MG_FORWARD(copy_group(g, src->items[i], first, k, &out));
         MG_FORWARD(mg_pk_append(g, groups, out));
     }
-    MG_RETURN_IF(k != x->n, MG_ERR_UNSUPPORTED, "not supported yet: %s: the source's "
-                 "optimizer param groups cover %zu of its %zu parameters", x->f->path, k, x->n);
     return MG_OK;
 }
 

@@ -32,10 +32,3 @@ size_t mg_megatron_param_order(const mg_param_list *l, int decay, size_t *order,
     }
     return k;
 }
-
-size_t mg_megatron_optim_order(const mg_param_list *l, size_t *order)
-{
-    size_t ndecay = mg_megatron_param_order(l, 1, order, 0);
-    mg_megatron_param_order(l, 0, order, ndecay);
-    return ndecay;
-}

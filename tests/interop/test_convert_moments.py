@@ -95,3 +95,18 @@ def test_moment_of_wrong_shape_is_refused(runs, tmp_path):
     assert p.returncode == 1, p.stderr
     assert "optimizer.state.3.exp_avg_sq" in p.stderr and "does not match" in p.stderr, p.stderr
     assert "mp_rank_01_000" in p.stderr
+
+
+def test_torch_dist_target_with_moments_is_refused(runs, tmp_path):
+    """The moments are not written in torch_dist yet: refused (exit 2, no output) unless
+    --drop-optimizer-state."""
+    _, d, _ = runs
+    out = tmp_path / "td"
+    p = conftest.run_mg(["mg-convert", "--load-dir", d / "ck22", "--save-dir", out,
+                         "--ckpt-format", "torch_dist"], check=False)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith("mg-convert: not supported yet: converting optimizer state into "
+                               "a torch_dist checkpoint") and "--drop-optimizer-state" in p.stderr
+    assert not out.exists()
+    conftest.run_mg(["mg-convert", "--load-dir", d / "ck22", "--save-dir", out,
+                     "--ckpt-format", "torch_dist", "--drop-optimizer-state"])

@@ -10,9 +10,8 @@
  * layer numbers local or global alike) and decay_of(ctx, i) (1: weight decay, i.e. a 2-D
  * tensor; 0: none). mg_megatron_param_order appends the indices of the tensors whose decay
  * flag is `decay` (-1: all) to order[k...] in megatron-core's order and returns the new
- * count. Megatron's optimizer (_get_param_groups) numbers its state over the decay group,
- * then the no-decay group: mg_megatron_optim_order gives that whole order and returns the
- * size of the decay group.
+ * count. Megatron's optimizer (_get_param_groups) numbers its state group after group (the
+ * decay group, then the no-decay group), each in this order.
  */
 #ifndef MG_MEGATRON_PARAM_ORDER_H
 #define MG_MEGATRON_PARAM_ORDER_H
@@ -27,6 +26,5 @@ typedef struct {
 } mg_param_list;
 
 size_t mg_megatron_param_order(const mg_param_list *l, int decay, size_t *order, size_t k);
-size_t mg_megatron_optim_order(const mg_param_list *l, size_t *order);
 
 #endif
