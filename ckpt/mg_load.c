@@ -6,10 +6,12 @@
  * `_extra_state`, RNG and scheduler state and a tied output-layer copy are dropped and
  * listed; optimizer state is dropped and listed with --drop-optimizer-state or --saver hf,
  * else torch's optimizer state dict in every rank file is kept as the source's Adam moments
- * (ck_source.moments; their shards checked like their parameters', indexed by megatron-core's
- * optimizer order of the rank's parameters) with rank 0's opt_param_scheduler, and other
- * forms (distrib_optim.pt, chained optimizers, a torch_dist target) are refused; anything else outside the schema, virtual pipeline, torch_dist and
- * MoE are refused. Errors name file and tensor.
+ * (ck_source.moments; their shards checked like their parameters', indexed by
+ * megatron-core's optimizer order of the rank's parameters) with rank 0's
+ * opt_param_scheduler, and other forms (distrib_optim.pt, chained optimizers, mixed
+ * precision's nested form, legacy names, a torch_dist target) are refused; anything else
+ * outside the schema, virtual pipeline, torch_dist and MoE are refused. Errors name file
+ * and tensor.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -551,6 +553,9 @@ static mg_status bind_rank_moments(ck_source *s, mg_impl *h, int64_t stage, int6
 /* Every rank file's moments, by Megatron's optimizer order of its stage's parameters. */
 static mg_status bind_moments(ck_source *s, mg_impl *h)
 {
+    MG_RETURN_IF(s->names == MG_NAMES_LEGACY, MG_ERR_UNSUPPORTED, "not supported yet: "
+                 "converting the optimizer state of a checkpoint with legacy (pre-Megatron-Core) "
+                 "names (%s); pass --drop-optimizer-state to drop it", h->files[0].rel);
     mg_status st = MG_OK;
     for (int64_t q = 0; q < s->pp && st == MG_OK; q++) {
         stage_list l = {0};
