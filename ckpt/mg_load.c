@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "mg/dist_buffer.h"
 #include "mg/distrib_optim.h"
 #include "mg/file.h"
 #include "mg/grow.h"
@@ -40,6 +41,7 @@ typedef struct {
     entry *e;
     size_t n, cap;
     int fd1;               /* a descriptor of the file + 1 for file-to-file copies; 0: none */
+    mg_torch_file *dopt;   /* distrib_optim.pt beside it when its moments are kept, or NULL */
 } rank_file;
 
 typedef struct {
@@ -114,6 +116,7 @@ static void mg_close(ck_source *s)
     if (!h) return;
     for (size_t i = 0; i < h->nfiles; i++) {
         mg_torch_close(h->files[i].f);
+        mg_torch_close(h->files[i].dopt);
         if (h->files[i].fd1 > 0) close(h->files[i].fd1 - 1);
         free(h->files[i].e);
     }
@@ -175,24 +178,30 @@ static mg_status moments_kept(ck_source *s, const rank_file *rf, const mg_pk_obj
 {
     const char *why = o->torch_dist ? "into a torch_dist checkpoint"
                       : opt && opt->kind == MG_PK_LIST ? "of several chained optimizers"
-                      : opt && !mg_pk_get(opt, "state") && mg_pk_get(opt, "optimizer")
-                          ? "in megatron-core's nested form (optimizer.optimizer: a "
-                            "mixed-precision or distributed optimizer)"
+                      : opt && !rf->dopt && !mg_pk_get(opt, "state") && mg_pk_get(opt, "optimizer")
+                          ? "in megatron-core's nested form without distrib_optim.pt (a "
+                            "mixed-precision optimizer)"
                           : NULL;
     MG_RETURN_IF(why, MG_ERR_UNSUPPORTED, "not supported yet: converting optimizer state %s "
                  "(%s); pass --drop-optimizer-state to drop it", why, rf->rel);
-    const mg_pk_obj *state = opt ? mg_pk_get(opt, "state") : NULL;
-    const mg_pk_obj *groups = opt ? mg_pk_get(opt, "param_groups") : NULL;
     MG_RETURN_IF(!first && !s->moments, MG_ERR_FORMAT, "%s holds optimizer state, rank 0 "
                  "does not", rf->rel);
-    MG_RETURN_IF(!state || state->kind != MG_PK_DICT || !groups || groups->kind != MG_PK_LIST,
-                 MG_ERR_FORMAT, "%s: optimizer state without torch's 'state' dict and "
-                 "'param_groups' list (rank 0 has them)", rf->rel);
+    /* the distributed optimizer's groups: DistributedOptimizer.state_dict()'s */
+    const mg_pk_obj *inner = rf->dopt && opt ? mg_pk_get(opt, "optimizer") : opt;
+    const mg_pk_obj *state = opt ? mg_pk_get(opt, "state") : NULL;
+    const mg_pk_obj *groups = inner ? mg_pk_get(inner, "param_groups") : NULL;
+    MG_RETURN_IF(!rf->dopt && (!state || state->kind != MG_PK_DICT), MG_ERR_FORMAT,
+                 "%s: optimizer state without torch's 'state' dict", rf->rel);
+    MG_RETURN_IF(!groups || groups->kind != MG_PK_LIST, MG_ERR_FORMAT, "%s: optimizer state "
+                 "without a 'param_groups' list", rf->rel);
     if (first) {
         s->moments = 1;
         s->optim_groups = groups;
         s->optim_step = -1;
     }
+    if (rf->dopt && state)
+        MG_FORWARD(ck_source_drop(s, "optimizer.state (%s): mg-train's copy of the moments "
+                                  "that distrib_optim.pt holds", rf->rel));
     return MG_OK;
 }
 
@@ -258,11 +267,10 @@ static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *
     snprintf(dpath, sizeof dpath, "%s", path);
     char *slash = strrchr(dpath, '/');
     snprintf(slash + 1, sizeof dpath - (size_t)(slash + 1 - dpath), MG_DISTRIB_OPTIM_FILE);
-    if (is_file(dpath)) {
-        MG_RETURN_IF(!ck_drops_optimizer(o), MG_ERR_UNSUPPORTED, "not supported yet: converting "
-                     "optimizer state (%s); pass --drop-optimizer-state to drop it", dpath);
+    if (is_file(dpath) && ck_drops_optimizer(o))
         MG_FORWARD(ck_source_drop(s, "distrib_optim.pt (%s): optimizer state", dpath));
-    }
+    else if (is_file(dpath))
+        MG_FORWARD(mg_torch_open(&rf->dopt, dpath));
     MG_FORWARD(mg_torch_open(&rf->f, path));
     rf->fd1 = open(path, O_RDONLY | O_CLOEXEC) + 1; /* failure: 0, copies from memory */
     const mg_pk_obj *root = mg_torch_root(rf->f);
@@ -550,6 +558,85 @@ static mg_status bind_rank_moments(ck_source *s, mg_impl *h, int64_t stage, int6
     return MG_OK;
 }
 
+/* The step count of the distributed optimizer's param groups (all equal). */
+static mg_status dist_step(ck_source *s, const rank_file *rf)
+{
+    const mg_pk_obj *opt = mg_pk_get(mg_torch_root(rf->f), "optimizer");
+    const mg_pk_obj *groups = mg_pk_get(mg_pk_get(opt, "optimizer"), "param_groups");
+    for (size_t i = 0; groups && groups->kind == MG_PK_LIST && i < groups->n; i++) {
+        double step = mg_pk_number(mg_pk_get(groups->items[i], "step"));
+        MG_RETURN_IF(step < 0 || (s->optim_step >= 0 && step != s->optim_step), MG_ERR_FORMAT,
+                     "%s: optimizer param group %zu: step %g, expected %g", rf->rel, i, step,
+                     s->optim_step);
+        s->optim_step = step;
+    }
+    MG_RETURN_IF(s->optim_step < 0, MG_ERR_FORMAT, "%s: optimizer step count missing", rf->rel);
+    return MG_OK;
+}
+
+/* Parameter j of l in distrib_optim.pt w at coalesced offset at: its fp32 master weights
+ * must be the model's (fp32 training; a master copy that differs would be lost), its
+ * moments become the source's. */
+static mg_status bind_dist_param(ck_source *s, mg_impl *h, const rank_file *rf,
+                                 const stage_list *l, size_t j, int64_t r,
+                                 const mg_distrib_optim_world *w, int64_t at)
+{
+    size_t pi = l->pi[j];
+    if (pi == s->nparams) return MG_OK; /* the tied copy: the embedding's moments */
+    const shard *x = &h->sh[pi * (size_t)s->tp + (size_t)r];
+    int64_t shape[2];
+    int nd;
+    mg_schema_shard_shape(&s->params[pi], &s->m, s->tp, h->vp_s, shape, &nd);
+    size_t bytes = (size_t)(shape[0] * (nd == 2 ? shape[1] : 1)) * 4;
+    MG_RETURN_IF(x->dtype != MG_TD_F32, MG_ERR_UNSUPPORTED, "not supported yet: %s: the "
+                 "distributed optimizer's fp32 master weights of a %s model", rf->rel,
+                 mg_tdtype_name(x->dtype));
+    MG_RETURN_IF(memcmp(w->t[0] + at * 4, x->p, bytes) != 0, MG_ERR_FORMAT, "%s: "
+                 "distrib_optim.pt: the master weights of %s differ from the model's", rf->rel,
+                 l->name[j]);
+    for (int k = 1; k <= 2; k++)
+        h->sh[CK_MOMENT(s, pi, k) * (size_t)s->tp + (size_t)r] =
+            (shard){w->t[k] + at * 4, MG_TD_F32, x->rowlen};
+    return MG_OK;
+}
+
+/* The moments of rank (stage, r) from its distrib_optim.pt: megatron-core's buffer layout
+ * of the stage's parameters (mg/dist_buffer.h; coalesced offsets do not depend on DP). */
+static mg_status bind_rank_dist(ck_source *s, mg_impl *h, int64_t stage, int64_t r,
+                                const stage_list *l, size_t *order)
+{
+    const rank_file *rf = &h->files[stage * s->tp + r];
+    mg_distrib_optim_world w;
+    MG_FORWARD(mg_distrib_optim_read(rf->rel, mg_torch_root(rf->dopt), &w));
+    MG_FORWARD(dist_step(s, rf));
+    mg_param_list pl = {stage_name, stage_decay, l, l->n};
+    mg_megatron_param_order(&pl, -1, order, 0);
+    int64_t *numel = mg_calloc(l->n + 1, sizeof *numel);
+    unsigned char *own = mg_calloc(l->n + 1, 1);
+    mg_dist_layout lay = {0};
+    mg_status st = numel && own ? MG_OK : MG_ERR_NOMEM;
+    int shared = s->m.tied_embeddings && s->pp > 1;
+    for (size_t j = 0; st == MG_OK && j < l->n; j++) {
+        size_t pi = l->pi[j] == s->nparams ? 0 : l->pi[j];
+        int64_t shape[2];
+        int nd;
+        mg_schema_shard_shape(&s->params[pi], &s->m, s->tp, h->vp_s, shape, &nd);
+        numel[j] = shape[0] * (nd == 2 ? shape[1] : 1);
+        own[j] = (unsigned char)(shared && (l->pi[j] == s->nparams || (stage == 0 && pi == 0)));
+    }
+    if (st == MG_OK) st = mg_dist_layout_plan(&lay, l->n, order, numel, own, 1);
+    if (st == MG_OK && mg_dist_coalesced_numel(&lay) != w.n)
+        st = mg_error_set(MG_ERR_FORMAT, "%s beside %s: numel_unpadded is %lld, the stage's "
+                          "buffer %lld", MG_DISTRIB_OPTIM_FILE, rf->rel, (long long)w.n,
+                          (long long)mg_dist_coalesced_numel(&lay));
+    for (size_t j = 0; st == MG_OK && j < l->n; j++)
+        st = bind_dist_param(s, h, rf, l, j, r, &w, mg_dist_coalesced_start(&lay, j));
+    mg_dist_layout_free(&lay);
+    free(numel);
+    free(own);
+    return st;
+}
+
 /* Every rank file's moments, by Megatron's optimizer order of its stage's parameters. */
 static mg_status bind_moments(ck_source *s, mg_impl *h)
 {
@@ -562,7 +649,8 @@ static mg_status bind_moments(ck_source *s, mg_impl *h)
         size_t *order = mg_calloc(s->nparams + 1, sizeof *order);
         st = order ? stage_params(s, q, &l) : MG_ERR_NOMEM;
         for (int64_t r = 0; r < s->tp && st == MG_OK; r++)
-            st = bind_rank_moments(s, h, q, r, &l, order);
+            st = h->files[q * s->tp + r].dopt ? bind_rank_dist(s, h, q, r, &l, order)
+                                              : bind_rank_moments(s, h, q, r, &l, order);
         free(order);
         free(l.pi);
         free(l.name);

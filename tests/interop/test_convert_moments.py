@@ -110,3 +110,31 @@ def test_torch_dist_target_with_moments_is_refused(runs, tmp_path):
     assert not out.exists()
     conftest.run_mg(["mg-convert", "--load-dir", d / "ck22", "--save-dir", out,
                      "--ckpt-format", "torch_dist", "--drop-optimizer-state"])
+
+
+def test_distributed_optimizer_moments_resume(runs, data, tmp_path):  # noqa: F811
+    """The moments of distrib_optim.pt (megatron-core's buffer layout, read at each rank of a
+    TP=2 PP=2 run with --use-distributed-optimizer; its fp32 master weights checked equal to
+    the model's) are resharded to TP=1 PP=1, also once the rank files hold only
+    DistributedOptimizer.state_dict() as Megatron writes them, and a plain single-process
+    run resumes from them with the uninterrupted run's losses."""
+    arch, _, full = runs
+    ck = tmp_path / "ck"
+    run_train(4, model_args(data, arch, TP2PP2 + ["--use-distributed-optimizer"] +
+                            stop_at_10(ck)), tmp_path / "a.jsonl")
+    out = tmp_path / "tp1"
+    p = convert(ck, out)
+    assert "parameters and their Adam moments" in p.stdout, p.stdout + p.stderr
+    assert "mg-train's copy of the moments that distrib_optim.pt holds" in p.stderr, p.stderr
+    # megatron-core's own rank files: DistributedOptimizer.state_dict() only, no torch copy
+    for f in ck.glob("iter_*/mp_rank_*/model_optim_rng.pt"):
+        sd = torch.load(f, weights_only=False)
+        sd["optimizer"] = {"optimizer": sd["optimizer"]["optimizer"]}
+        torch.save(sd, f)
+    shutil.rmtree(out)
+    p = convert(ck, out)
+    assert "copy of the moments" not in p.stderr, p.stderr
+    resumed, err = run_train(1, model_args(data, arch, ["--load", out]), tmp_path / "b.jsonl")
+    assert "at iteration 10" in err, err
+    assert_same_run_tail([r for r in full if r["iteration"] > 10], resumed,
+                         f"{arch} TP2PP2 distributed optimizer -> TP1 with moments")
