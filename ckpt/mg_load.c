@@ -8,8 +8,10 @@
  * else torch's optimizer state dict in every rank file is kept as the source's Adam moments
  * (ck_source.moments; their shards checked like their parameters', indexed by
  * megatron-core's optimizer order of the rank's parameters) with rank 0's
- * opt_param_scheduler, and other forms (distrib_optim.pt, chained optimizers, mixed
- * precision's nested form, legacy names, a torch_dist target) are refused; anything else
+ * opt_param_scheduler, or, with a distrib_optim.pt beside a rank file, its moments
+ * (megatron-core's buffer layout, mg/dist_buffer.h; fp32 master weights equal to the model);
+ * other forms (chained optimizers, mixed precision's nested form, legacy names, a
+ * torch_dist target) are refused; anything else
  * outside the schema, virtual pipeline, torch_dist and MoE are refused. Errors name file
  * and tensor.
  */
