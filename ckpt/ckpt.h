@@ -16,6 +16,7 @@
 
 #include "mg/error.h"
 #include "mg/megatron_layout.h"
+#include "mg/megatron_param_order.h"
 #include "mg/model_desc.h"
 #include "mg/pickle.h"
 #include "mg/schema.h"
@@ -91,8 +92,25 @@ struct ck_source {
                                   * after (TE, local or legacy); HF: MG_NAMES_TE */
     int64_t tp, pp;              /* the source's layout (1, 1 for HF) */
     char format[96];             /* "hf safetensors", "megatron torch (release)" */
+    /* Megatron source with its Adam moments kept (optimizer state in its rank files, not
+     * dropped): canonical "parameters" nparams..3*nparams-1 are the moments, exp_avg of
+     * parameter i at CK_MOMENT(s, i, 1), exp_avg_sq at CK_MOMENT(s, i, 2) (locate and
+     * release take them; s->params has the first nparams only: ck_param). */
+    int moments;
+    double optim_step;           /* the moments' step count (torch's state[i]['step']) */
+    const mg_pk_obj *optim_groups; /* rank 0's param_groups (their 'params' are replaced) */
+    int64_t iteration;           /* the source's iteration; -1: release */
+    const mg_pk_obj *root0;      /* Megatron source: rank 0's pickled root, or NULL */
     void *impl;
 };
+
+#define CK_MOMENT(s, pi, k) ((pi) + (size_t)(k) * (s)->nparams)
+
+/* The parameter behind canonical index pi (a parameter, or one of its moments). */
+static inline const mg_param *ck_param(const ck_source *s, size_t pi)
+{
+    return &s->params[pi % s->nparams];
+}
 
 /* Loaders. opts supplies --true-vocab-size and --drop-optimizer-state. */
 mg_status ck_hf_open(ck_source **s, const char *dir, const ck_opts *o);
@@ -149,6 +167,8 @@ typedef struct {
     int64_t grows, gcols;   /* gathered block; the tensor is it, or its transpose */
     int transpose;
     int none;               /* Megatron `_extra_state` = None: no data */
+    int moment;             /* 0: a parameter; 1: exp_avg, 2: exp_avg_sq of tensor `of` */
+    size_t of;              /* moments: the index (in the file) of their parameter tensor */
     size_t item, chunk;     /* torch_dist: the chunk of the plan's mg_dcp_meta it is */
     ck_run *runs;
     size_t nruns, cap;
@@ -284,6 +304,18 @@ mg_status ck_write_torch_dist(const ck_plan *p, const ck_source *s, const char *
  * spec of the plan's names. */
 mg_status ck_megatron_args(const ck_plan *p, const ck_source *s, mg_pk_graph *g,
                            mg_pk_obj **args);
+/* A torch param group's decay class (mg_optim.c): 1 when its wd_mult (else weight_decay)
+ * is non-zero, 0 when zero, -1 when it has neither. */
+int ck_group_decay(const mg_pk_obj *grp);
+/* The state order of l's parameters under param_groups `groups` (torch numbers the
+ * parameters group after group): each group's decay class in megatron-core's order; one
+ * group per class, covering every parameter, else MG_ERR_UNSUPPORTED naming where. */
+mg_status ck_groups_order(const mg_pk_obj *groups, const mg_param_list *l, size_t *order,
+                          const char *where);
+/* The optimizer state of Megatron output file f when s->moments (mg_optim.c): into *out
+ * (g), *steps the step values it points at, to free() after the save (even on failure). */
+mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_file *f,
+                                mg_pk_obj **pk, mg_pk_obj **out, float **steps);
 /* The tracker file under root ("release" or the iteration). */
 mg_status ck_write_tracker(const char *root, const ck_opts *o);
 /* mkdir -p of path's parent directories (path itself is a file). */

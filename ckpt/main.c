@@ -40,14 +40,24 @@ static mg_status write_all(const ck_plan *pl, const ck_source *s, const char *tm
     return st;
 }
 
-static int convert(const ck_opts *o)
+/* With the Adam moments kept the output is a training checkpoint of the source's
+ * iteration (a release folder is loaded without optimizer state), unless --iteration. */
+static ck_opts effective(const ck_opts *given, const ck_source *s)
+{
+    ck_opts o = *given;
+    if (s && s->moments && o.iteration < 0) o.iteration = s->iteration;
+    return o;
+}
+
+static int convert(const ck_opts *given)
 {
     ck_source *s = NULL;
     ck_plan pl = {0};
     char *tmp = NULL;
     int created = 0;
     double t0 = mg_now();
-    mg_status st = ck_source_open(&s, o->load_dir, o, o->loader);
+    mg_status st = ck_source_open(&s, given->load_dir, given, given->loader);
+    const ck_opts eff = effective(given, s), *o = &eff;
     if (st == MG_OK) st = plan(&pl, s, o);
     if (st == MG_OK) st = ck_outdir_begin(o->save_dir, &tmp, &created);
     if (st == MG_OK) st = write_all(&pl, s, tmp, o);

@@ -4,9 +4,12 @@
  * Contract (ckpt.h): every shard is checked (present, floating dtype, contiguous, shape equal
  * to the schema's shard shape); replicated tensors must be byte-identical on all TP ranks;
  * `_extra_state`, RNG and scheduler state and a tied output-layer copy are dropped and
- * listed; optimizer state is refused unless --drop-optimizer-state or --saver hf (then it is
- * dropped and listed); anything else outside the schema, virtual pipeline, torch_dist and
- * MoE are refused. Errors name file and tensor.
+ * listed; optimizer state is dropped and listed with --drop-optimizer-state or --saver hf,
+ * else kept as the source's Adam moments (ck_source.moments, bound by mg_moments.c: torch's
+ * optimizer state dict in every rank file, or the distrib_optim.pt beside it) with rank
+ * 0's opt_param_scheduler; other forms (chained optimizers, mixed precision's nested form,
+ * legacy names, a torch_dist target) are refused; anything else outside the schema,
+ * virtual pipeline, torch_dist and MoE are refused. Errors name file and tensor.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,44 +19,17 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "mg_load_internal.h"
 #include "mg/distrib_optim.h"
 #include "mg/file.h"
 #include "mg/grow.h"
 #include "mg/megatron_layout.h"
 #include "mg/torchfile.h"
 
-typedef struct {
-    const char *name;
-    const mg_pk_obj *obj;
-    int used;
-} entry;
-
-typedef struct {
-    mg_torch_file *f;
-    char rel[MG_PATH_MAX]; /* DIR/iterdir/mp_rank_../model_optim_rng.pt */
-    entry *e;
-    size_t n, cap;
-    int fd1;               /* a descriptor of the file + 1 for file-to-file copies; 0: none */
-} rank_file;
-
-typedef struct {
-    const uint8_t *p;
-    mg_tdtype dtype;
-    int64_t rowlen;
-} shard;
-
-typedef struct {
-    rank_file *files; /* pp * tp, index p * tp + r */
-    size_t nfiles;
-    shard *sh;        /* nparams * tp */
-    int64_t vp_s;     /* source padded vocabulary */
-    mg_pk_graph *names; /* arena for flattened names */
-} mg_impl;
-
 static void mg_locate(const ck_source *s, size_t pi, int64_t row, int64_t col, ck_loc *loc)
 {
     const mg_impl *h = s->impl;
-    const mg_param *p = &s->params[pi];
+    const mg_param *p = ck_param(s, pi);
     int64_t tp = s->tp, r = 0, lr = row, lc = col;
     int64_t R = p->rows / tp, F = p->rows / 2, Fl = F / tp, C = p->cols / tp;
     switch (p->spec->split) {
@@ -78,7 +54,7 @@ static void mg_locate(const ck_source *s, size_t pi, int64_t row, int64_t col, c
 static void mg_release(const ck_source *s, size_t pi)
 {
     const mg_impl *h = s->impl;
-    const mg_param *p = &s->params[pi];
+    const mg_param *p = ck_param(s, pi);
     for (int64_t r = 0; r < s->tp; r++) {
         const shard *x = &h->sh[pi * (size_t)s->tp + (size_t)r];
         int64_t rows = p->spec->split == MG_SPLIT_VOCAB ? h->vp_s / s->tp
@@ -108,6 +84,7 @@ static void mg_close(ck_source *s)
     if (!h) return;
     for (size_t i = 0; i < h->nfiles; i++) {
         mg_torch_close(h->files[i].f);
+        mg_torch_close(h->files[i].dopt);
         if (h->files[i].fd1 > 0) close(h->files[i].fd1 - 1);
         free(h->files[i].e);
     }
@@ -161,6 +138,41 @@ static entry *lookup(rank_file *rf, const char *name)
     return bsearch(&key, rf->e, rf->n, sizeof(entry), cmp_entry);
 }
 
+/* Optimizer state that is not dropped: torch's {'state': {i: {exp_avg, exp_avg_sq, step}},
+ * 'param_groups'} (Megatron's FP32Optimizer; mg-train's) in every rank file, kept as the
+ * source's moments (bind_moments); other forms are refused. */
+static mg_status moments_kept(ck_source *s, const rank_file *rf, const mg_pk_obj *opt,
+                              const ck_opts *o, int first)
+{
+    const char *why = o->torch_dist ? "into a torch_dist checkpoint"
+                      : opt && opt->kind == MG_PK_LIST ? "of several chained optimizers"
+                      : opt && !rf->dopt && !mg_pk_get(opt, "state") && mg_pk_get(opt, "optimizer")
+                          ? "in megatron-core's nested form without distrib_optim.pt (a "
+                            "mixed-precision optimizer)"
+                          : NULL;
+    MG_RETURN_IF(why, MG_ERR_UNSUPPORTED, "not supported yet: converting optimizer state %s "
+                 "(%s); pass --drop-optimizer-state to drop it", why, rf->rel);
+    MG_RETURN_IF(!first && !s->moments, MG_ERR_FORMAT, "%s holds optimizer state, rank 0 "
+                 "does not", rf->rel);
+    /* the distributed optimizer's groups: DistributedOptimizer.state_dict()'s */
+    const mg_pk_obj *inner = rf->dopt && opt ? mg_pk_get(opt, "optimizer") : opt;
+    const mg_pk_obj *state = opt ? mg_pk_get(opt, "state") : NULL;
+    const mg_pk_obj *groups = inner ? mg_pk_get(inner, "param_groups") : NULL;
+    MG_RETURN_IF(!rf->dopt && (!state || state->kind != MG_PK_DICT), MG_ERR_FORMAT,
+                 "%s: optimizer state without torch's 'state' dict", rf->rel);
+    MG_RETURN_IF(!groups || groups->kind != MG_PK_LIST, MG_ERR_FORMAT, "%s: optimizer state "
+                 "without a 'param_groups' list", rf->rel);
+    if (first) {
+        s->moments = 1;
+        s->optim_groups = groups;
+        s->optim_step = -1;
+    }
+    if (rf->dopt && state)
+        MG_FORWARD(ck_source_drop(s, "optimizer.state (%s): mg-train's copy of the moments "
+                                  "that distrib_optim.pt holds", rf->rel));
+    return MG_OK;
+}
+
 static mg_status top_level(ck_source *s, rank_file *rf, const mg_pk_obj *root, const ck_opts *o,
                            int first)
 {
@@ -174,16 +186,15 @@ static mg_status top_level(ck_source *s, rank_file *rf, const mg_pk_obj *root, c
     MG_RETURN_IF(version < 2.0, MG_ERR_UNSUPPORTED, "not supported yet: checkpoint_version %g "
                  "(%s; the QKV row order changed in 2.0)", version, rf->rel);
     const mg_pk_obj *opt = mg_pk_get(root, "optimizer");
-    if (opt && opt->kind != MG_PK_NONE) {
-        MG_RETURN_IF(!ck_drops_optimizer(o), MG_ERR_UNSUPPORTED,
-                     "not supported yet: converting optimizer state (%s); pass "
-                     "--drop-optimizer-state to drop it", rf->rel);
+    int has_opt = opt && opt->kind != MG_PK_NONE;
+    if (has_opt && ck_drops_optimizer(o))
         MG_FORWARD(ck_source_drop(s, "optimizer (%s): optimizer state", rf->rel));
-    }
+    else if (has_opt || s->moments)
+        MG_FORWARD(moments_kept(s, rf, opt, o, first));
     static const char *const extra[] = {"rng_state", "opt_param_scheduler", "lr_scheduler",
                                         "rerun_state_machine"};
     for (int i = 0; i < 4; i++)
-        if (first && mg_pk_get(root, extra[i]))
+        if (first && mg_pk_get(root, extra[i]) && !(s->moments && i == 1)) /* kept with them */
             MG_FORWARD(ck_source_drop_notable(s, "%s (%s and the other ranks): training state",
                                               extra[i], rf->rel));
     const mg_pk_obj *model = mg_pk_get(root, "model");
@@ -224,11 +235,10 @@ static mg_status open_rank(ck_source *s, mg_impl *h, rank_file *rf, const char *
     snprintf(dpath, sizeof dpath, "%s", path);
     char *slash = strrchr(dpath, '/');
     snprintf(slash + 1, sizeof dpath - (size_t)(slash + 1 - dpath), MG_DISTRIB_OPTIM_FILE);
-    if (is_file(dpath)) {
-        MG_RETURN_IF(!ck_drops_optimizer(o), MG_ERR_UNSUPPORTED, "not supported yet: converting "
-                     "optimizer state (%s); pass --drop-optimizer-state to drop it", dpath);
+    if (is_file(dpath) && ck_drops_optimizer(o))
         MG_FORWARD(ck_source_drop(s, "distrib_optim.pt (%s): optimizer state", dpath));
-    }
+    else if (is_file(dpath))
+        MG_FORWARD(mg_torch_open(&rf->dopt, dpath));
     MG_FORWARD(mg_torch_open(&rf->f, path));
     rf->fd1 = open(path, O_RDONLY | O_CLOEXEC) + 1; /* failure: 0, copies from memory */
     const mg_pk_obj *root = mg_torch_root(rf->f);
@@ -298,7 +308,7 @@ static mg_status read_args(ck_source *s, mg_impl *h, const char *dir, const mg_m
 }
 
 /* Stage holding parameter p and its local layer index. */
-static mg_status stage_of(const ck_source *s, const mg_param *p, int64_t *stage, int64_t *local)
+mg_status ck_mg_stage_of(const ck_source *s, const mg_param *p, int64_t *stage, int64_t *local)
 {
     *local = 0;
     if (p->spec->stage == MG_STAGE_FIRST) return *stage = 0, MG_OK;
@@ -316,8 +326,8 @@ static mg_status stage_of(const ck_source *s, const mg_param *p, int64_t *stage,
     return mg_error_set(MG_ERR_FORMAT, "layer %lld is on no pipeline stage", (long long)p->layer);
 }
 
-static mg_status check_shard(const ck_source *s, const mg_impl *h, const mg_param *p,
-                             const rank_file *rf, const entry *e, shard *out)
+mg_status ck_mg_check_shard(const ck_source *s, const mg_impl *h, const mg_param *p,
+                           const rank_file *rf, const entry *e, shard *out)
 {
     MG_RETURN_IF(e->obj->kind != MG_PK_TENSOR, MG_ERR_FORMAT, "%s: %s is a %s, not a tensor",
                  rf->rel, e->name, mg_pk_kind_name(e->obj->kind));
@@ -387,13 +397,13 @@ static mg_status same_replica(const mg_param *p, const shard *a, const shard *b,
 
 static mg_status bind_params(ck_source *s, mg_impl *h)
 {
-    h->sh = mg_calloc(s->nparams * (size_t)s->tp, sizeof(shard));
+    h->sh = mg_calloc(s->nparams * (size_t)s->tp * (s->moments ? 3 : 1), sizeof(shard));
     if (!h->sh) return MG_ERR_NOMEM;
     int seen = 0;
     for (size_t i = 0; i < s->nparams; i++) {
         const mg_param *p = &s->params[i];
         int64_t stage = 0, local = 0;
-        MG_FORWARD(stage_of(s, p, &stage, &local));
+        MG_FORWARD(ck_mg_stage_of(s, p, &stage, &local));
         for (int64_t r = 0; r < s->tp; r++) {
             rank_file *rf = &h->files[stage * s->tp + r];
             mg_names found = MG_NAMES_TE;
@@ -404,7 +414,7 @@ static mg_status bind_params(ck_source *s, mg_impl *h)
             note_naming(s, p, found, &seen);
             e->used = 1;
             shard *x = &h->sh[i * (size_t)s->tp + (size_t)r];
-            MG_FORWARD(check_shard(s, h, p, rf, e, x));
+            MG_FORWARD(ck_mg_check_shard(s, h, p, rf, e, x));
             if (r > 0 && p->spec->split == MG_SPLIT_REPLICATED)
                 MG_FORWARD(same_replica(p, &h->sh[i * (size_t)s->tp], x, rf, e));
         }
@@ -423,7 +433,7 @@ static mg_status tied_copy(ck_source *s, mg_impl *h, const rank_file *rf, const 
                            size_t r)
 {
     shard x;
-    MG_FORWARD(check_shard(s, h, &s->params[0], rf, e, &x));
+    MG_FORWARD(ck_mg_check_shard(s, h, &s->params[0], rf, e, &x));
     const shard *emb = &h->sh[r];
     size_t n = (size_t)(h->vp_s / s->tp * x.rowlen) * mg_tdtype_size(x.dtype);
     MG_RETURN_IF(x.dtype != emb->dtype || memcmp(x.p, emb->p, n) != 0, MG_ERR_FORMAT,
@@ -480,8 +490,11 @@ static mg_status load_all(ck_source *s, mg_impl *h, const char *dir, const ck_op
             MG_FORWARD(open_rank(s, h, rf, dir, o, p == 0 && r == 0));
         }
     MG_FORWARD(bind_params(s, h));
+    if (s->moments) MG_FORWARD(ck_mg_bind_moments(s, h));
+    s->iteration = it.release ? -1 : it.iteration;
     s->m.dtype = h->sh[0].dtype; /* what the tensors hold, whatever args say */
-    s->args = mg_pk_get(mg_torch_root(h->files[0].f), "args");
+    s->root0 = mg_torch_root(h->files[0].f);
+    s->args = mg_pk_get(s->root0, "args");
     return leftovers(s, h);
 }
 

@@ -10,7 +10,8 @@
  * when the source is a Megatron checkpoint its other arguments are kept (tokenizer and
  * vocab_size too, when the target leaves them unknown); transformer_impl names the spec
  * the parameter names follow (the plan's: --transformer-impl or the source's).
- * `_extra_state` entries are None.
+ * `_extra_state` entries are None. With the source's moments kept (ck_source.moments) each
+ * file also has the 'optimizer' of mg_optim.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +62,7 @@ typedef struct {
 } save_ctx;
 
 static mg_status build_root(mg_pk_graph *g, const save_ctx *x, const ck_file *f, mg_pk_obj **pk,
-                            mg_pk_obj **root)
+                            mg_pk_obj **root, float **steps)
 {
     mg_pk_obj *r = mg_pk_container(g, MG_PK_DICT), *model = mg_pk_container(g, MG_PK_ODICT);
     if (!r || !model) return MG_ERR_NOMEM;
@@ -74,11 +75,20 @@ static mg_status build_root(mg_pk_graph *g, const save_ctx *x, const ck_file *f,
         mg_pk_obj *v = t->none ? mg_pk_none(g) : pk[i];
         mg_pk_obj *k = mg_pk_str(g, t->name);
         if (!v || !k) return MG_ERR_NOMEM;
-        MG_FORWARD(mg_pk_set_obj(g, model, k, v));
+        if (!t->moment) MG_FORWARD(mg_pk_set_obj(g, model, k, v));
     }
     MG_FORWARD(mg_pk_set(g, r, "model", model));
     *root = r;
-    return MG_OK;
+    if (!x->s->moments) return MG_OK;
+    static const char *const kept[] = {"opt_param_scheduler",
+                                       "num_floating_point_operations_so_far"};
+    for (int i = 0; i < 2; i++) {
+        mg_pk_obj *v = mg_pk_get(x->s->root0, kept[i]);
+        if (v) MG_FORWARD(mg_pk_set(g, r, kept[i], v));
+    }
+    mg_pk_obj *optim = NULL;
+    MG_FORWARD(ck_megatron_optimizer(g, x->s, f, pk, &optim, steps));
+    return mg_pk_set(g, r, "optimizer", optim);
 }
 
 static mg_status save_file(void *ctx, size_t i)
@@ -91,7 +101,8 @@ static mg_status save_file(void *ctx, size_t i)
     ck_stream fc;
     mg_status st = ck_stream_init(&fc, f, x->s, x->prog, x->threads);
     mg_pk_obj *root = NULL;
-    if (st == MG_OK) st = g ? build_root(g, x, f, fc.pk, &root) : MG_ERR_NOMEM;
+    float *steps = NULL;
+    if (st == MG_OK) st = g ? build_root(g, x, f, fc.pk, &root, &steps) : MG_ERR_NOMEM;
     if (st == MG_OK) {
         mg_torch_save_opts so;
         ck_stream_opts(&fc, &so, "model_optim_rng");
@@ -99,6 +110,7 @@ static mg_status save_file(void *ctx, size_t i)
     }
     ck_stream_end(&fc);
     mg_pk_graph_free(g);
+    free(steps);
     return st;
 }
 
@@ -113,6 +125,11 @@ mg_status ck_megatron_args(const ck_plan *pl, const ck_source *s, mg_pk_graph *g
     if (!impl) return MG_ERR_NOMEM;
     /* the spec the names follow, as Megatron's saver records it */
     MG_FORWARD(mg_pk_set(g, ours, "transformer_impl", impl));
+    static const char *const progress[] = {"consumed_train_samples", "consumed_valid_samples"};
+    for (int i = 0; i < 2 && s->moments && s->args; i++) { /* a training checkpoint */
+        mg_pk_obj *v = mg_pk_get(s->args, progress[i]);
+        if (v) MG_FORWARD(mg_pk_set(g, ours, progress[i], v));
+    }
     return merged_args(g, s->args, ours, args);
 }
 

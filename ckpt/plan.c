@@ -135,6 +135,30 @@ static mg_status plan_param(ck_file *f, const ck_plan *pl, const ck_source *s, s
     return shard_runs(t, s, pi, f->tp_rank, pl->m.tp, pl->m.padded_vocab_size);
 }
 
+/* The Adam moments of parameter tensor j of f: its runs over the source's moments, in
+ * float32 (Megatron's optimizer state), appended to f. */
+static mg_status plan_moments(ck_file *f, const ck_source *s, size_t j)
+{
+    static const char *const what[] = {"exp_avg", "exp_avg_sq"};
+    for (int k = 1; k <= 2; k++) {
+        char name[600];
+        snprintf(name, sizeof name, "%s of %s", what[k - 1], f->t[j].name);
+        ck_tensor *m = ck_add_tensor(f, name, MG_TD_F32, f->t[j].ndim, f->t[j].grows,
+                                     f->t[j].gcols);
+        if (!m) return MG_ERR_NOMEM;
+        const ck_tensor *p = &f->t[j]; /* after the append: f->t may have moved */
+        m->moment = k;
+        m->of = j;
+        for (size_t i = 0; i < p->nruns; i++) {
+            ck_run r = p->runs[i];
+            MG_FORWARD(ck_add_run(m, r.out_row, r.nrows,
+                                  r.param == CK_ZERO ? CK_ZERO : CK_MOMENT(s, r.param, k),
+                                  r.src_row, r.col0, r.ncols));
+        }
+    }
+    return MG_OK;
+}
+
 static mg_status plan_stage_file(ck_plan *pl, ck_file *f, const ck_source *s)
 {
     int64_t off, cnt, stage = f->pp_rank;
@@ -154,6 +178,7 @@ static mg_status plan_stage_file(ck_plan *pl, ck_file *f, const ck_source *s)
     }
     if (last && pl->m.pp > 1 && pl->m.tied_embeddings) /* the embedding copy (§2.4.6) */
         MG_FORWARD(plan_param(f, pl, s, 0, "output_layer.weight"));
+    for (size_t j = 0, n = f->n; s->moments && j < n; j++) MG_FORWARD(plan_moments(f, s, j));
     for (size_t i = 0; mg_schema_extra_state(&pl->m, names, cnt, last, i, name, sizeof name); i++) {
         ck_tensor *t = ck_add_tensor(f, name, pl->m.dtype, 0, 0, 0);
         if (!t) return MG_ERR_NOMEM;

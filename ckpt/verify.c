@@ -1,7 +1,8 @@
 /* verify.c — --verify: re-open the written checkpoint with its loader (which re-checks every
  * file, name, shape, replicated copy) and compare every canonical parameter, element by
  * element in the target dtype, with the source after the same conversion; on Megatron
- * output also the padding rows of the vocabulary tensors (ck_vocab_row).
+ * output also the padding rows of the vocabulary tensors (ck_vocab_row); with the source's
+ * Adam moments kept, the moments (float32) and the step count alike.
  *
  * Contract (ckpt.h): prints "verify: N parameters (M tensors, B bytes) identical" on stdout,
  * or fails with MG_ERR_FORMAT naming the first differing parameter and element.
@@ -27,7 +28,7 @@ static mg_status same_model(const mg_model_desc *a, const mg_model_desc *b, cons
 static mg_status compare_param(const ck_source *a, const ck_source *b, size_t i, mg_tdtype dt,
                                uint64_t *bytes)
 {
-    const mg_param *p = &a->params[i], *q = &b->params[i];
+    const mg_param *p = ck_param(a, i), *q = ck_param(b, i);
     MG_RETURN_IF(p->spec != q->spec || p->layer != q->layer || p->rows != q->rows ||
                      p->cols != q->cols, MG_ERR_FORMAT,
                  "verify: parameter %zu (%s) differs in shape", i, p->spec->key);
@@ -65,17 +66,17 @@ static mg_status compare_param(const ck_source *a, const ck_source *b, size_t i,
 /* Megatron output: each padding row [V, Vp) of a vocabulary tensor must be the source row
  * ck_vocab_row names (in the target dtype), or zero. */
 static mg_status padding_rows(const ck_source *s, const ck_source *w, size_t i,
-                              const ck_plan *pl)
+                              const ck_plan *pl, mg_tdtype dt)
 {
-    const mg_param *p = &w->params[i];
+    const mg_param *p = ck_param(w, i);
     if (p->spec->split != MG_SPLIT_VOCAB) return MG_OK;
-    size_t n = (size_t)p->cols * mg_tdtype_size(pl->m.dtype);
+    size_t n = (size_t)p->cols * mg_tdtype_size(dt);
     uint8_t *x = mg_malloc(n), *y = mg_calloc(1, n);
     mg_status st = x && y ? MG_OK : MG_ERR_NOMEM;
     for (int64_t r = p->rows; r < pl->m.padded_vocab_size && st == MG_OK; r++) {
         int64_t from = ck_vocab_row(s, r);
-        st = ck_read_rows(w, i, r, 1, 0, p->cols, x, pl->m.dtype);
-        if (st == MG_OK && from >= 0) st = ck_read_rows(s, i, from, 1, 0, p->cols, y, pl->m.dtype);
+        st = ck_read_rows(w, i, r, 1, 0, p->cols, x, dt);
+        if (st == MG_OK && from >= 0) st = ck_read_rows(s, i, from, 1, 0, p->cols, y, dt);
         if (st == MG_OK && memcmp(x, y, n) != 0)
             st = mg_error_set(MG_ERR_FORMAT, "verify: %s: padding row %lld is not %s",
                               p->spec->key, (long long)r,
@@ -105,14 +106,25 @@ mg_status ck_verify(const ck_source *s, const ck_plan *pl, const char *dir, int 
     if (st == MG_OK && w->m.dtype != pl->m.dtype)
         st = mg_error_set(MG_ERR_FORMAT, "verify: written dtype %s, expected %s",
                           mg_tdtype_name(w->m.dtype), mg_tdtype_name(pl->m.dtype));
+    if (st == MG_OK && w->moments != s->moments)
+        st = mg_error_set(MG_ERR_FORMAT, "verify: the output %s the Adam moments",
+                          w->moments ? "holds" : "lacks");
+    if (st == MG_OK && s->moments && w->optim_step != s->optim_step)
+        st = mg_error_set(MG_ERR_FORMAT, "verify: optimizer step %g written, %g expected",
+                          w->optim_step, s->optim_step);
     uint64_t bytes = 0;
-    for (size_t i = 0; i < s->nparams && st == MG_OK; i++)
-        st = compare_param(s, w, i, pl->m.dtype, &bytes);
-    for (size_t i = 0; i < s->nparams && st == MG_OK && loader == CK_MEGATRON; i++)
-        st = padding_rows(s, w, i, pl);
+    size_t all = s->nparams * (s->moments ? 3 : 1);
+    for (size_t i = 0; i < all && st == MG_OK; i++) { /* moments: float32 */
+        mg_tdtype dt = i < s->nparams ? pl->m.dtype : MG_TD_F32;
+        st = compare_param(s, w, i, dt, &bytes);
+        if (st == MG_OK && loader == CK_MEGATRON) st = padding_rows(s, w, i, pl, dt);
+        if (st != MG_OK && i >= s->nparams)
+            mg_error_prefix("verify: %s", i < 2 * s->nparams ? "exp_avg" : "exp_avg_sq");
+    }
     if (st == MG_OK)
-        printf("verify: %zu parameters (%zu tensor%s in %zu file%s, %llu bytes) identical to "
-               "the source\n", s->nparams, pl->ntensors, pl->ntensors == 1 ? "" : "s", pl->nfiles,
+        printf("verify: %zu parameters%s (%zu tensor%s in %zu file%s, %llu bytes) identical "
+               "to the source\n", s->nparams, s->moments ? " and their Adam moments" : "",
+               pl->ntensors, pl->ntensors == 1 ? "" : "s", pl->nfiles,
                pl->nfiles == 1 ? "" : "s", (unsigned long long)bytes);
     ck_source_free(w);
     return st;

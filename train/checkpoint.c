@@ -459,27 +459,6 @@ static mg_status load_model(const char *path, mg_gpt *g, const mg_pk_obj *model,
     return MG_OK;
 }
 
-static const mg_pk_obj *int_key(const mg_pk_obj *d, int64_t key)
-{
-    for (size_t i = 0; d && i < d->n; i++)
-        if (d->items[2 * i]->kind == MG_PK_INT && d->items[2 * i]->i == key)
-            return d->items[2 * i + 1];
-    return NULL;
-}
-
-static double num_of(const mg_pk_obj *x)
-{
-    if (!x) return -1;
-    if (x->kind == MG_PK_INT) return (double)x->i;
-    if (x->kind == MG_PK_FLOAT) return x->f;
-    if (x->kind == MG_PK_TENSOR && x->tensor->data && x->tensor->dtype == MG_TD_F32) {
-        float f;
-        memcpy(&f, x->tensor->data + (size_t)x->tensor->offset * 4, 4);
-        return f;
-    }
-    return -1;
-}
-
 /* Megatron's groups (and mg-train's since it writes Megatron's parameter order) carry
  * wd_mult; older mg-train files ordered the moments differently (linear_qkv before
  * linear_proj), which same-shaped tensors would not reveal. */
@@ -500,7 +479,7 @@ static mg_status groups_step(const char *path, const mg_pk_obj *groups, double *
 {
     *step = -1;
     for (size_t i = 0; i < groups->n; i++) {
-        double s = num_of(mg_pk_get(groups->items[i], "step"));
+        double s = mg_pk_number(mg_pk_get(groups->items[i], "step"));
         MG_RETURN_IF(s >= 0 && *step >= 0 && s != *step, MG_ERR_FORMAT,
                      "%s: the optimizer param groups disagree on the step count (%g, %g)",
                      path, *step, s);
@@ -560,7 +539,7 @@ static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, cons
     for (size_t i = 0; s == MG_OK && i < g->nt; i++) {
         const mg_gpt_tensor *t = &g->t[order[i]];
         const char *name = names[order[i]];
-        const mg_pk_obj *e = int_key(state, (int64_t)i);
+        const mg_pk_obj *e = mg_pk_get_index(state, (int64_t)i);
         if (!e || (e->kind != MG_PK_DICT && e->kind != MG_PK_ODICT)) {
             s = mg_error_set(MG_ERR_FORMAT, "%s: optimizer state of '%s' (index %zu) is missing",
                              path, name, i);
@@ -570,7 +549,7 @@ static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, cons
         if (s == MG_OK)
             s = copy_tensor(path, "optimizer exp_avg_sq of", t, name, mg_pk_get(e, "exp_avg_sq"),
                             opt->v);
-        if (s == MG_OK) step = num_of(mg_pk_get(e, "step"));
+        if (s == MG_OK) step = mg_pk_number(mg_pk_get(e, "step"));
     }
     free(order);
     MG_FORWARD(s);
@@ -634,7 +613,7 @@ static mg_status load_state(const char *path, const mg_pk_obj *root, int release
     st->iteration = release ? 0 : int_of(mg_pk_get(root, "iteration"), 0);
     st->consumed_train_samples = int_of(args ? mg_pk_get(args, "consumed_train_samples") : NULL, 0);
     st->consumed_valid_samples = int_of(args ? mg_pk_get(args, "consumed_valid_samples") : NULL, 0);
-    double f = num_of(mg_pk_get(root, "num_floating_point_operations_so_far"));
+    double f = mg_pk_number(mg_pk_get(root, "num_floating_point_operations_so_far"));
     st->flops_so_far = f > 0 ? f : 0;
     if (opt) MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer"), names, nm));
     st->optim_loaded = opt != NULL;

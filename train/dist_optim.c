@@ -11,10 +11,6 @@
 #include "model_internal.h"
 #include "param_order.h"
 
-static int64_t pad_to(int64_t x, int64_t d) { return (x + d - 1) / d * d; }
-
-static int64_t gcd(int64_t a, int64_t b) { return b ? gcd(b, a % b) : a; }
-
 /* LanguageModule.setup_embeddings_and_output_layer: with tied embeddings and PP > 1 the
  * first stage's word embedding and the last stage's output layer are "shared_embedding". */
 static int shared_embedding(const mg_gpt *g, const mg_gpt_tensor *t)
@@ -27,59 +23,24 @@ static int shared_embedding(const mg_gpt *g, const mg_gpt_tensor *t)
 mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, mg_names nm)
 {
     memset(l, 0, sizeof *l);
-    l->dp = dp;
-    l->start = mg_calloc(g->nt ? g->nt : 1, sizeof *l->start);
-    l->bucket = mg_calloc(g->nt + 2, sizeof *l->bucket);
-    l->unpadded = mg_calloc(g->nt + 2, sizeof *l->unpadded);
     size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
+    int64_t *numel = mg_calloc(g->nt ? g->nt : 1, sizeof *numel);
+    unsigned char *own = mg_calloc(g->nt ? g->nt : 1, 1);
     mg_tname *names = mg_gpt_names(g, nm);
-    if (!l->start || !l->bucket || !l->unpadded || !order || !names) {
-        free(order);
-        free(names);
-        mg_dist_layout_free(l);
-        return MG_ERR_NOMEM;
-    }
-    mg_gpt_param_order(g, names, -1, order, 0);
-    free(names);
-    int64_t div = dp / gcd(dp, 128) * 128; /* lcm(DP, 128) */
-    int64_t pos = 0, in_bucket = 0;
-    for (size_t i = g->nt; i-- > 0;) { /* params[::-1] in Megatron's parameter order */
-        size_t j = order[i];
-        const mg_gpt_tensor *t = &g->t[j];
-        int own = shared_embedding(g, t);
-        pos = pad_to(pos, 64);
-        if (own && in_bucket) { /* close the bucket before it */
-            l->unpadded[l->nbuckets] = pos - l->bucket[l->nbuckets];
-            pos = pad_to(pos, div);
-            l->bucket[++l->nbuckets] = pos;
-            in_bucket = 0;
+    mg_status st = order && numel && own && names ? MG_OK : MG_ERR_NOMEM;
+    if (st == MG_OK) {
+        mg_gpt_param_order(g, names, -1, order, 0);
+        for (size_t j = 0; j < g->nt; j++) {
+            numel[j] = g->t[j].numel;
+            own[j] = (unsigned char)shared_embedding(g, &g->t[j]);
         }
-        l->start[j] = pos;
-        pos += t->numel;
-        in_bucket++;
-        if (own) { /* and after it */
-            l->unpadded[l->nbuckets] = pos - l->bucket[l->nbuckets];
-            pos = pad_to(pos, div);
-            l->bucket[++l->nbuckets] = pos;
-            in_bucket = 0;
-        }
+        st = mg_dist_layout_plan(l, g->nt, order, numel, own, dp);
     }
-    if (in_bucket) {
-        l->unpadded[l->nbuckets] = pos - l->bucket[l->nbuckets];
-        l->bucket[l->nbuckets + 1] = pad_to(pos, div);
-        l->nbuckets++;
-    }
-    l->numel = l->bucket[l->nbuckets];
     free(order);
-    return MG_OK;
-}
-
-void mg_dist_layout_free(mg_dist_layout *l)
-{
-    free(l->start);
-    free(l->bucket);
-    free(l->unpadded);
-    memset(l, 0, sizeof *l);
+    free(numel);
+    free(own);
+    free(names);
+    return st;
 }
 
 mg_status mg_dist_optim_create(mg_dist_optim **out, const mg_gpt *g, mg_comm *world,

@@ -3,7 +3,7 @@
  * reduce-scattered and parameters all-gathered.
  *
  * Contract:
- *   - Layout (mg_dist_layout): megatron-core 0.16.1's _ParamAndGradBuffer with
+ *   - Layout (mg_dist_layout, mg/dist_buffer.h): megatron-core 0.16.1's _ParamAndGradBuffer with
  *     use_distributed_optimizer and without --overlap-grad-reduce (bucket_size None: one
  *     bucket): the rank's parameters in REVERSE order of megatron-core's parameters
  *     (param_order.h: the registration order of the layer spec of the naming nm, i.e. of
@@ -49,21 +49,13 @@
 #include <stdint.h>
 
 #include "comm.h"
+#include "mg/dist_buffer.h"
 #include "model.h"
 #include "step.h"
-
-typedef struct {
-    int64_t dp, numel;    /* data-parallel size; the padded buffer length */
-    int64_t nbuckets;
-    int64_t *bucket;      /* nbuckets + 1 boundaries: bucket b = [bucket[b], bucket[b+1]) */
-    int64_t *unpadded;    /* per bucket: up to the end of its last parameter (numel_unpadded) */
-    int64_t *start;       /* per model tensor (g->t order): its offset in the buffer */
-} mg_dist_layout;
 
 /* The layout of g's tensors for a data-parallel size dp and the parameter order of the
  * naming nm (the layer spec of --transformer-impl). */
 mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, mg_names nm);
-void mg_dist_layout_free(mg_dist_layout *l);
 
 typedef struct {
     mg_dist_layout lay;

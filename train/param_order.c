@@ -1,11 +1,10 @@
-/* param_order.c — param_order.h: the names of a naming and megatron-core's parameter order. */
+/* param_order.c — param_order.h: the names of a naming and megatron-core's parameter order
+ * (mg/megatron_param_order.h over g's tensors). */
 #include "param_order.h"
 
 #include <stdio.h>
-#include <string.h>
 
-#define QKV ".self_attention.linear_qkv."
-#define PROJ ".self_attention.linear_proj."
+#include "mg/megatron_param_order.h"
 
 mg_tname *mg_gpt_names(const mg_gpt *g, mg_names nm)
 {
@@ -20,26 +19,25 @@ mg_tname *mg_gpt_names(const mg_gpt *g, mg_names nm)
     return names;
 }
 
-/* 1 if a and b are tensors of the same layer's self_attention. */
-static int same_attention(const char *a, const char *b)
+typedef struct {
+    const mg_gpt *g;
+    const mg_tname *names;
+} gpt_list;
+
+static const char *gpt_name(const void *ctx, size_t i)
 {
-    const char *ea = strstr(a, ".self_attention."), *eb = strstr(b, ".self_attention.");
-    return ea && eb && ea - a == eb - b && !strncmp(a, b, (size_t)(ea - a));
+    return ((const gpt_list *)ctx)->names[i];
 }
 
-static int wanted(const mg_gpt_tensor *t, int decay) { return decay < 0 || t->decay == decay; }
+static int gpt_decay(const void *ctx, size_t i)
+{
+    return ((const gpt_list *)ctx)->g->t[i].decay;
+}
 
 size_t mg_gpt_param_order(const mg_gpt *g, const mg_tname *names, int decay, size_t *order,
                           size_t n)
 {
-    for (size_t i = 0; i < g->nt; i++) {
-        const char *name = names[i];
-        if (strstr(name, PROJ)) continue;
-        const char *prev = i > 0 ? names[i - 1] : "";
-        int first_qkv = strstr(name, QKV) && !(strstr(prev, QKV) && same_attention(prev, name));
-        for (size_t j = i + 1; first_qkv && j < g->nt && same_attention(names[j], name); j++)
-            if (strstr(names[j], PROJ) && wanted(&g->t[j], decay)) order[n++] = j;
-        if (wanted(&g->t[i], decay)) order[n++] = i;
-    }
-    return n;
+    gpt_list x = {g, names};
+    mg_param_list l = {gpt_name, gpt_decay, &x, g->nt};
+    return mg_megatron_param_order(&l, decay, order, n);
 }

@@ -260,6 +260,30 @@ mg_pk_obj *mg_pk_get(const mg_pk_obj *map, const char *key)
     return slot ? *slot : NULL;
 }
 
+const mg_pk_obj *mg_pk_get_index(const mg_pk_obj *map, int64_t key)
+{
+    int mapping = map && (map->kind == MG_PK_DICT || map->kind == MG_PK_ODICT);
+    for (size_t i = 0; mapping && i < map->n; i++)
+        if (map->items[2 * i]->kind == MG_PK_INT && map->items[2 * i]->i == key)
+            return map->items[2 * i + 1];
+    return NULL;
+}
+
+double mg_pk_number(const mg_pk_obj *x)
+{
+    if (!x) return -1;
+    if (x->kind == MG_PK_INT) return (double)x->i;
+    if (x->kind == MG_PK_FLOAT) return x->f;
+    if (x->kind == MG_PK_TENSOR && x->tensor->ndim == 0 && x->tensor->data &&
+        x->tensor->dtype == MG_TD_F32 && x->tensor->offset >= 0 &&
+        x->tensor->offset < x->tensor->storage_numel) {
+        float f;
+        memcpy(&f, x->tensor->data + (size_t)x->tensor->offset * 4, 4);
+        return f;
+    }
+    return -1;
+}
+
 size_t mg_pk_len(const mg_pk_obj *o)
 {
     return o->kind == MG_PK_NAMESPACE ? o->state->n : o->n;

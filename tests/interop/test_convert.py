@@ -33,8 +33,9 @@ Checked:
      layout of item 2) exports to the source HF weights (--true-vocab-size).
   6. --iteration, sharded HF output (--max-shard-size) with its index, --tokenizer-dir,
      --transformer-impl local, --make-vocab-size-divisible-by, uneven pipeline stages
-     (--decoder-first-pipeline-num-layers), optimizer state refused unless
-     --drop-optimizer-state, a missing or truncated shard leaves no output.
+     (--decoder-first-pipeline-num-layers), optimizer state in megatron-core's nested form
+     refused unless --drop-optimizer-state (torch's form is resharded:
+     test_convert_moments.py), a missing or truncated shard leaves no output.
 The megatron-core GPTModel comparison is in test_convert_mcore.py.
 A missing bin/mg-convert fails every test (run make); nothing is skipped.
 """
@@ -680,7 +681,8 @@ def test_uneven_pipeline_stages(hf_source, tmp_path):
 
 
 def test_optimizer_state_is_refused_or_dropped(hf_source, tmp_path):
-    """A checkpoint with optimizer state: refused as unsupported (exit 2, the message names the
+    """A checkpoint with optimizer state in megatron-core's nested form ({'optimizer':
+    {'state', 'param_groups'}}): refused as unsupported (exit 2, the message names the
     flag, no output) unless --drop-optimizer-state, which converts the model without it."""
     src = hf_source("llama")
     mg = torch_written_checkpoint("llama", src, tmp_path / "mg", 2, 1)

@@ -9,8 +9,8 @@ rank file is rewritten in megatron-core's form (its moments removed). Resumed at
 layout it must log bit for bit the uninterrupted run's iterations 11-20; resumed at PP=2 x
 DP=1 (distrib_optim.pt does not depend on the data-parallel size) within 1e-5 relative
 (only the reduction order differs). Without distrib_optim.pt the load fails naming it.
-mg-convert does not reshard optimizer state yet: it refuses the checkpoint (exit 2) unless
-told to drop it. Models, data and processes as test_train_parallel.py.
+mg-convert reshards the moments of distrib_optim.pt (test_convert_moments.py), or drops
+them when told to. Models, data and processes as test_train_parallel.py.
 """
 import argparse
 import math
@@ -95,17 +95,15 @@ def test_missing_distrib_optim_is_named(runs, tmp_path):
     assert f"{gone}, which is missing" in p.stderr and "--no-load-optim" in p.stderr, p.stderr
 
 
-def test_mg_convert_refuses_distrib_optim_or_drops_it(runs, tmp_path):
-    """mg-convert does not reshard optimizer state yet: distrib_optim.pt is refused as
-    unsupported (exit 2, no output) unless --drop-optimizer-state, never dropped silently."""
+def test_mg_convert_reshards_distrib_optim_or_drops_it(runs, tmp_path):
+    """mg-convert reshards the moments of distrib_optim.pt (test_convert_moments.py resumes
+    from them) and drops it, listed, with --drop-optimizer-state; never silently."""
     _, _, d, _, _ = runs
     out = tmp_path / "tp1"
-    p = conftest.run_mg(["mg-convert", "--load-dir", d / "ck", "--save-dir", out,
-                         "--true-vocab-size", V], check=False)
-    assert p.returncode == 2, p.stderr
-    assert p.stderr.startswith("mg-convert: not supported yet: ") and "distrib_optim.pt" in \
-        p.stderr and "--drop-optimizer-state" in p.stderr, p.stderr
-    assert not out.exists()
+    p = conftest.run_mg(["mg-convert", "--load-dir", d / "ck", "--save-dir", out, "--verify",
+                         "--true-vocab-size", V])
+    assert "parameters and their Adam moments" in p.stdout, p.stdout + p.stderr
+    out = tmp_path / "dropped"
     p = conftest.run_mg(["mg-convert", "--load-dir", d / "ck", "--save-dir", out, "--verify",
                          "--drop-optimizer-state", "--true-vocab-size", V])
     assert "identical to the source" in p.stdout + p.stderr

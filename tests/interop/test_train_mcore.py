@@ -25,6 +25,8 @@ of test_train_ckpt.py for 6 iterations and saves after each one.
    OptimizerParamScheduler loads 'opt_param_scheduler' (and must give the rate mg-train
    logged); then one step with the gradient mg-train applied at iteration 6 must reproduce
    the iteration-6 checkpoint: weights (atol 1e-6), moments (rtol 1e-5 / 1e-4), step 6.
+   mg-convert reshards that state dict of Megatron's (to TP=2 and back, moments included)
+   without changing a bit of it.
 3. megatron/training/checkpointing.py (Megatron-LM; neither megatron-core's wheel nor its
    source distribution on PyPI has megatron/training): read with `git show core_v0.16.1:...` from a clone of
    NVIDIA/Megatron-LM named by $MG_MEGATRON_LM_GIT. These four tests are optional (README,
@@ -284,6 +286,35 @@ def test_mg_train_resumes_from_megatron_optimizer(trained, mcore, monkeypatch, t
     torch.save(old, _ckpt_file(theirs, 6))
     p = _run(more + ["--load", theirs], tmp_path / "old.jsonl", check=False)
     assert p.returncode == 1 and "without Megatron's wd_mult" in p.stderr, p.stderr
+
+
+def test_mg_convert_reshards_megatron_optimizer(trained, mcore, monkeypatch, tmp_path):
+    """Megatron's own FP32Optimizer state dict (megatron_step's, iteration 6) goes through
+    mg-convert to TP=2 and back to TP=1 with its moments: every tensor, moment, step count
+    and param group (Megatron's keys, its 'params' numbering) comes back equal, and the
+    iteration and the scheduler are kept."""
+    opt, _, s6, _, _, _ = megatron_step(trained, mcore, monkeypatch)
+    theirs = tmp_path / "theirs"
+    (theirs / "iter_0000006" / "mp_rank_00").mkdir(parents=True)
+    (theirs / "latest_checkpointed_iteration.txt").write_text("6")
+    mine = dict(s6, optimizer=opt.state_dict())
+    torch.save(mine, _ckpt_file(theirs, 6))
+    tp2, back = tmp_path / "tp2", tmp_path / "back"
+    conftest.run_mg(["mg-convert", "--load-dir", theirs, "--save-dir", tp2, "--verify",
+                     "--target-tensor-parallel-size", 2])
+    conftest.run_mg(["mg-convert", "--load-dir", tp2, "--save-dir", back, "--verify"])
+    got = _torch_load(_ckpt_file(back, 6))
+    assert got["iteration"] == 6 and got["opt_param_scheduler"] == mine["opt_param_scheduler"]
+    for k, v in mine["model"].items():
+        if isinstance(v, torch.Tensor):
+            assert torch.equal(got["model"][k], v), k
+    want, have = mine["optimizer"], got["optimizer"]
+    assert have["param_groups"] == want["param_groups"]
+    assert sorted(have["state"]) == sorted(want["state"])
+    for i, e in want["state"].items():
+        assert float(have["state"][i]["step"]) == float(e["step"]) == 6, i
+        for m in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(have["state"][i][m], e[m]), (i, m)
 
 
 def test_fp32_optimizer_needs_cuda(mcore):

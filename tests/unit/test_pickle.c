@@ -272,3 +272,26 @@ MG_TEST(pickle_duplicate_key_last_wins)
     MG_CHECK(t, r && mg_pk_get(r, "a") && mg_pk_get(r, "a")->i == 2);
     mg_pk_graph_free(g);
 }
+
+MG_TEST(pickle_index_and_number)
+{
+    mg_pk_graph *g = mg_pk_graph_create();
+    mg_pk_obj *d = mg_pk_container(g, MG_PK_DICT), *e = mg_pk_container(g, MG_PK_DICT);
+    float step = 7.0f;
+    int64_t two = 2;
+    mg_pk_obj *scalar = mg_pk_tensor_new(g, MG_TD_F32, 0, NULL, &step);
+    mg_pk_obj *vec = mg_pk_tensor_new(g, MG_TD_F32, 1, &two, NULL);
+    MG_CHECK_OK(t, mg_pk_set_obj(g, d, mg_pk_int(g, 3), e));
+    MG_CHECK_OK(t, mg_pk_set(g, d, "3", mg_pk_int(g, 9)));
+    MG_CHECK(t, mg_pk_get_index(d, 3) == e);   /* the int key, not the str key "3" */
+    MG_CHECK(t, mg_pk_get_index(d, 4) == NULL);
+    MG_CHECK(t, mg_pk_get_index(mg_pk_int(g, 3), 3) == NULL); /* not a mapping */
+    MG_CHECK(t, mg_pk_get_index(NULL, 0) == NULL);
+    MG_CHECK(t, mg_pk_number(mg_pk_int(g, 5)) == 5.0);
+    MG_CHECK(t, mg_pk_number(mg_pk_float(g, 0.5)) == 0.5);
+    MG_CHECK(t, mg_pk_number(scalar) == 7.0);
+    MG_CHECK(t, mg_pk_number(vec) == -1);      /* not 0-dim */
+    MG_CHECK(t, mg_pk_number(mg_pk_str(g, "7")) == -1);
+    MG_CHECK(t, mg_pk_number(NULL) == -1);
+    mg_pk_graph_free(g);
+}

@@ -138,6 +138,11 @@ mg_status mg_pk_set_obj(mg_pk_graph *g, mg_pk_obj *map, mg_pk_obj *key, mg_pk_ob
 /* Value for a str key in a DICT/ODICT/NAMESPACE (a NAMESPACE looks in its state), or NULL.
  * A linear scan from the end: a key SETITEM'd twice answers its last value, like Python. */
 mg_pk_obj *mg_pk_get(const mg_pk_obj *map, const char *key);
+/* Value for an int key in a DICT/ODICT (torch's optimizer state {i: ...}), or NULL. */
+const mg_pk_obj *mg_pk_get_index(const mg_pk_obj *map, int64_t key);
+/* The value of an int, a float or a 0-dim float32 tensor (torch's step counts); -1 for
+ * anything else, NULL included. */
+double mg_pk_number(const mg_pk_obj *x);
 /* Number of items: entries of a sequence, pairs of a mapping, attributes of a Namespace. */
 size_t mg_pk_len(const mg_pk_obj *o);
 /* Short kind name ("dict", "tensor", ...). */

@@ -1,0 +1,148 @@
+/* mg_optim.c — the optimizer state of one Megatron output rank file when the source's Adam
+ * moments are kept (ck_source.moments): torch's optimizer state dict as Megatron's
+ * FP32Optimizer and mg-train write it, {'state': {i: {'step', 'exp_avg', 'exp_avg_sq'}},
+ * 'param_groups': [...]}, i numbering the file's parameters in megatron-core's optimizer
+ * order (mg/megatron_param_order.h: the decay group, then the no-decay group).
+ *
+ * Contract (ckpt.h): the groups are the source's (rank 0's), in its order, each key kept but
+ * 'params', which lists the target's indices of its decay class (wd_mult, else
+ * weight_decay, non-zero: the 2-D tensors); the step count is the source's; the moments
+ * are the planned moment tensors of f (pk[i] is f->t[i]'s pickled tensor). steps receives
+ * the malloc'd step values the tensors point at (one per state entry, each its own torch
+ * storage), to be freed after the save.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+#include "mg/megatron_param_order.h"
+
+typedef struct {
+    const ck_file *f;
+    size_t *t;       /* the file's parameter tensors (indices into f->t), schema order */
+    size_t n;
+} file_params;
+
+static const char *param_name(const void *ctx, size_t i)
+{
+    const file_params *x = ctx;
+    return x->f->t[x->t[i]].name;
+}
+
+static int param_decay(const void *ctx, size_t i)
+{
+    const file_params *x = ctx;
+    return x->f->t[x->t[i]].ndim == 2;
+}
+
+int ck_group_decay(const mg_pk_obj *grp)
+{
+    if (grp->kind != MG_PK_DICT && grp->kind != MG_PK_ODICT) return -1;
+    double w = mg_pk_number(mg_pk_get(grp, "wd_mult"));
+    if (w < 0) w = mg_pk_number(mg_pk_get(grp, "weight_decay"));
+    return w < 0 ? -1 : w != 0;
+}
+
+mg_status ck_groups_order(const mg_pk_obj *groups, const mg_param_list *l, size_t *order,
+                          const char *where)
+{
+    size_t k = 0;
+    int seen[2] = {0, 0};
+    for (size_t i = 0; i < groups->n; i++) {
+        int decay = ck_group_decay(groups->items[i]);
+        MG_RETURN_IF(decay < 0 || seen[decay]++, MG_ERR_UNSUPPORTED, "not supported yet: %s: "
+                     "optimizer param group %zu: only one weight-decay and one no-decay group "
+                     "(with wd_mult or weight_decay) can be resharded", where, i);
+        k = mg_megatron_param_order(l, decay, order, k);
+    }
+    MG_RETURN_IF(k != l->n, MG_ERR_UNSUPPORTED, "not supported yet: %s: the optimizer param "
+                 "groups cover %zu of %zu parameters", where, k, l->n);
+    return MG_OK;
+}
+
+/* Source group grp with 'params' [first, end). */
+static mg_status copy_group(mg_pk_graph *g, const mg_pk_obj *grp, size_t first, size_t end,
+                            mg_pk_obj **out)
+{
+    mg_pk_obj *d = mg_pk_container(g, MG_PK_DICT), *params = mg_pk_container(g, MG_PK_LIST);
+    if (!d || !params) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < grp->n; i++) {
+        mg_pk_obj *k = grp->items[2 * i];
+        if (k->kind == MG_PK_STR && strcmp(k->str, "params") == 0) continue;
+        MG_FORWARD(mg_pk_set_obj(g, d, k, grp->items[2 * i + 1]));
+    }
+    for (size_t i = first; i < end; i++) {
+        mg_pk_obj *x = mg_pk_int(g, (int64_t)i);
+        if (!x) return MG_ERR_NOMEM;
+        MG_FORWARD(mg_pk_append(g, params, x));
+    }
+    MG_FORWARD(mg_pk_set(g, d, "params", params));
+    *out = d;
+    return MG_OK;
+}
+
+/* The groups, and the file's parameter tensors in state order into order. */
+static mg_status build_groups(mg_pk_graph *g, const ck_source *s, const file_params *x,
+                              size_t *order, mg_pk_obj *groups)
+{
+    const mg_pk_obj *src = s->optim_groups;
+    mg_param_list l = {param_name, param_decay, x, x->n};
+    MG_FORWARD(ck_groups_order(src, &l, order, x->f->path));
+    for (size_t i = 0, k = 0; i < src->n; i++) {
+        size_t first = k;
+        while (k < x->n && param_decay(x, order[k]) == ck_group_decay(src->items[i])) k++;
+        mg_pk_obj *out = NULL;
+        MG_FORWARD(copy_group(g, src->items[i], first, k, &out));
+        MG_FORWARD(mg_pk_append(g, groups, out));
+    }
+    return MG_OK;
+}
+
+/* The moment tensors of f->t[j] (pk of exp_avg and exp_avg_sq). */
+static void moments_of(const ck_file *f, mg_pk_obj **pk, size_t j, mg_pk_obj **m)
+{
+    m[0] = m[1] = NULL;
+    for (size_t i = 0; i < f->n; i++)
+        if (f->t[i].moment && f->t[i].of == j) m[f->t[i].moment - 1] = pk[i];
+}
+
+static mg_status build_state(mg_pk_graph *g, const ck_source *s, const file_params *x,
+                             mg_pk_obj **pk, const size_t *order, float *steps,
+                             mg_pk_obj *state)
+{
+    for (size_t i = 0; i < x->n; i++) {
+        mg_pk_obj *m[2];
+        moments_of(x->f, pk, x->t[order[i]], m);
+        MG_ASSERT(m[0] && m[1]);
+        steps[i] = (float)s->optim_step;
+        mg_pk_obj *e = mg_pk_container(g, MG_PK_DICT), *k = mg_pk_int(g, (int64_t)i);
+        mg_pk_obj *st = mg_pk_tensor_new(g, MG_TD_F32, 0, NULL, steps + i);
+        if (!e || !k || !st) return MG_ERR_NOMEM;
+        MG_FORWARD(mg_pk_set(g, e, "step", st));
+        MG_FORWARD(mg_pk_set(g, e, "exp_avg", m[0]));
+        MG_FORWARD(mg_pk_set(g, e, "exp_avg_sq", m[1]));
+        MG_FORWARD(mg_pk_set_obj(g, state, k, e));
+    }
+    return MG_OK;
+}
+
+mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_file *f,
+                                mg_pk_obj **pk, mg_pk_obj **out, float **steps)
+{
+    file_params x = {f, mg_calloc(f->n + 1, sizeof(size_t)), 0};
+    size_t *order = mg_calloc(f->n + 1, sizeof *order);
+    *steps = mg_calloc(f->n + 1, sizeof **steps);
+    mg_pk_obj *d = mg_pk_container(g, MG_PK_DICT), *state = mg_pk_container(g, MG_PK_DICT);
+    mg_pk_obj *groups = mg_pk_container(g, MG_PK_LIST);
+    mg_status st = x.t && order && *steps && d && state && groups ? MG_OK : MG_ERR_NOMEM;
+    for (size_t i = 0; st == MG_OK && i < f->n; i++)
+        if (!f->t[i].none && !f->t[i].moment) x.t[x.n++] = i;
+    if (st == MG_OK) st = build_groups(g, s, &x, order, groups);
+    if (st == MG_OK) st = build_state(g, s, &x, pk, order, *steps, state);
+    if (st == MG_OK) st = mg_pk_set(g, d, "state", state);
+    if (st == MG_OK) st = mg_pk_set(g, d, "param_groups", groups);
+    free(x.t);
+    free(order);
+    *out = d;
+    return st;
+}
