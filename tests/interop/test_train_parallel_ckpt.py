@@ -6,7 +6,9 @@ iteration 10 and resumed from its own checkpoint logs exactly (bit for bit) the 
 grad norms and validation losses of the uninterrupted run, and mg-convert reads the
 checkpoint, reshards it to TP=1 PP=1 with --verify, giving the single-process run's
 weights at the same iteration (up to the reduction-order differences of
-test_train_parallel.py). Models, data and processes as test_train_parallel.py.
+test_train_parallel.py), and exports it straight to Hugging Face with the single-process
+export's tensors and transformers' logits equal to mg-train's model on them. Models, data
+and processes as test_train_parallel.py.
 """
 import pytest
 import torch
@@ -93,3 +95,39 @@ def test_mg_convert_reads_and_verifies(runs, tmp_path):
     assert set(tensors) == {k for k, v in ref.items() if isinstance(v, torch.Tensor)}
     for k, v in tensors.items():
         torch.testing.assert_close(v, ref[k], rtol=1e-4, atol=1e-6, msg=f"{arch} {k}")
+
+
+def test_hf_export_gives_our_logits(runs, tmp_path):
+    """The TP=2 x PP=2 checkpoint straight to Hugging Face: every exported tensor is the
+    single-process run's export at the same iteration (up to the reduction order), and
+    transformers' logits on random ids equal mg-train's model (tests/tools/model_probe) on the
+    exported weights within fp32 tolerance."""
+    import numpy
+    import safetensors.torch as st
+    import transformers
+    arch, d, _, _, _ = runs
+    hf = tmp_path / "hf"
+    conftest.run_mg(["mg-convert", "--load-dir", d / "ck", "--save-dir", hf, "--saver", "hf",
+                     "--true-vocab-size", V, "--drop-optimizer-state", "--quiet"])
+    conftest.run_mg(["mg-convert", "--load-dir", d / "ck1", "--save-dir", tmp_path / "hf1",
+                     "--saver", "hf", "--true-vocab-size", V, "--drop-optimizer-state",
+                     "--quiet"])
+    exported = st.load_file(str(hf / "model.safetensors"))
+    single = st.load_file(str(tmp_path / "hf1" / "model.safetensors"))
+    assert set(exported) == set(single)
+    for k, v in exported.items():
+        torch.testing.assert_close(v, single[k], rtol=1e-4, atol=1e-6, msg=f"{arch} {k}")
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(hf), dtype=torch.float32)
+    ids = numpy.random.default_rng(7).integers(0, V, size=(2, 16)).astype(numpy.int32)
+    tgt = numpy.roll(ids, -1, axis=1).astype(numpy.int32)
+    st.save_file({"ids": torch.tensor(ids), "targets": torch.tensor(tgt)},
+                 str(tmp_path / "input.safetensors"))
+    conftest.run_mg(["model_probe", "ref", "default", hf / "model.safetensors",
+                     tmp_path / "input.safetensors", tmp_path] + model_args("unused", arch),
+                    env={"OMP_NUM_THREADS": "1"})
+    ours = st.load_file(str(tmp_path / "out.safetensors"))["logits"].double()
+    with torch.no_grad():
+        ref = model(input_ids=torch.tensor(ids, dtype=torch.long)).logits.double()[..., :V]
+    assert ours.shape == ref.shape
+    err = float((ours - ref).abs().max())
+    assert err <= 1e-4 * float(ref.abs().max()) + 1e-5, f"{arch}: {err}"
