@@ -6,9 +6,7 @@
  * Contract: records are written one at a time (begin / write... / end) with the size given
  * at begin; end fails if a different number of bytes was written. CRC-32 (IEEE) is computed
  * while streaming (mg_zip_writer_writev: over each group of pieces of about CRC_CHUNK bytes
- * just before pwritev() writes that group from the caller's memory; mg_zip_writer_copy: over
- * a read-only mapping of the source range, whose bytes the kernel then copies file to file,
- * so they never pass through a user buffer). The writer appends to
+ * just before pwritev() writes that group from the caller's memory). The writer appends to
  * a caller-owned mg_out and never commits it; the archive starts where the mg_out stood
  * when the writer was created (its offsets count from there: an archive nested in a bigger
  * file, as DCP data files hold them). Entry names are copied.
@@ -16,9 +14,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include "mg/grow.h"
 #include "mg/zip.h"
@@ -377,21 +373,6 @@ static void crc_see(void *crc, const void *p, size_t n)
     *(uint32_t *)crc = mg_crc32(*(uint32_t *)crc, p, n);
 }
 
-/* The CRC of len bytes of src_fd from src_off on, read through a mapping (0 if the range
- * cannot be mapped: then the caller reads it). */
-static int crc_of_mapped_range(int src_fd, uint64_t src_off, size_t len, uint32_t *crc)
-{
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t start = src_off - src_off % page;
-    size_t span = (size_t)(src_off - start) + len;
-    void *map = mmap(NULL, span, PROT_READ, MAP_SHARED, src_fd, (off_t)start);
-    if (map == MAP_FAILED) return 0;
-    (void)madvise(map, span, MADV_SEQUENTIAL);
-    *crc = mg_crc32(*crc, (const uint8_t *)map + (src_off - start), len);
-    munmap(map, span);
-    return 1;
-}
-
 mg_status mg_zip_writer_copy(mg_zip_writer *w, int src_fd, uint64_t src_off, size_t len)
 {
     MG_ASSERT(w->open);
@@ -400,11 +381,7 @@ mg_status mg_zip_writer_copy(mg_zip_writer *w, int src_fd, uint64_t src_off, siz
         return mg_error_set(MG_ERR_ARG, "%s: zip entry \"%s\" longer than announced",
                             mg_out_path(w->out), r->name);
     w->written += len;
-    uint32_t crc = r->crc;
-    if (len == 0 || !crc_of_mapped_range(src_fd, src_off, len, &crc))
-        return mg_out_copy_seen(w->out, src_fd, src_off, len, crc_see, &r->crc);
-    r->crc = crc;
-    return mg_out_copy_from(w->out, src_fd, src_off, len);
+    return mg_out_copy_seen(w->out, src_fd, src_off, len, crc_see, &r->crc);
 }
 
 mg_status mg_zip_writer_end(mg_zip_writer *w)

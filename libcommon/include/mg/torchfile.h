@@ -59,8 +59,7 @@ typedef size_t (*mg_torch_gather_fn)(void *ctx, const mg_pk_tensor *t, uint64_t 
 typedef struct {
     const char *archive_name; /* NULL: the file name without directory and extension */
     mg_torch_fill_fn fill;    /* for tensors whose data is NULL */
-    mg_torch_direct_fn direct; /* NULL: none; else tried first, per piece (CRC'd through
-                                * a mapping, copied file to file by the kernel) */
+    mg_torch_direct_fn direct; /* NULL: fill only; else tried first, per piece */
     mg_torch_gather_fn gather; /* NULL: none; else tried after direct, per piece */
     void *ctx;
 } mg_torch_save_opts;
