@@ -114,6 +114,25 @@ static inline const bf16 *mgk_bf(const mgk_bf16 *p)
 {
     return reinterpret_cast<const bf16 *>(p);
 }
+/* The C API's 16-bit pointers (kernels_cuda.h mgk_h16) as T, the device type of the
+ * context's k->half (MGK_BY_HALF). */
+template <typename T>
+static inline T *mgk_as(mgk_h16 *p)
+{
+    return reinterpret_cast<T *>(p);
+}
+template <typename T>
+static inline const T *mgk_as(const mgk_h16 *p)
+{
+    return reinterpret_cast<const T *>(p);
+}
+/* Runs the statement `...` with the type name T bound to the device type of k->half. */
+#define MGK_BY_HALF(k, T, ...)                                                                \
+    do {                                                                                      \
+        MG_ASSERT((k)->half == MGK_HALF_BF16 && "no fp16 kernels yet");                       \
+        typedef bf16 T;                                                                       \
+        __VA_ARGS__;                                                                          \
+    } while (0)
 /* v rounded to T's precision. */
 template <typename T>
 static __device__ inline float mgk_round(float v)

@@ -99,16 +99,16 @@ static inline float *ct_dup(ct *c, const float *x, int64_t n)
 
 /* ---- bf16 ---------------------------------------------------------------------------------- */
 
-static inline mgk_bf16 ct_f2bf(float f)
+static inline mgk_h16 ct_f2bf(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
     if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0; /* NaN */
     u += 0x7fffu + ((u >> 16) & 1u);                     /* round to nearest even */
-    return (mgk_bf16)(u >> 16);
+    return (mgk_h16)(u >> 16);
 }
 
-static inline float ct_bf2f(mgk_bf16 b)
+static inline float ct_bf2f(mgk_h16 b)
 {
     uint32_t u = (uint32_t)b << 16;
     float f;
@@ -124,17 +124,17 @@ static inline float *ct_round_bf16(float *x, int64_t n)
 }
 
 /* Device bf16 copy of n floats (already bf16 values: ct_round_bf16). */
-static inline mgk_bf16 *ct_up_bf16(ct *c, const float *h, int64_t n)
+static inline mgk_h16 *ct_up_bf16(ct *c, const float *h, int64_t n)
 {
-    mgk_bf16 *tmp = (mgk_bf16 *)malloc((size_t)(n > 0 ? n : 1) * sizeof(mgk_bf16));
+    mgk_h16 *tmp = (mgk_h16 *)malloc((size_t)(n > 0 ? n : 1) * sizeof(mgk_h16));
     for (int64_t i = 0; i < n; i++) tmp[i] = ct_f2bf(h[i]);
-    mgk_bf16 *d = (mgk_bf16 *)ct_up(c, tmp, n, sizeof(mgk_bf16));
+    mgk_h16 *d = (mgk_h16 *)ct_up(c, tmp, n, sizeof(mgk_h16));
     free(tmp);
     return d;
 }
 
 /* n random bf16 values: the host floats (for the reference) and a device bf16 copy. */
-static inline float *ct_bf_in(ct *c, int64_t n, uint64_t seed, float scale, mgk_bf16 **dev)
+static inline float *ct_bf_in(ct *c, int64_t n, uint64_t seed, float scale, mgk_h16 **dev)
 {
     float *h = ct_round_bf16(ct_rand(c, n, seed, scale), n);
     *dev = ct_up_bf16(c, h, n);
@@ -142,11 +142,11 @@ static inline float *ct_bf_in(ct *c, int64_t n, uint64_t seed, float scale, mgk_
 }
 
 /* Host float copy (freed by ct_end) of n bf16 values of device memory. */
-static inline float *ct_down_bf16(ct *c, const mgk_bf16 *d, int64_t n)
+static inline float *ct_down_bf16(ct *c, const mgk_h16 *d, int64_t n)
 {
-    mgk_bf16 *tmp = (mgk_bf16 *)malloc((size_t)(n > 0 ? n : 1) * sizeof(mgk_bf16));
+    mgk_h16 *tmp = (mgk_h16 *)malloc((size_t)(n > 0 ? n : 1) * sizeof(mgk_h16));
     float *h = (float *)ct_host(c, malloc((size_t)(n > 0 ? n : 1) * sizeof(float)));
-    if (n > 0) MG_CHECK_OK(c->t, mgk_cuda_download(tmp, d, (size_t)n * sizeof(mgk_bf16)));
+    if (n > 0) MG_CHECK_OK(c->t, mgk_cuda_download(tmp, d, (size_t)n * sizeof(mgk_h16)));
     for (int64_t i = 0; i < n; i++) h[i] = ct_bf2f(tmp[i]);
     free(tmp);
     return h;

@@ -10,12 +10,12 @@
  */
 #include "cuda_test_util.h"
 
-typedef void (*attn_fwd_fn)(const mg_kctx *, const mgk_attn_dims *, mgk_bf16 *, float *,
-                            const mgk_bf16 *, const mgk_bf16 *, const mgk_bf16 *,
+typedef void (*attn_fwd_fn)(const mg_kctx *, const mgk_attn_dims *, mgk_h16 *, float *,
+                            const mgk_h16 *, const mgk_h16 *, const mgk_h16 *,
                             const int32_t *);
-typedef void (*attn_bwd_fn)(const mg_kctx *, const mgk_attn_dims *, mgk_bf16 *, mgk_bf16 *,
-                            mgk_bf16 *, const mgk_bf16 *, const float *, const mgk_bf16 *,
-                            const mgk_bf16 *, const mgk_bf16 *, const int32_t *);
+typedef void (*attn_bwd_fn)(const mg_kctx *, const mgk_attn_dims *, mgk_h16 *, mgk_h16 *,
+                            mgk_h16 *, const mgk_h16 *, const float *, const mgk_h16 *,
+                            const mgk_h16 *, const mgk_h16 *, const int32_t *);
 
 static const struct variant {
     const char *name;
@@ -23,10 +23,10 @@ static const struct variant {
     attn_bwd_fn bwd;
     double gtol; /* gradients: atol = rtol */
 } variants[] = {
-    {"portable", mgk_cuda_attn_fwd_bf16_portable, mgk_cuda_attn_bwd_bf16_portable, 1e-2},
-    {"wmma", mgk_cuda_attn_fwd_bf16_wmma, mgk_cuda_attn_bwd_bf16_wmma, 2e-2},
-    {"mma", mgk_cuda_attn_fwd_bf16_mma, mgk_cuda_attn_bwd_bf16_mma, 2e-2},
-    {"default", mgk_cuda_attn_fwd_bf16, mgk_cuda_attn_bwd_bf16, 2e-2},
+    {"portable", mgk_cuda_attn_fwd_h16_portable, mgk_cuda_attn_bwd_h16_portable, 1e-2},
+    {"wmma", mgk_cuda_attn_fwd_h16_wmma, mgk_cuda_attn_bwd_h16_wmma, 2e-2},
+    {"mma", mgk_cuda_attn_fwd_h16_mma, mgk_cuda_attn_bwd_h16_mma, 2e-2},
+    {"default", mgk_cuda_attn_fwd_h16, mgk_cuda_attn_bwd_h16, 2e-2},
 };
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
@@ -49,7 +49,7 @@ static void attn_bf16_run(ct *c, const attn_case *ac)
     int64_t nq = d.B * d.T * d.Hq * d.D, nk = d.B * d.T * d.Hkv * d.D;
     int64_t ns = mgk_attn_saved_numel(&c->dev, &d), nl = d.B * d.Hq * d.T;
     if (d.D == 64 || d.D == 128) MG_CHECK(c->t, mgk_cuda_attn_mma_serves(&d));
-    mgk_bf16 *Dq, *Dk, *Dv, *Ddy, *Dg[3];
+    mgk_h16 *Dq, *Dk, *Dv, *Ddy, *Dg[3];
     float *q = ct_bf_in(c, nq, 1, 1.0f, &Dq), *k = ct_bf_in(c, nk, 2, 1.0f, &Dk);
     float *v = ct_bf_in(c, nk, 3, 1.0f, &Dv), *dy = ct_bf_in(c, nq, 4, 1.0f, &Ddy);
     int64_t n[3] = {nq, nk, nk};
@@ -66,7 +66,7 @@ static void attn_bf16_run(ct *c, const attn_case *ac)
     float *port_out = NULL, *port_saved = NULL;
     for (int vi = 0; vi < NVAR; vi++) {
         const struct variant *va = &variants[vi];
-        mgk_bf16 *Do = (mgk_bf16 *)ct_dalloc(c, (size_t)nq * 2), *Dgv[3];
+        mgk_h16 *Do = (mgk_h16 *)ct_dalloc(c, (size_t)nq * 2), *Dgv[3];
         float *Dsv = (float *)ct_dalloc(c, (size_t)ns * 4);
         va->fwd(&c->dev, &d, Do, Dsv, Dq, Dk, Dv, Dseg);
         float *out = ct_down_bf16(c, Do, nq), *saved = ct_down(c, Dsv, ns);

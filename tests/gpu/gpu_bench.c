@@ -135,49 +135,49 @@ static void b_attn_bwd(void *p)
 }
 
 /* bf16 variants (buffers are float-sized: bf16 data uses the first half of each) */
-#define BF(p) ((mgk_bf16 *)(void *)(p))
+#define BF(p) ((mgk_h16 *)(void *)(p))
 static void b_gemm_bf16(void *p)
 {
     bargs *x = p;
-    mgk_cuda_gemm_bf16(x->k, BF(x->c), x->n, BF(x->a), x->n, BF(x->b), x->n, x->n, x->n, x->n, 0,
-                       1, 1.0f, 0.0f);
+    mgk_cuda_gemm_h16(x->k, BF(x->c), x->n, BF(x->a), x->n, BF(x->b), x->n, x->n, x->n, x->n, 0,
+                      1, 1.0f, 0.0f);
 }
 static void b_linear_gelu_bf16(void *p)
 {
     bargs *x = p;
-    mgk_cuda_linear_fwd_bf16(x->k, BF(x->c), BF(x->e), BF(x->a), BF(x->b), BF(x->d), x->N, x->C,
-                             4 * x->C, 1);
+    mgk_cuda_linear_fwd_h16(x->k, BF(x->c), BF(x->e), BF(x->a), BF(x->b), BF(x->d), x->N, x->C,
+                            4 * x->C, 1);
 }
 static void b_ln_fwd_bf16(void *p)
 {
     bargs *x = p;
-    mgk_cuda_layernorm_fwd_bf16(x->k, BF(x->b), x->d, x->e, BF(x->a), BF(x->c), BF(x->c), x->N,
-                                x->C, 1e-5f);
+    mgk_cuda_layernorm_fwd_h16(x->k, BF(x->b), x->d, x->e, BF(x->a), BF(x->c), BF(x->c), x->N,
+                               x->C, 1e-5f);
 }
 static void b_res_ln_fwd_bf16(void *p)
 {
     bargs *x = p;
-    mgk_cuda_residual_layernorm_fwd_bf16(x->k, BF(x->f), BF(x->b), x->d, x->e, BF(x->a),
-                                         BF(x->a) + x->N * x->C, BF(x->c), BF(x->c), x->N, x->C,
-                                         1e-5f);
+    mgk_cuda_residual_layernorm_fwd_h16(x->k, BF(x->f), BF(x->b), x->d, x->e, BF(x->a),
+                                        BF(x->a) + x->N * x->C, BF(x->c), BF(x->c), x->N, x->C,
+                                        1e-5f);
 }
 static void b_xent_fwd_bf16(void *p)
 {
     bargs *x = p;
-    mgk_cuda_xent_fwd_bf16(x->k, x->b, x->c, BF(x->a), x->ids, x->N, x->C, x->V);
+    mgk_cuda_xent_fwd_h16(x->k, x->b, x->c, BF(x->a), x->ids, x->N, x->C, x->V);
 }
 #define ATTN_BF16_BENCH(name, fn)                                                        \
     static void b_attn_fwd_##name(void *p)                                               \
     {                                                                                    \
         bargs *x = p;                                                                    \
-        mgk_cuda_attn_fwd_bf16_##fn(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b),    \
-                                    BF(x->c), NULL);                                     \
+        mgk_cuda_attn_fwd_h16_##fn(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b),    \
+                                   BF(x->c), NULL);                                     \
     }                                                                                    \
     static void b_attn_bwd_##name(void *p)                                               \
     {                                                                                    \
         bargs *x = p;                                                                    \
-        mgk_cuda_attn_bwd_bf16_##fn(x->k, &x->ad, BF(x->f), BF(x->f), BF(x->f), BF(x->d), \
-                                    x->e, BF(x->a), BF(x->b), BF(x->c), NULL);           \
+        mgk_cuda_attn_bwd_h16_##fn(x->k, &x->ad, BF(x->f), BF(x->f), BF(x->f), BF(x->d), \
+                                   x->e, BF(x->a), BF(x->b), BF(x->c), NULL);           \
     }
 ATTN_BF16_BENCH(portable, portable)
 ATTN_BF16_BENCH(wmma, wmma)

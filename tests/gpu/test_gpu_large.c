@@ -40,20 +40,20 @@ MG_TEST(gpu_attention_large_fp32)
     ct_end(&c);
 }
 
-typedef void (*attn_fwd_fn)(const mg_kctx *, const mgk_attn_dims *, mgk_bf16 *, float *,
-                            const mgk_bf16 *, const mgk_bf16 *, const mgk_bf16 *,
+typedef void (*attn_fwd_fn)(const mg_kctx *, const mgk_attn_dims *, mgk_h16 *, float *,
+                            const mgk_h16 *, const mgk_h16 *, const mgk_h16 *,
                             const int32_t *);
-typedef void (*attn_bwd_fn)(const mg_kctx *, const mgk_attn_dims *, mgk_bf16 *, mgk_bf16 *,
-                            mgk_bf16 *, const mgk_bf16 *, const float *, const mgk_bf16 *,
-                            const mgk_bf16 *, const mgk_bf16 *, const int32_t *);
+typedef void (*attn_bwd_fn)(const mg_kctx *, const mgk_attn_dims *, mgk_h16 *, mgk_h16 *,
+                            mgk_h16 *, const mgk_h16 *, const float *, const mgk_h16 *,
+                            const mgk_h16 *, const mgk_h16 *, const int32_t *);
 static const struct {
     const char *name;
     attn_fwd_fn fwd;
     attn_bwd_fn bwd;
 } variants[3] = {
-    {"portable", mgk_cuda_attn_fwd_bf16_portable, mgk_cuda_attn_bwd_bf16_portable},
-    {"wmma", mgk_cuda_attn_fwd_bf16_wmma, mgk_cuda_attn_bwd_bf16_wmma},
-    {"mma", mgk_cuda_attn_fwd_bf16_mma, mgk_cuda_attn_bwd_bf16_mma},
+    {"portable", mgk_cuda_attn_fwd_h16_portable, mgk_cuda_attn_bwd_h16_portable},
+    {"wmma", mgk_cuda_attn_fwd_h16_wmma, mgk_cuda_attn_bwd_h16_wmma},
+    {"mma", mgk_cuda_attn_fwd_h16_mma, mgk_cuda_attn_bwd_h16_mma},
 };
 
 static void close_named(mg_test_ctx *t, const char *v, const char *what, const float *got,
@@ -78,7 +78,7 @@ MG_TEST(gpu_attention_large_bf16_variants)
         MG_CHECK_OK(t, mgk_ctx_reserve(&c.ref, mgk_attn_scratch_numel(&c.ref, &d)));
         MG_CHECK_OK(t, mgk_ctx_reserve(&c.dev, mgk_attn_scratch_numel(&c.dev, &d)));
         float *h[4];
-        mgk_bf16 *in[4]; /* q, k, v, dout */
+        mgk_h16 *in[4]; /* q, k, v, dout */
         int64_t n[4] = {nq, nk, nk, nq};
         for (int i = 0; i < 4; i++) h[i] = ct_bf_in(&c, n[i], 11 + (uint64_t)i, 1.0f, &in[i]);
         float *ro = ct_rand(&c, nq, 1, 1.0f), *rg[3];
@@ -89,10 +89,10 @@ MG_TEST(gpu_attention_large_bf16_variants)
         float *po = NULL, *ps = NULL, *pg[3] = {NULL, NULL, NULL};
         static const char *gn[3] = {"dq", "dk", "dv"};
         for (int w = 0; w < 3; w++) { /* gradients from zero */
-            mgk_bf16 *out = (mgk_bf16 *)ct_dalloc(&c, (size_t)nq * 2), *grad[3];
+            mgk_h16 *out = (mgk_h16 *)ct_dalloc(&c, (size_t)nq * 2), *grad[3];
             float *saved = (float *)ct_dalloc(&c, (size_t)ns * 4);
             for (int g = 0; g < 3; g++) {
-                grad[g] = (mgk_bf16 *)ct_dalloc(&c, (size_t)n[g] * 2);
+                grad[g] = (mgk_h16 *)ct_dalloc(&c, (size_t)n[g] * 2);
                 mgk_zero(&c.dev, (float *)(void *)grad[g], n[g] / 2);
             }
             variants[w].fwd(&c.dev, &d, out, saved, in[0], in[1], in[2], NULL);
