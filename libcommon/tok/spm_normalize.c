@@ -102,10 +102,43 @@ static uint8_t rule_class(const mg_spm_normalizer *nz, uint32_t b)
     return 2;
 }
 
+/* Whether no rule key is a prefix of the k bytes s nor extends them (the walk leaves the
+ * trie inside s without passing a key's end). */
+static int no_rule_at(const mg_spm_normalizer *nz, const uint8_t *s, size_t k)
+{
+    if (nz->n_units == 0) return 1;
+    size_t pos = unit_offset(nz->units[0]);
+    for (size_t i = 0; i < k; i++) {
+        pos ^= s[i];
+        if (pos >= nz->n_units || unit_label(nz->units[pos]) != s[i]) return 1;
+        uint32_t u = nz->units[pos];
+        if (unit_has_leaf(u)) return 0;
+        pos ^= unit_offset(u);
+    }
+    return 0; /* keys go on past s */
+}
+
+/* nz->plain_mb (see spm_proto.h): every 2- and 3-byte character tried once. */
+static void find_plain_mb(mg_spm_normalizer *nz)
+{
+    memset(nz->plain_mb, 0, sizeof nz->plain_mb);
+    for (uint32_t cp = 0x80; cp < 0x10000; cp++) {
+        if (cp >= 0xD800 && cp < 0xE000) continue;
+        uint8_t s[3];
+        size_t k = cp < 0x800 ? 2 : 3;
+        if (k == 2) s[0] = (uint8_t)(0xC0 | cp >> 6), s[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        else s[0] = (uint8_t)(0xE0 | cp >> 12), s[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F)),
+             s[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        if (nz->user && mg_spm_trie_step(nz->user, 0, s[0]) >= 0) continue;
+        if (no_rule_at(nz, s, k)) nz->plain_mb[cp >> 6] |= 1ull << (cp & 63);
+    }
+}
+
 /* plain[b] (see spm_proto.h): the rule class of ASCII bytes no user-defined symbol starts
- * with; fast[b], out[b], out_len[b]. */
+ * with; fast[b], out[b], out_len[b]; plain_mb. */
 static void find_plain_bytes(mg_spm_normalizer *nz)
 {
+    find_plain_mb(nz);
     for (uint32_t b = 0; b < 0x80; b++) {
         int user = nz->user && mg_spm_trie_step(nz->user, 0, (uint8_t)b) >= 0;
         nz->plain[b] = user ? 0 : rule_class(nz, b);
@@ -270,6 +303,43 @@ static inline size_t printable_run(const uint8_t *in)
 #endif
 }
 
+/* The length of the character at in[0, n) (in[0] >= 0x80) if it is a valid 2- or 3-byte
+ * one set in nz->plain_mb, else 0. */
+static inline size_t plain_mb_char(const mg_spm_normalizer *nz, const uint8_t *in, size_t n)
+{
+    uint32_t c = in[0], cp;
+    size_t k;
+    if (c >= 0xE0 && c < 0xF0 && n >= 3) {
+        if (((in[1] ^ 0x80) | (in[2] ^ 0x80)) >= 0x40) return 0; /* not continuations */
+        cp = (c & 0x0F) << 12 | (uint32_t)(in[1] & 0x3F) << 6 | (in[2] & 0x3F);
+        if (cp < 0x800) return 0; /* overlong (surrogates are not in plain_mb) */
+        k = 3;
+    } else if (c >= 0xC2 && c < 0xE0 && n >= 2) {
+        if ((in[1] ^ 0x80) >= 0x40) return 0;
+        cp = (c & 0x1F) << 6 | (in[1] & 0x3F);
+        k = 2;
+    } else {
+        return 0;
+    }
+    return nz->plain_mb[cp >> 6] >> (cp & 63) & 1 ? k : 0;
+}
+
+/* The bytes of the run of plain_mb characters at in[0, n), copied to *wp. */
+static inline size_t plain_mb_run(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
+                                  uint8_t **wp)
+{
+    size_t i = 0, k;
+    uint8_t *w = *wp;
+    while (i < n && in[i] >= 0x80 && (k = plain_mb_char(nz, in + i, n - i)) > 0) {
+        if (k == 3) memcpy(w, in + i, 3);
+        else memcpy(w, in + i, 2);
+        w += k;
+        i += k;
+    }
+    *wp = w;
+    return i;
+}
+
 /* The plain ASCII bytes at in[0, n - 1) (the last one is left to the caller), without
  * branches per byte: each writes 4 bytes (room: 3 per input byte + 1) and advances by its
  * length, 0 for a space after a collapsed one; runs of 0x21..0x7E are copied 16 bytes at
@@ -321,6 +391,12 @@ static mg_status normalize_body(const mg_spm_normalizer *nz, const uint8_t *in, 
         if (k > 0) {
             in += k;
             n -= k;
+            continue;
+        }
+        if (in[0] >= 0x80 && (k = plain_mb_run(nz, in, n, &w)) > 0) {
+            in += k;
+            n -= k;
+            prev_space = 0;
             continue;
         }
         k = 1;

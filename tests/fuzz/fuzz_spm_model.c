@@ -5,7 +5,8 @@
  * (mg_spm_proto_parse), InitializePieces (mg_spm_model_init) and the normalizer; when
  * accepted, the text and a fixed sample (raw bytes: malformed UTF-8 included) are
  * normalized and encoded with both the Unigram (refs and mg_spm_unigram_ids) and the BPE
- * encoder, and every id must be a piece index. Any outcome is fine except a crash, a sanitizer report, a leak or a bad id.
+ * encoder, and every id must be a piece index; the normalizer's copy of plain multibyte
+ * characters must give what its rule path gives. Any outcome is fine except a crash, a sanitizer report, a leak or a bad id.
  * Seeds: tests/fuzz/corpus/spm_model/ (small trained models: a Unigram one with a custom
  * precompiled charsmap and a user-defined symbol, a byte_fallback BPE one).
  */
@@ -19,7 +20,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char sample[] = "Hello  world! ABab\xef\xbc\xa1\xe3\x80\x80<u> \xe6\x97\xa5\xe6\x9c"
-                             "\xac \xff\xc3 e\xcc\x81\t\n x \xe2\x96\x81 ";
+                             "\xac \xff\xc3 e\xcc\x81\t\n x \xe2\x96\x81 \xe4\xb8\xad\xe6\x96\x87"
+                             "\xef\xbc\x8c\xc3\xa9\xe0\x80\x80\xed\xa0\x80\xe4\xb8";
 
 static void check_refs(const mg_spm_model *md, const mg_spm_refs *r, size_t n)
 {
@@ -47,6 +49,20 @@ static void check_ids(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *
     free(room);
 }
 
+/* The copy of plain multibyte characters (plain_mb) changes nothing: the same normalizer
+ * with plain_mb cleared (every character through the rules) gives the same bytes. */
+static void check_plain_mb(const mg_spm_normalizer *nz, const uint8_t *t, size_t n,
+                           const mg_spm_buf *norm)
+{
+    mg_spm_normalizer slow = *nz; /* shares the tables: not freed */
+    memset(slow.plain_mb, 0, sizeof slow.plain_mb);
+    mg_spm_buf b = {0};
+    if (mg_spm_normalize(&slow, t, n, &b) != MG_OK || b.n != norm->n ||
+        (b.n && memcmp(b.v, norm->v, b.n) != 0))
+        abort();
+    free(b.v);
+}
+
 static void encode(const mg_spm_model *md, const mg_spm_normalizer *nz, const uint8_t *t,
                    size_t n)
 {
@@ -55,6 +71,7 @@ static void encode(const mg_spm_model *md, const mg_spm_normalizer *nz, const ui
     mg_spm_scratch s;
     memset(&s, 0, sizeof s);
     if (mg_spm_normalize(nz, t, n, &norm) == MG_OK) {
+        check_plain_mb(nz, t, n, &norm);
         if (mg_spm_unigram_encode(md, &s, norm.v, norm.n, &refs) == MG_OK)
             check_refs(md, &refs, norm.n);
         check_ids(md, &s, norm.v, norm.n);
