@@ -291,6 +291,31 @@ typedef struct {
     int32_t id;
 } bp_entry;
 
+/* The candidates of the pieces starting at `start` (first byte b0); with track_single
+ * (a constant at each call), returns whether one spans exactly mblen bytes. An ASCII
+ * start does not track it: its one-byte piece is the first node of the walk. */
+static inline int packed_candidates(const dat_unit *u, bp_entry *bp, float *ring,
+                                    const uint8_t *t, size_t n, size_t start, size_t mblen,
+                                    float till, int track_single)
+{
+    int single = 0;
+    size_t k = start;
+    for (int32_t s = 0, c = u[0].base ^ t[start]; u[c].check == s; c = u[s].base ^ t[k]) {
+        s = c;
+        int32_t id = u[c].id;
+        if (id >= 0) {
+            float cand = u[c].score + till, *e = &ring[(k + 1) % RING];
+            if (cand > *e) {
+                *e = cand;
+                bp[k + 1] = (bp_entry){(uint32_t)start, id};
+            }
+            if (track_single) single |= k + 1 - start == mblen;
+        }
+        if (++k == n) break;
+    }
+    return single;
+}
+
 static void run_packed(const dat_unit *u, bp_entry *bp, const uint8_t *t, size_t n,
                        size_t reach, float unk_score, int32_t unk_id)
 {
@@ -306,21 +331,15 @@ static void run_packed(const dat_unit *u, bp_entry *bp, const uint8_t *t, size_t
             till = 0.0f;
         }
         uint8_t b0 = t[start];
-        size_t mblen = b0 < 0x80 ? 1 : char_len(b0), k = start;
+        size_t mblen = b0 < 0x80 ? 1 : char_len(b0);
         if (mblen > n - start) mblen = n - start;
-        int single = 0;
-        for (int32_t s = 0, c = u[0].base ^ b0; u[c].check == s; c = u[s].base ^ t[k]) {
-            s = c;
-            int32_t id = u[c].id;
-            if (id >= 0) {
-                float cand = u[c].score + till, *e = &ring[(k + 1) % RING];
-                if (cand > *e) {
-                    *e = cand;
-                    bp[k + 1] = (bp_entry){(uint32_t)start, id};
-                }
-                single |= k + 1 - start == mblen;
-            }
-            if (++k == n) break;
+        int single;
+        if (mblen == 1) {
+            int32_t c = u[0].base ^ b0;
+            single = u[c].check == 0 && u[c].id >= 0;
+            packed_candidates(u, bp, ring, t, n, start, 1, till, 0);
+        } else {
+            single = packed_candidates(u, bp, ring, t, n, start, mblen, till, 1);
         }
         float cand = unk_score + till, *e = &ring[(start + mblen) % RING];
         if (!single && cand > *e) {
