@@ -242,6 +242,29 @@ MG_TEST(spm_shared_ja_model_fast_paths)
     mg_tokenizer_free(tk);
 }
 
+/* Starts at 3-byte characters take the double array's entry table (after3) and then walk
+ * on: Japanese and Chinese text, an unknown CJK character next to known ones, a character
+ * after ASCII (ids from sentencepiece 0.2.3). */
+MG_TEST(spm_unigram_cjk_starts)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/sentencepiece/test_ja_model.model", mg_test_vocab_dir());
+    mg_tokenizer *tk = open_type(t, "SentencePieceTokenizer", path);
+    if (!tk) return;
+    check_ids(t, tk, "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xae\xe6\x96\x87\xe7\xab\xa0\xe3\x81\xa8"
+              "\xe4\xb8\xad\xe6\x96\x87\xe6\x96\x87\xe6\x9c\xac\xe3\x80\x82",
+              IDS(6, 4371, 4, 3757, 14, 69, 114, 114, 48, 5));
+    check_ids(t, tk, "\xe6\x9d\xb1\xe4\xba\xac\xe9\x83\xbd\xe3\x81\xaf\xe6\x97\xa5\xe6\x9c\xac\xe3\x81\xae"
+              "\xe9\xa6\x96\xe9\x83\xbd\xe3\x81\xa7\xe3\x81\x99",
+              IDS(6, 1999, 9, 493, 5387, 16, 94));
+    check_ids(t, tk, "\xe9\xbe\xa5\xe4\xb8\x80\xe4\xb8\x81x\xe4\xb8\x82\xe4\xb8\x83",
+              IDS(6, 0, 56, 2389, 5887, 0, 406));
+    check_ids(t, tk, "\xe6\xbc\xa2\xe5\xad\x97\xe3\x81\x8b\xe3\x81\xaa\xe4\xba\xa4\xe3\x81\x98\xe3\x82\x8a"
+              "\xe6\x96\x87",
+              IDS(6, 4225, 2062, 643, 261, 41, 114));
+    mg_tokenizer_free(tk);
+}
+
 /* The frozen trie walks like the hash trie, for every byte at every node on each piece's
  * path (list nodes and dense rows alike). */
 MG_TEST(spm_frozen_trie_matches)
