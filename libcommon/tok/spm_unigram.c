@@ -19,7 +19,8 @@
  *     this rebasing. Speed: the trie is a double array (mg_unigram_dat: XOR bases, each
  *     unit holding its parent, piece id and score). Usually (finite scores, pieces of at
  *     most 255 bytes) the live scores sit in a ring and each end position keeps only
- *     the start and id of its best piece (run_packed); otherwise nodes (float score,
+ *     the start and id of its best piece (run_packed; a start at a 3-byte character takes
+ *     its unit from a table, after3, instead of three steps); otherwise nodes (float score,
  *     start, id) as sentencepiece's, set unreached in blocks just ahead of the starts
  *     (run_nodes). The best path is written backwards, straight as ids for _ids.
  *   - HF (mg_unigram_viterbi, f64 scores): every piece is a candidate; sums in f64, no
