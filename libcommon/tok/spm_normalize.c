@@ -102,35 +102,48 @@ static uint8_t rule_class(const mg_spm_normalizer *nz, uint32_t b)
     return 2;
 }
 
-/* Whether no rule key is a prefix of the k bytes s nor extends them (the walk leaves the
- * trie inside s without passing a key's end). */
-static int no_rule_at(const mg_spm_normalizer *nz, const uint8_t *s, size_t k)
+/* Walk states of find_plain_mb: a unit of the charsmap trie, NO_RULE (the bytes so far
+ * begin no key) or A_RULE (a key ends within them). */
+enum { NO_RULE = -1, A_RULE = -2 };
+
+/* The state after byte b from state pos (the walk of longest_rule). */
+static long rule_step(const mg_spm_normalizer *nz, long pos, uint8_t b)
 {
-    if (nz->n_units == 0) return 1;
-    size_t pos = unit_offset(nz->units[0]);
-    for (size_t i = 0; i < k; i++) {
-        pos ^= s[i];
-        if (pos >= nz->n_units || unit_label(nz->units[pos]) != s[i]) return 1;
-        uint32_t u = nz->units[pos];
-        if (unit_has_leaf(u)) return 0;
-        pos ^= unit_offset(u);
-    }
-    return 0; /* keys go on past s */
+    if (pos < 0) return pos;
+    size_t p = (size_t)pos ^ b;
+    if (p >= nz->n_units || unit_label(nz->units[p]) != b) return NO_RULE;
+    uint32_t u = nz->units[p];
+    return unit_has_leaf(u) ? A_RULE : (long)(p ^ unit_offset(u));
 }
 
-/* nz->plain_mb (see spm_proto.h): every 2- and 3-byte character tried once. */
+/* Marks code point cp plain when the walk over all its bytes ended in NO_RULE (a unit left
+ * means keys go on past the character). */
+static void mark_plain(mg_spm_normalizer *nz, uint32_t cp, long state)
+{
+    if (state == NO_RULE) nz->plain_mb[cp >> 6] |= 1ull << (cp & 63);
+}
+
+/* nz->plain_mb (see spm_proto.h): the 2- and 3-byte characters, walked a byte level at a
+ * time; a lead byte some user-defined symbol starts with makes none of its characters
+ * plain. */
 static void find_plain_mb(mg_spm_normalizer *nz)
 {
     memset(nz->plain_mb, 0, sizeof nz->plain_mb);
-    for (uint32_t cp = 0x80; cp < 0x10000; cp++) {
-        if (cp >= 0xD800 && cp < 0xE000) continue;
-        uint8_t s[3];
-        size_t k = cp < 0x800 ? 2 : 3;
-        if (k == 2) s[0] = (uint8_t)(0xC0 | cp >> 6), s[1] = (uint8_t)(0x80 | (cp & 0x3F));
-        else s[0] = (uint8_t)(0xE0 | cp >> 12), s[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F)),
-             s[2] = (uint8_t)(0x80 | (cp & 0x3F));
-        if (nz->user && mg_spm_trie_step(nz->user, 0, s[0]) >= 0) continue;
-        if (no_rule_at(nz, s, k)) nz->plain_mb[cp >> 6] |= 1ull << (cp & 63);
+    long root = nz->n_units ? (long)unit_offset(nz->units[0]) : NO_RULE;
+    for (uint32_t lead = 0xC2; lead < 0xF0; lead++) {
+        if (nz->user && mg_spm_trie_step(nz->user, 0, (uint8_t)lead) >= 0) continue;
+        long s1 = rule_step(nz, root, (uint8_t)lead);
+        for (uint32_t b1 = 0x80; b1 < 0xC0; b1++) {
+            long s2 = rule_step(nz, s1, (uint8_t)b1);
+            if (lead < 0xE0) {
+                mark_plain(nz, (lead & 0x1F) << 6 | (b1 & 0x3F), s2);
+                continue;
+            }
+            uint32_t hi = (lead & 0x0F) << 12 | (b1 & 0x3F) << 6;
+            if (hi < 0x800 || (hi >= 0xD800 && hi < 0xE000)) continue; /* overlong, surrogate */
+            for (uint32_t b2 = 0x80; b2 < 0xC0; b2++)
+                mark_plain(nz, hi | (b2 & 0x3F), rule_step(nz, s2, (uint8_t)b2));
+        }
     }
 }
 
