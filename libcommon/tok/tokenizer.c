@@ -21,6 +21,7 @@
 #include "mg/argv.h"
 #include "mg/grow.h"
 #include "mg/strbuf.h"
+#include "mg/unicode.h"
 
 struct mg_encoder {
     const mg_tokenizer *tk;
@@ -181,15 +182,7 @@ static mg_status check_utf8(const uint8_t *s, size_t n, size_t *first_sur)
 {
     *first_sur = n;
     size_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ULL)) {
-                i += 8;
-                continue;
-            }
-        }
+    while ((i = mg_ascii_end(s, i, n)) < n) {
         int sur;
         size_t k = utf8_seq(s + i, n - i, &sur);
         MG_RETURN_IF(k == 0, MG_ERR_FORMAT, "invalid UTF-8 at byte %zu", i);

@@ -256,6 +256,9 @@ MG_TEST(tiktoken_surrogates_and_utf8)
         {"ab\xC0\x80", 4, 2},         {"\xE0\x80\x80", 3, 0},     {"abc\xF5\x80\x80\x80", 7, 3},
         {"\xF4\x90\x80\x80", 4, 0},   {"x\xE4\xB8", 3, 1},        {"\x80", 1, 0},
         {"abcdefghij\xFF", 11, 10},   {"\xED\xA0", 2, 0},         {"\xF0\x8F\xBF\xBF", 4, 0},
+        {"abcdefghijklmnop\xC3", 17, 16},                        /* after 16 ASCII bytes */
+        {"abcdefghijklmnopqrstuvw\xC3(", 25, 23},                 /* after 16 + 7 */
+        {"abcdefghijklmnopqrstuvwxyz012345\xE4\xB8", 34, 32},     /* after 2 x 16 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char want[64];
