@@ -595,6 +595,19 @@ HOT void prefetch_piece(mg_bpe_cache *c, const uint8_t *p, size_t n, word_key *k
     __builtin_prefetch(k->line);
 }
 
+/* Writes the ids of one span's piece (key k computed ahead when it is short) at dst;
+ * returns their number, 0 with *st set on an error (a piece of 1+ bytes has 1+ ids). */
+HOT size_t encode_span(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_t len,
+                       const word_key *k, int64_t *dst, mg_status *st)
+{
+    if (len == 1) {
+        *dst = b->byte_id[p[0]];
+        return 1;
+    }
+    if (len > SHORT_KEY_MAX) return encode_miss(c, p, len, NULL, NULL, dst, st);
+    return len ? encode_short(c, p, len, k, dst, st) : 0;
+}
+
 mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
                               const mg_span *spans, size_t n, mg_ids *out)
 {
@@ -608,19 +621,19 @@ mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text
         prefetch_piece(c, t + spans[i].off, spans[i].len, &ring[i]);
     int64_t *dst = out->v + out->n;
     mg_status st = MG_OK;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *p = t + spans[i].off;
-        size_t len = spans[i].len;
-        word_key *k = &ring[i % PREFETCH_AHEAD]; /* used, then refilled for i + AHEAD */
-        if (len == 1) *dst++ = b->byte_id[p[0]];
-        else if (len > SHORT_KEY_MAX) dst += encode_miss(c, p, len, NULL, NULL, dst, &st);
-        else if (len > 0) dst += encode_short(c, p, len, k, dst, &st);
-        if (st != MG_OK) break;
-        if (i + PREFETCH_AHEAD < n) {
-            const mg_span *a = &spans[i + PREFETCH_AHEAD];
-            prefetch_piece(c, t + a->off, a->len, k);
-        }
+    size_t i = 0;
+    /* every span but the last PREFETCH_AHEAD refills its ring slot for i + AHEAD */
+    for (; i + PREFETCH_AHEAD < n; i++) {
+        word_key *k = &ring[i % PREFETCH_AHEAD];
+        size_t m = encode_span(b, c, t + spans[i].off, spans[i].len, k, dst, &st);
+        if (!m && st != MG_OK) break;
+        dst += m;
+        const mg_span *a = &spans[i + PREFETCH_AHEAD];
+        prefetch_piece(c, t + a->off, a->len, k);
     }
+    for (; i < n && st == MG_OK; i++)
+        dst += encode_span(b, c, t + spans[i].off, spans[i].len, &ring[i % PREFETCH_AHEAD], dst,
+                           &st);
     out->n = (size_t)(dst - out->v);
     return st;
 }
