@@ -259,6 +259,11 @@ mg_status mg_encode(mg_encoder *e, const char *text, size_t len, mg_ids *out)
     return e->tk->vt->encode(e->tk, e->state, text, len, out);
 }
 
+mg_status mg_encode_valid(mg_encoder *e, const char *text, size_t len, mg_ids *out)
+{
+    return e->tk->vt->encode(e->tk, e->state, text, len, out);
+}
+
 mg_status mg_text_append(mg_text *t, const char *s, size_t len)
 {
     if (mg_strbuf_grow(&t->p, &t->cap, t->n + len + 1))
