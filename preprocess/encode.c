@@ -64,11 +64,14 @@ static int is_fatal(mg_status st)
     return st == MG_ERR_NOMEM || st == MG_ERR_IO || st == MG_ERR_NOSPACE;
 }
 
-/* Appends one sequence for the sentence s[0, len) if it has tokens. */
-static mg_status encode_sentence(pp_encoder *e, pp_batch *b, const char *s, size_t len)
+/* Appends one sequence for the sentence s[0, len) if it has tokens. valid: s is a whole
+ * JSON string without lone surrogates (strict UTF-8: mg_jsonl checked it). */
+static mg_status encode_sentence(pp_encoder *e, pp_batch *b, const char *s, size_t len,
+                                 int valid)
 {
     size_t from = b->ids.n;
-    MG_FORWARD(mg_encode(e->enc, s, len, &b->ids));
+    MG_FORWARD(valid ? mg_encode_valid(e->enc, s, len, &b->ids)
+                     : mg_encode(e->enc, s, len, &b->ids));
     if (b->ids.n > from) MG_FORWARD(pp_batch_push_seq(b, b->ids.n - from));
     return MG_OK;
 }
@@ -80,7 +83,7 @@ static mg_status encode_split(pp_encoder *e, pp_batch *b, const char *s, size_t 
     size_t n;
     MG_FORWARD(mg_punkt_split(e->splitter, s, len, MG_PUNKT_MEGATRON_CHUNK, &sp, &n));
     for (size_t i = 0; i < n; i++)
-        MG_FORWARD(encode_sentence(e, b, s + sp[i].start, sp[i].end - sp[i].start));
+        MG_FORWARD(encode_sentence(e, b, s + sp[i].start, sp[i].end - sp[i].start, 0));
     return MG_OK;
 }
 
@@ -91,9 +94,9 @@ static mg_status encode_value(pp_encoder *e, pp_batch *b, const mg_jsonl_value *
 {
     size_t start = b->ids.n;
     for (*item = 0; *item < v->n_items; (*item)++) {
-        const char *s = v->items[*item].str;
-        size_t len = v->items[*item].len;
-        MG_FORWARD(e->splitter ? encode_split(e, b, s, len) : encode_sentence(e, b, s, len));
+        const mg_jsonl_item *it = &v->items[*item];
+        MG_FORWARD(e->splitter ? encode_split(e, b, it->str, it->len)
+                               : encode_sentence(e, b, it->str, it->len, !it->lone_surrogates));
     }
     if (!e->append_eod || b->ids.n == start) return MG_OK;
     MG_FORWARD(mg_ids_push(&b->ids, e->eod));

@@ -6,13 +6,7 @@ size_t mg_utf8_validate(const uint8_t *s, size_t len)
 {
     size_t i = 0;
     while (i < len) {
-        /* ASCII fast path: 8 bytes at a time. */
-        while (i + 8 <= len) {
-            uint64_t w = 0;
-            for (int k = 0; k < 8; k++) w |= (uint64_t)s[i + k] << (8 * k);
-            if (w & 0x8080808080808080ull) break;
-            i += 8;
-        }
+        i = mg_ascii_end(s, i, len);
         if (i >= len) break;
         uint32_t cp;
         size_t n = mg_utf8_decode(s + i, len - i, &cp);

@@ -8,10 +8,13 @@
  *      (its first and last 8 bytes, or its bytes when shorter: with the length, that
  *      determines the piece) and up to WORD_IDS_MAX ids; a new entry goes to way 0 and
  *      pushes way 0 to way 1, so the older of the two is replaced. Longer pieces, and short
- *      ones with more ids, use the long cache: 2-way set-associative, CACHE_SLOTS entries
- *      of CACHE_ENTRY bytes (8 MiB) that hold the piece's bytes and then its ids when both
- *      fit; way 0 takes a new entry and way 1 the one it displaces. Neither table grows, so
- *      memory stays bounded whatever the corpus (24 MiB per encoder at most).
+ *      ones with more ids, use the long cache: two 2-way set-associative tables whose
+ *      entries hold the piece's bytes and then its ids, the narrow one LONG_SETS * 2
+ *      entries of 256 bytes (6 MiB), the wide one WIDE_SETS * 2 of 512 bytes (2 MiB) for
+ *      the pieces whose bytes and ids do not fit 256 (box-drawing and `====` lines of
+ *      60-200 bytes: merged again at every occurrence before the wide table, ~8% of the
+ *      bytes of the bench corpus); way 0 takes a new entry and way 1 the one it displaces.
+ *      No table grows, so memory stays bounded whatever the corpus (24 MiB per encoder).
  *      mg_bpe_encode_spans computes each piece's word-cache key once, PREFETCH_AHEAD
  *      positions ahead, and prefetches its line: the lookups then rarely wait on memory;
  *   2. the whole-piece shortcut (if the model has it);
@@ -31,8 +34,10 @@
 
 #include "mg/grow.h"
 
-#define CACHE_SLOTS 32768 /* 2 ways */
-#define CACHE_ENTRY 256
+#define LONG_SETS 24576 /* 2 ways of 128 bytes */
+#define LONG_ENTRY 128
+#define WIDE_SETS 2048 /* 2 ways of 512 bytes */
+#define WIDE_ENTRY 512
 #define WORD_LINE_BITS 18
 #define WORD_LINES (1u << WORD_LINE_BITS)
 #define SHORT_KEY_MAX 16
@@ -49,11 +54,20 @@
  * byte-level path compiles as it did before the char path existed. */
 #define HOT static inline __attribute__((always_inline))
 
+/* The header of a long-cache entry; its key bytes follow, then its ids at the next
+ * multiple of 4, within the table's entry size. */
 typedef struct {
-    _Alignas(64) uint32_t hash;
+    uint32_t hash;
     uint16_t klen, nids;
-    uint8_t data[CACHE_ENTRY - 8]; /* key bytes, then the ids at the next multiple of 4 */
+    uint8_t data[];
 } cache_entry;
+
+/* One long-cache table: sets of 2 entries of `entry` bytes, 64-byte aligned inside mem. */
+typedef struct {
+    uint8_t *base;
+    void *mem;
+    size_t sets, entry;
+} cache_table;
 
 /* One piece of 2..SHORT_KEY_MAX bytes (see word_key); len 0 = empty. */
 typedef struct {
@@ -75,8 +89,8 @@ typedef struct {
 struct mg_bpe_cache {
     const mg_bpe *b;
     word_line *words;       /* 64-byte aligned inside words_mem */
-    cache_entry *entries;   /* 64-byte aligned inside entries_mem */
-    void *words_mem, *entries_mem;
+    void *words_mem;
+    cache_table narrow, wide;
     /* merge scratch, indexed by byte position in the piece */
     int32_t *ids, *next, *prev;
     size_t sym_cap;
@@ -86,6 +100,16 @@ struct mg_bpe_cache {
 
 static void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
+/* calloc of these sizes maps fresh zero pages: memory is touched only as entries fill */
+static int table_alloc(cache_table *t, size_t sets, size_t entry)
+{
+    t->mem = mg_calloc(sets * 2 * entry + 64, 1);
+    t->base = t->mem ? align64(t->mem) : NULL;
+    t->sets = sets;
+    t->entry = entry;
+    return t->mem != NULL;
+}
+
 mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
 {
     *out = NULL;
@@ -93,18 +117,16 @@ mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
     mg_bpe_cache *c = mg_calloc(1, sizeof *c);
     if (!c) return MG_ERR_NOMEM;
     c->b = b;
-    /* calloc of this size maps fresh zero pages: memory is touched only as lines fill */
     c->words_mem = mg_calloc(WORD_LINES + 1, sizeof *c->words);
-    c->entries_mem = mg_calloc(CACHE_SLOTS + 1, sizeof *c->entries);
-    if (!c->words_mem || !c->entries_mem) {
+    int ok = c->words_mem != NULL;
+    ok = table_alloc(&c->narrow, LONG_SETS, LONG_ENTRY) && ok;
+    ok = table_alloc(&c->wide, WIDE_SETS, WIDE_ENTRY) && ok;
+    if (!ok) {
         mg_error_set(MG_ERR_NOMEM, "out of memory allocating the BPE cache");
-        free(c->words_mem);
-        free(c->entries_mem);
-        free(c);
+        mg_bpe_cache_free(c);
         return MG_ERR_NOMEM;
     }
     c->words = align64(c->words_mem);
-    c->entries = align64(c->entries_mem);
     *out = c;
     return MG_OK;
 }
@@ -125,7 +147,8 @@ void mg_bpe_cache_free(mg_bpe_cache *c)
     if (!c) return;
     free_scratch(c);
     free(c->words_mem);
-    free(c->entries_mem);
+    free(c->narrow.mem);
+    free(c->wide.mem);
     free(c);
 }
 
@@ -370,20 +393,28 @@ HOT void word_put(word_line *l, const word_key *k, size_t n, const int32_t *ids,
     if (nids <= WORD_IDS_MAX) memcpy(e->ids, ids, nids * sizeof *ids);
 }
 
-/* ---- long cache (pieces whose bytes and ids fit in one CACHE_ENTRY) ---- */
+/* ---- long cache (pieces whose bytes and ids fit in one entry of either table) ---- */
 
 static inline size_t ids_offset(size_t klen) { return (klen + 3) & ~(size_t)3; }
 
-static inline int cache_fits(size_t klen, size_t nids)
+/* Does a piece of klen bytes with nids ids fit in an entry of `entry` bytes? */
+static inline int entry_fits(size_t entry, size_t klen, size_t nids)
 {
-    return klen <= UINT16_MAX && ids_offset(klen) + nids * sizeof(int32_t) <=
-                                     sizeof(((cache_entry *)0)->data);
+    return klen <= UINT16_MAX &&
+           ids_offset(klen) + nids * sizeof(int32_t) <= entry - sizeof(cache_entry);
 }
 
-/* Way 0 of the piece's set; way 1 follows it. */
-static cache_entry *cache_set(mg_bpe_cache *c, uint64_t h)
+/* Does it fit in the long cache at all (the wide table's entries are the larger)? */
+static inline int cache_fits(size_t klen, size_t nids)
 {
-    return &c->entries[((size_t)(h >> 16) & (CACHE_SLOTS / 2 - 1)) * 2];
+    return entry_fits(WIDE_ENTRY, klen, nids);
+}
+
+/* Way 0 of the piece's set in t (the top 32 bits of h pick it); way 1 follows it. */
+static cache_entry *cache_set(const cache_table *t, uint64_t h)
+{
+    size_t set = (size_t)(((h >> 32) * (uint64_t)t->sets) >> 32);
+    return (cache_entry *)(void *)(t->base + set * 2 * t->entry);
 }
 
 static int cache_match(const cache_entry *e, const uint8_t *p, size_t n, uint64_t h)
@@ -391,22 +422,36 @@ static int cache_match(const cache_entry *e, const uint8_t *p, size_t n, uint64_
     return e->klen == n && e->hash == (uint32_t)h && memcmp(e->data, p, n) == 0;
 }
 
+/* The entry of the piece in table t, or NULL. */
+HOT const cache_entry *table_get(const cache_table *t, const uint8_t *p, size_t n, uint64_t h)
+{
+    const cache_entry *e = cache_set(t, h);
+    if (cache_match(e, p, n, h)) return e;
+    e = (const cache_entry *)(const void *)((const uint8_t *)e + t->entry);
+    return cache_match(e, p, n, h) ? e : NULL;
+}
+
 /* The cached ids of the piece (and their number in *nids), or NULL. */
 HOT const int32_t *cache_get(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
                              size_t *nids)
 {
-    cache_entry *e = cache_set(c, h);
-    if (!cache_match(e, p, n, h) && !cache_match(++e, p, n, h)) return NULL;
+    const cache_entry *e = NULL;
+    if (entry_fits(LONG_ENTRY, n, 1)) e = table_get(&c->narrow, p, n, h);
+    if (!e && cache_fits(n, 1)) e = table_get(&c->wide, p, n, h);
+    if (!e) return NULL;
     *nids = e->nids;
-    return (const int32_t *)(void *)(e->data + ids_offset(n));
+    return (const int32_t *)(const void *)(e->data + ids_offset(n));
 }
 
 HOT void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
-                      const int32_t *ids, size_t nids)
+                   const int32_t *ids, size_t nids)
 {
     if (!cache_fits(n, nids)) return;
-    cache_entry *e = cache_set(c, h);
-    if (e[0].klen) memcpy(&e[1], &e[0], 8 + ids_offset(e[0].klen) + e[0].nids * sizeof *ids);
+    const cache_table *t = entry_fits(LONG_ENTRY, n, nids) ? &c->narrow : &c->wide;
+    cache_entry *e = cache_set(t, h);
+    if (e->klen) /* way 0 moves to way 1 */
+        memcpy((uint8_t *)e + t->entry, e,
+               sizeof *e + ids_offset(e->klen) + e->nids * sizeof *ids);
     memcpy(e->data, p, n);
     memcpy(e->data + ids_offset(n), ids, nids * sizeof *ids);
     e->klen = (uint16_t)n;
@@ -550,6 +595,19 @@ HOT void prefetch_piece(mg_bpe_cache *c, const uint8_t *p, size_t n, word_key *k
     __builtin_prefetch(k->line);
 }
 
+/* Writes the ids of one span's piece (key k computed ahead when it is short) at dst;
+ * returns their number, 0 with *st set on an error (a piece of 1+ bytes has 1+ ids). */
+HOT size_t encode_span(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_t len,
+                       const word_key *k, int64_t *dst, mg_status *st)
+{
+    if (len == 1) {
+        *dst = b->byte_id[p[0]];
+        return 1;
+    }
+    if (len > SHORT_KEY_MAX) return encode_miss(c, p, len, NULL, NULL, dst, st);
+    return len ? encode_short(c, p, len, k, dst, st) : 0;
+}
+
 mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
                               const mg_span *spans, size_t n, mg_ids *out)
 {
@@ -563,19 +621,19 @@ mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text
         prefetch_piece(c, t + spans[i].off, spans[i].len, &ring[i]);
     int64_t *dst = out->v + out->n;
     mg_status st = MG_OK;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *p = t + spans[i].off;
-        size_t len = spans[i].len;
-        word_key *k = &ring[i % PREFETCH_AHEAD]; /* used, then refilled for i + AHEAD */
-        if (len == 1) *dst++ = b->byte_id[p[0]];
-        else if (len > SHORT_KEY_MAX) dst += encode_miss(c, p, len, NULL, NULL, dst, &st);
-        else if (len > 0) dst += encode_short(c, p, len, k, dst, &st);
-        if (st != MG_OK) break;
-        if (i + PREFETCH_AHEAD < n) {
-            const mg_span *a = &spans[i + PREFETCH_AHEAD];
-            prefetch_piece(c, t + a->off, a->len, k);
-        }
+    size_t i = 0;
+    /* every span but the last PREFETCH_AHEAD refills its ring slot for i + AHEAD */
+    for (; i + PREFETCH_AHEAD < n; i++) {
+        word_key *k = &ring[i % PREFETCH_AHEAD];
+        size_t m = encode_span(b, c, t + spans[i].off, spans[i].len, k, dst, &st);
+        if (!m && st != MG_OK) break;
+        dst += m;
+        const mg_span *a = &spans[i + PREFETCH_AHEAD];
+        prefetch_piece(c, t + a->off, a->len, k);
     }
+    for (; i < n && st == MG_OK; i++)
+        dst += encode_span(b, c, t + spans[i].off, spans[i].len, &ring[i % PREFETCH_AHEAD], dst,
+                           &st);
     out->n = (size_t)(dst - out->v);
     return st;
 }

@@ -10,6 +10,7 @@
 
 #include "mg/unicode.h"
 #include "tok/bert_basic.h"
+#include "tok/nfc_inert.h"
 
 #if MG_HAVE_UTF8PROC
 #include <utf8proc.h>
@@ -365,6 +366,10 @@ static mg_status nfc(mg_norm_buf *buf, const char *text, size_t len, const char 
         if (s[i] < 0xCC) continue;
         size_t a = i, e = segment_end(s, len, i);
         while (a > done && s[a - 1] >= 0x80) a--;
+        if (mg_nfc_inert_run(s + a, e - a)) { /* NFC leaves it as it is: copied below */
+            i = e - 1;
+            continue;
+        }
         if (a > done) a--; /* the ASCII character before: a starter, maybe composing */
         utf8proc_uint8_t *res = NULL;
         utf8proc_ssize_t n = utf8proc_map(s + a, (utf8proc_ssize_t)(e - a), &res,

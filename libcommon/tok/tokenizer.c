@@ -21,6 +21,7 @@
 #include "mg/argv.h"
 #include "mg/grow.h"
 #include "mg/strbuf.h"
+#include "mg/unicode.h"
 
 struct mg_encoder {
     const mg_tokenizer *tk;
@@ -196,15 +197,7 @@ static mg_status check_utf8(const uint8_t *s, size_t n, size_t *first_sur)
 {
     *first_sur = n;
     size_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ULL)) {
-                i += 8;
-                continue;
-            }
-        }
+    while ((i = mg_ascii_end(s, i, n)) < n) {
         size_t run = three_byte_run(s + i, n - i);
         if (run) {
             i += run;
@@ -283,6 +276,11 @@ mg_status mg_encode(mg_encoder *e, const char *text, size_t len, mg_ids *out)
         MG_FORWARD(replace_surrogates(e, s, len, &len));
         text = e->fixed;
     }
+    return e->tk->vt->encode(e->tk, e->state, text, len, out);
+}
+
+mg_status mg_encode_valid(mg_encoder *e, const char *text, size_t len, mg_ids *out)
+{
     return e->tk->vt->encode(e->tk, e->state, text, len, out);
 }
 

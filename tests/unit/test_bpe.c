@@ -344,24 +344,29 @@ MG_TEST(bpe_random_vs_reference)
     }
 }
 
-/* Many more distinct pieces (2..16 bytes: the word cache; 17..200: the long cache) than
- * the caches hold, each drawn several times in random order, encoded as spans of one text
- * by one cache: every piece's ids must equal the reference's, whatever was evicted. */
+/* Many more distinct pieces (2..16 bytes: the word cache; 17..22 and 40..299: the long
+ * cache's narrow and wide tables, or no table when bytes and ids fit neither) than the
+ * caches hold, each drawn several times in random order, encoded as spans of one text by
+ * one cache: every piece's ids must equal the reference's, whatever was evicted. */
 static void cache_overflow_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut)
 {
-    enum { POOL = 1200000, LONG_EVERY = 50, DRAWS = 1600000, BATCH = 4096 };
+    enum { POOL = 1200000, LONG_EVERY = 50, WIDE_EVERY = 7, MAX_LEN = 299 };
+    enum { DRAWS = 1600000, BATCH = 4096 };
     static vocab v;
     mg_bpe_cache *c;
     mg_bpe *b = random_model(t, r, &v, mode, shortcut, &c);
     uint32_t *off = malloc(POOL * sizeof *off);
-    uint8_t *len = malloc(POOL), *pool = malloc((size_t)POOL * 24);
-    uint8_t *text = malloc((size_t)BATCH * 200);
+    uint16_t *len = malloc(POOL * sizeof *len);
+    uint8_t *pool = malloc((size_t)POOL * 24 + (size_t)POOL / LONG_EVERY / WIDE_EVERY * MAX_LEN);
+    uint8_t *text = malloc((size_t)BATCH * MAX_LEN);
     mg_span *spans = malloc(BATCH * sizeof *spans);
-    int32_t want[200];
+    int32_t want[MAX_LEN];
     MG_CHECK(t, off && len && pool && text && spans);
     size_t used = 0;
     for (size_t i = 0; i < POOL; i++) { /* short pieces; every LONG_EVERY-th is long */
-        len[i] = (uint8_t)(i % LONG_EVERY ? 2 + rnd(r, 15) : 17 + rnd(r, 6));
+        len[i] = (uint16_t)(i % LONG_EVERY ? 2 + rnd(r, 15)
+                            : i % (LONG_EVERY * WIDE_EVERY) ? 17 + rnd(r, 6)
+                                                            : 40 + rnd(r, MAX_LEN - 39));
         off[i] = (uint32_t)used;
         for (size_t k = 0; k < len[i]; k++) pool[used + k] = (uint8_t)('a' + rnd(r, 6));
         used += len[i];

@@ -16,10 +16,12 @@
 
 #include "harness.h"
 #include "mg/tokenizer.h"
+#include "mg/unicode.h"
 #include "tok/added_tokens.h"
 #include "tok/bpe.h"
 #include "tok/byte_level.h"
 #include "tok/hf_json.h"
+#include "tok/nfc_inert.h"
 #include "tok/normalize.h"
 
 #if MG_HAVE_UTF8PROC
@@ -168,6 +170,48 @@ MG_TEST(hf_normalizer_nfc_segments_equal_whole)
 #else
     mg_normalizer nz = {.n = 0};
     MG_CHECK_ERR(t, mg_normalizer_add(&nz, MG_NORM_NFC), MG_ERR_UNSUPPORTED, "utf8proc");
+#endif
+}
+
+/* The NFC-inert code points (copied without utf8proc): each assigned one >= U+0080, after
+ * the first element of every kind of composition whose second element has combining class
+ * 0 (Latin, Hangul LV and L, Oriya, Tamil, Kannada, Malayalam, Sinhala, Myanmar, Balinese,
+ * Chakma, Grantha) and followed by 'a', is left as it is by utf8proc's NFC; none of the
+ * seconds of those compositions is inert. */
+MG_TEST(hf_nfc_inert_code_points_stay)
+{
+#if MG_HAVE_UTF8PROC
+    static const uint32_t firsts[] = {'e',    'A',    0xAC00, 0x1100, 0x0B47, 0x0BC6,
+                                      0x0CC6, 0x0D46, 0x0DD9, 0x1025, 0x1B05, 0x11131,
+                                      0x11347};
+    static const uint32_t seconds[] = {0x0301, 0x1161, 0x11A8, 0x0B3E, 0x0BBE, 0x0CD5,
+                                       0x0D3E, 0x0DCF, 0x102E, 0x1B35, 0x11127, 0x1133E};
+    for (size_t k = 0; k < sizeof seconds / sizeof *seconds; k++)
+        MG_CHECK(t, !mg_nfc_inert(seconds[k]));
+    size_t bad = 0, inert = 0;
+    for (uint32_t cp = 0x80; cp < 0x110000 && bad < 5; cp++) {
+        if (!mg_nfc_inert(cp) || utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_CN)
+            continue;
+        inert++;
+        for (size_t f = 0; f < sizeof firsts / sizeof *firsts; f++) {
+            uint8_t in[16];
+            size_t n = mg_utf8_encode(firsts[f], in);
+            n += mg_utf8_encode(cp, in + n);
+            in[n++] = 'a';
+            utf8proc_uint8_t *res = NULL;
+            utf8proc_ssize_t m = utf8proc_map(in, (utf8proc_ssize_t)n, &res,
+                                              UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+            if (m != (utf8proc_ssize_t)n || memcmp(res, in, n) != 0) {
+                mg_test_fail(t, __FILE__, __LINE__, "U+%04X after U+%04X: NFC changes it",
+                             (unsigned)cp, (unsigned)firsts[f]);
+                bad++;
+            }
+            free(res);
+        }
+    }
+    MG_CHECK(t, inert > 200000); /* CJK, Hangul excluded, most scripts' letters */
+#else
+    MG_CHECK(t, !mg_nfc_inert('a'));
 #endif
 }
 

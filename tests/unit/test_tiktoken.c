@@ -263,12 +263,21 @@ MG_TEST(tiktoken_surrogates_and_utf8)
         /* after a run of 3-byte characters (checked one test per character) */
         {"\xE4\xB8\xAD\xE6\x96\x87\xE4\xB8", 8, 6}, {"\xE4\xB8\xAD\xE4\x38\xAD", 6, 3},
         {"\xEF\xBC\x8C\xE0\x80\x80", 6, 3},     {"\xE4\xB8\xAD\xE4\xB8\xC0", 6, 3},
+        {"abcdefghijklmnop\xC3", 17, 16},                        /* after 16 ASCII bytes */
+        {"abcdefghijklmnopqrstuvw\xC3(", 25, 23},                 /* after 16 + 7 */
+        {"abcdefghijklmnopqrstuvwxyz012345\xE4\xB8", 34, 32},     /* after 2 x 16 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char want[64];
         snprintf(want, sizeof want, "invalid UTF-8 at byte %zu", bad[i].at);
         MG_CHECK_ERR(t, mg_encode(e, bad[i].s, bad[i].n, &a), MG_ERR_FORMAT, want);
     }
+    /* mg_encode_valid (the caller vouches for the text): the same ids as mg_encode */
+    const char *ok = "caf\xc3\xa9 \xf0\x9f\x98\x80 \xe4\xb8\xad\xe6\x96\x87 ok";
+    a.n = b.n = 0;
+    MG_CHECK_OK(t, mg_encode(e, ok, strlen(ok), &a));
+    MG_CHECK_OK(t, mg_encode_valid(e, ok, strlen(ok), &b));
+    MG_CHECK(t, a.n == b.n && a.n > 0 && memcmp(a.v, b.v, a.n * sizeof *a.v) == 0);
     mg_ids_free(&a);
     mg_ids_free(&b);
     mg_encoder_free(e);

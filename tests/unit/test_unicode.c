@@ -142,6 +142,29 @@ MG_TEST(unicode_utf8_rejects_malformed)
     MG_CHECK_EQ_INT(t, cp, MG_UC_BAD);
 }
 
+/* mg_ascii_end (16, 8 and 1 byte steps) and the validator built on it: one byte >= 0x80,
+ * or a malformed sequence, at every offset of ASCII buffers of every length up to 70, and
+ * the search started at every offset before it. */
+MG_TEST(unicode_ascii_end_and_validate_at_every_offset)
+{
+    uint8_t buf[72];
+    int bad = 0;
+    for (size_t n = 0; n <= 70; n++) {
+        memset(buf, 'a', sizeof buf);
+        buf[n] = 0x80; /* past the end: never to be reported */
+        for (size_t i = 0; i <= n; i++) bad += mg_ascii_end(buf, i, n) != n;
+        for (size_t at = 0; at < n; at++) {
+            memset(buf, 'a', sizeof buf);
+            buf[at] = 0xC3; /* a lone lead byte: not ASCII, not valid */
+            for (size_t i = 0; i <= at; i++) bad += mg_ascii_end(buf, i, n) != at;
+            bad += mg_utf8_validate(buf, n) != at;
+            if (at + 1 < n) buf[at + 1] = 0xA9; /* now U+00E9: valid */
+            bad += mg_utf8_validate(buf, n) != (at + 1 < n ? n : at);
+        }
+    }
+    MG_CHECK_EQ_INT(t, bad, 0);
+}
+
 /* Category sizes of Unicode 16.0 as both peers implement it (HF tokenizers' Oniguruma and
  * tiktoken's regex agree on every code point; measured with gen-unicode-tables.py
  * --probe-delta). */

@@ -20,6 +20,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* General category, low 4 bits of the property byte. */
 enum {
@@ -100,6 +104,32 @@ static inline size_t mg_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp)
 
 /* Length in bytes of a valid UTF-8 prefix of s[0, len): len when all of it is valid. */
 size_t mg_utf8_validate(const uint8_t *s, size_t len);
+
+/* Index of the first byte >= 0x80 in s[i, n), n if none: 16 bytes a step with SSE2 (the
+ * bytes' sign bits), then 8 (SWAR), then one. */
+static inline size_t mg_ascii_end(const uint8_t *s, size_t i, size_t n)
+{
+#if defined(__SSE2__)
+    while (i + 16 <= n) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        unsigned m = (unsigned)_mm_movemask_epi8(x);
+        if (m) return i + (size_t)__builtin_ctz(m);
+        i += 16;
+    }
+#endif
+    while (i + 8 <= n) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        w &= 0x8080808080808080ull;
+        if (w) {
+            while (s[i] < 0x80) i++;
+            return i;
+        }
+        i += 8;
+    }
+    while (i < n && s[i] < 0x80) i++;
+    return i;
+}
 
 /* Writes cp (<= U+10FFFF, not a surrogate) as UTF-8 into out; returns the length (1..4),
  * 0 for an invalid code point. */
