@@ -16,7 +16,7 @@ static mg_status plan_acts(const mg_train_opts *o, const mg_gpt *g, mg_device_pl
     int64_t B = o->micro_batch_size, T = o->model.seq_length;
     mgk_attn_dims ad = {B, T, g->m.num_attention_heads, g->m.num_query_groups,
                         g->m.kv_channels, 1.0f};
-    p->arena = mg_gpt_acts_plan_bytes_prec(g, &k, B, T, o->bf16);
+    p->arena = mg_gpt_acts_plan_bytes_prec(g, &k, B, T, o->bf16 || o->fp16);
     int64_t nmicro = o->global_batch_size / o->micro_batch_size;
     p->nslots = mg_sched_slots(1, 0, nmicro);
     p->inputs = nmicro * 5 * B * T * 4; /* device.c: ids, targets, pos, seg, mask */
@@ -37,7 +37,7 @@ mg_status mg_device_plan_of(const mg_train_opts *o, mg_device_plan *p)
     MG_FORWARD(mg_gpt_create_views(&g, &o->model, &lay));
     int64_t numel = g->numel;
     p->params = p->grads = numel * 4;
-    p->params16 = o->bf16 ? numel * 2 : 0;
+    p->params16 = o->bf16 || o->fp16 ? numel * 2 : 0;
     p->moments = 2 * numel * 4;
     mg_status st = plan_acts(o, g, p);
     mg_gpt_free(g);

@@ -4,8 +4,8 @@
  * Contract:
  *   - mg_device_plan_of(): the bytes of every device allocation of a single-process run of
  *     opts (tp = pp = dp = 1, the only device layout so far: MG_ERR_UNSUPPORTED otherwise):
- *     parameters and gradients (fp32, with the model's alignment padding), the bf16 weight
- *     copy (--bf16), the Adam moments, each activation arena (forward.c's plan, with its
+ *     parameters and gradients (fp32, with the model's alignment padding), the 16-bit weight
+ *     copy (--bf16, --fp16), the Adam moments, each activation arena (forward.c's plan, with its
  *     default positions; one per micro-batch in flight) and the micro-batch inputs. These are
  *     exactly the bytes the run allocates through kernels.h mgk_alloc (the run prints both).
  *     workspaces: the kernel context's own device buffers (kernels.h mgk_ctx_device_bytes) and

@@ -121,10 +121,11 @@ static mg_status print_device(FILE *f, const mg_train_opts *o)
     }
     MG_FORWARD(st);
     fprintf(f, "device memory per rank (--device cuda, %s): parameters %.2f MiB, gradients "
-               "%.2f MiB, bf16 weights %.2f MiB, Adam moments %.2f MiB, activations %.2f MiB "
+               "%.2f MiB, %s weights %.2f MiB, Adam moments %.2f MiB, activations %.2f MiB "
                "(%lld x %.2f MiB), inputs %.2f MiB, kernel workspaces %.2f MiB; total %.2f MiB "
                "(the CUDA runtime's own context not counted)\n",
-            o->bf16 ? "bf16" : "fp32", p.params / MIB, p.grads / MIB, p.params16 / MIB,
+            o->bf16 ? "bf16" : o->fp16 ? "fp16" : "fp32", p.params / MIB, p.grads / MIB,
+            o->fp16 ? "fp16" : "bf16", p.params16 / MIB,
             p.moments / MIB, p.nslots * p.arena / MIB, LL(p.nslots), p.arena / MIB,
             p.inputs / MIB, p.workspaces / MIB, p.total / MIB);
     if (mgk_cuda_devices() < 1) return MG_OK;

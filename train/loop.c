@@ -273,7 +273,6 @@ static mg_status open_device(run_state *s)
     MG_RETURN_IF(mg_comm_size(s->comm) > 1, MG_ERR_UNSUPPORTED,
                  "not supported yet: --device cuda with %lld processes (one GPU per run)",
                  (long long)mg_comm_size(s->comm));
-    MG_RETURN_IF(o->fp16, MG_ERR_UNSUPPORTED, "not supported yet: --fp16 on --device cuda");
     MG_RETURN_IF(o->use_distributed_optimizer, MG_ERR_UNSUPPORTED,
                  "not supported yet: --use-distributed-optimizer with --device cuda");
     return MG_OK;
@@ -295,7 +294,7 @@ static mg_status setup(run_state *s)
                                         o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE));
     else MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
     MG_FORWARD(load_checkpoint(s));
-    MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k, o->bf16));
+    MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k, o->bf16 || o->fp16));
     if (s->opt) MG_FORWARD(mg_device_optim(&s->dev_opt, s->opt, s->g, &s->k));
     MG_FORWARD(alloc_batches(s));
     if (s->k.backend == MGK_CUDA)
