@@ -19,7 +19,7 @@ static mg_status plan_acts(const mg_train_opts *o, const mg_gpt *g, int64_t stag
     int64_t B = o->micro_batch_size, T = o->model.seq_length, tp = o->model.tp;
     mgk_attn_dims ad = {B, T, g->m.num_attention_heads / tp, g->m.num_query_groups / tp,
                         g->m.kv_channels, 1.0f};
-    p->arena = mg_gpt_acts_plan_bytes_prec(g, &k, B, T, o->bf16, o->sequence_parallel);
+    p->arena = mg_gpt_acts_plan_bytes_prec(g, &k, B, T, o->bf16 || o->fp16, o->sequence_parallel);
     int64_t nmicro = o->global_batch_size / (o->micro_batch_size * o->data_parallel_size);
     p->nslots = mg_sched_slots(o->model.pp, stage, nmicro);
     p->inputs = nmicro * 5 * B * T * 4; /* device.c: ids, targets, pos, seg, mask */
@@ -69,7 +69,7 @@ mg_status mg_device_plan_of(const mg_train_opts *o, int64_t tp_rank, int64_t sta
     MG_FORWARD(mg_gpt_create_views(&g, &o->model, &lay));
     int64_t numel = g->numel;
     p->params = p->grads = numel * 4;
-    p->params16 = o->bf16 ? numel * 2 : 0;
+    p->params16 = o->bf16 || o->fp16 ? numel * 2 : 0;
     p->moments = 2 * numel * 4;
     mg_status st = o->use_distributed_optimizer ? plan_dist(o, g, p) : MG_OK;
     if (st == MG_OK) st = plan_acts(o, g, stage, p);

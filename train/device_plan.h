@@ -5,7 +5,7 @@
  *   - mg_device_plan_of(): the bytes of every device allocation of the process that holds
  *     tensor-parallel rank tp_rank of pipeline stage `stage` in the layout of opts (TP x PP x
  *     DP; the data-parallel ranks of a model shard allocate the same): its parameters and
- *     gradients (fp32, with the model's alignment padding), the bf16 weight copy (--bf16),
+ *     gradients (fp32, with the model's alignment padding), the 16-bit weight copy (--bf16, --fp16),
  *     the Adam moments (--use-distributed-optimizer: the data-parallel shard's, with the
  *     optimizer's packed buffer and reduced-gradient shard, dist_optim.h), each activation arena (forward.c's plan for the rank's heads, vocabulary
  *     shard and sequence-parallel rows, with its default positions; one per micro-batch the

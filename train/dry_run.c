@@ -118,12 +118,12 @@ static void print_device_stage(FILE *f, const mg_train_opts *o, const mg_device_
     if (o->model.pp > 1)
         snprintf(where, sizeof where, ", pipeline stage %lld of %lld", LL(stage), LL(o->model.pp));
     fprintf(f, "device memory per rank (--device cuda, %s)%s: parameters %.2f MiB, gradients "
-               "%.2f MiB, bf16 weights %.2f MiB, Adam moments %.2f MiB%s, activations %.2f MiB "
+               "%.2f MiB, %s weights %.2f MiB, Adam moments %.2f MiB%s, activations %.2f MiB "
                "(%lld x %.2f MiB), inputs %.2f MiB, kernel workspaces %.2f MiB; total %.2f MiB "
                "(the CUDA runtime's own context not counted)\n",
-            o->bf16 ? "bf16" : "fp32", where, p->params / MIB, p->grads / MIB,
-            p->params16 / MIB, p->moments / MIB, dist, p->nslots * p->arena / MIB, LL(p->nslots),
-            p->arena / MIB, p->inputs / MIB, p->workspaces / MIB, p->total / MIB);
+            o->bf16 ? "bf16" : o->fp16 ? "fp16" : "fp32", where, p->params / MIB,
+            p->grads / MIB, o->fp16 ? "fp16" : "bf16", p->params16 / MIB, p->moments / MIB, dist,
+            p->nslots * p->arena / MIB, LL(p->nslots), p->arena / MIB, p->inputs / MIB, p->workspaces / MIB, p->total / MIB);
 }
 
 /* --device cuda, or auto with a GPU: what each process allocates on its GPU (device_plan.h;

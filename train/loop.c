@@ -272,9 +272,9 @@ static mg_status open_device(run_state *s)
     }
     /* the collectives follow the kernels on the compute stream (comm.h) */
     mg_comm_set_stream(s->comm, mgk_stream_handle(&s->k));
-    MG_RETURN_IF(o->fp16, MG_ERR_UNSUPPORTED, "not supported yet: --fp16 on --device cuda");
-    MG_RETURN_IF(o->use_distributed_optimizer && o->bf16, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --use-distributed-optimizer with --bf16 on --device cuda");
+    MG_RETURN_IF(o->use_distributed_optimizer && (o->bf16 || o->fp16), MG_ERR_UNSUPPORTED,
+                 "not supported yet: --use-distributed-optimizer with %s on --device cuda",
+                 o->bf16 ? "--bf16" : "--fp16");
     return MG_OK;
 }
 
@@ -295,7 +295,7 @@ static mg_status setup(run_state *s)
                                         s->k.backend));
     else MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
     MG_FORWARD(load_checkpoint(s));
-    MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k, o->bf16));
+    MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k, o->bf16 || o->fp16));
     if (s->opt) MG_FORWARD(mg_device_optim(&s->dev_opt, s->opt, s->g, &s->k));
     MG_FORWARD(alloc_batches(s));
     if (s->k.backend == MGK_CUDA)
