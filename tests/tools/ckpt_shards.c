@@ -52,7 +52,8 @@ int main(int argc, char **argv)
     mg_train_opts o;
     ok(mg_train_parse(&o, argc - 2, argv + 2), "flags");
     ok(mg_train_resolve_vocab(&o), "vocabulary");
-    mg_train_ckpt_state st = {it, it * o.global_batch_size, 0, 0, 1};
+    mg_train_ckpt_state st = {.iteration = it, .consumed_train_samples = it * o.global_batch_size,
+                              .optim_loaded = 1};
     ok(mg_train_ckpt_begin(dir, it), "begin");
     for (int64_t p = 0; p < o.model.pp; p++)
         for (int64_t r = 0; r < o.model.tp; r++) write_one(dir, &o, r, p, &st);

@@ -35,7 +35,8 @@ static void roundtrip(mg_test_ctx *t, const char *flags, const mg_gpt_layout *la
     MG_CHECK_OK(t, mg_train_resolve_vocab(&o));
     char dir[512];
     snprintf(dir, sizeof dir, "%s/ck", t->dir);
-    mg_train_ckpt_state st = {5, 5 * o.global_batch_size, 0, 1e9, 1};
+    mg_train_ckpt_state st = {.iteration = 5, .consumed_train_samples = 5 * o.global_batch_size,
+                              .flops_so_far = 1e9, .optim_loaded = 1};
     mg_gpt *g[4];
     mg_gpt_optim *opt[4];
     MG_CHECK_OK(t, mg_train_ckpt_begin(dir, 5));
