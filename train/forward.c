@@ -149,16 +149,16 @@ static int64_t plan(mg_gpt_acts *a, const mg_kctx *k, float *base)
 
 int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T)
 {
-    return mg_gpt_acts_plan_bytes_prec(g, k, B, T, g->params16 != NULL);
+    return mg_gpt_acts_plan_bytes_prec(g, k, B, T, g->params16 != NULL, 0);
 }
 
 int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
-                                    int bf16)
+                                    int bf16, int sequence_parallel)
 {
     mg_gpt_acts a;
     memset(&a, 0, sizeof a);
     a.bf16 = bf16;
-    set_dims(&a, g, B, T, 0);
+    set_dims(&a, g, B, T, sequence_parallel && g->lay.tp > 1);
     return plan(&a, k, NULL) * (int64_t)sizeof(float) + a.N * (int64_t)sizeof(int32_t);
 }
 

@@ -179,9 +179,10 @@ void mg_gpt_acts_free(mg_gpt_acts *a); /* accepts NULL */
 int64_t mg_gpt_acts_bytes(const mg_gpt_acts *a);
 /* Arena bytes for (B, T) without allocating. */
 int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T);
-/* The same for an arena of bf16 activations (bf16: a model with params16) or fp32 ones. */
+/* The same for an arena of bf16 activations (bf16: a model with params16) or fp32 ones,
+ * with or without sequence parallelism (g's tensor-parallel layout). */
 int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
-                                    int bf16);
+                                    int bf16, int sequence_parallel);
 /* Pipeline stage boundaries: the residual stream's floats (rows of this rank x hidden),
  * the input a stage that is not the first reads, the output a stage that is not the last
  * writes, the gradient of that output (written by the caller before mg_gpt_backward) and
