@@ -21,7 +21,10 @@ On the emulation build (`make emu`, --device cuda --bf16; 1-2 s an iteration und
 3 iterations a run and no validation): --loss-scale 1 changes nothing bitwise, --loss-scale
 1024 neither (measured when written: identical losses and grad norms; the test allows 1e-6
 relative), --loss-scale 1e39 skips every iteration and leaves the fp32 masters at their
-initialisation.
+initialisation. With --fp16 (issue 14's Done-when; skipped, as expected-skips.txt says,
+while mg-train refuses --fp16): the first iterations overflow from --initial-loss-scale
+2^28, the scales are megatron-core's DynamicGradScaler's on the same overflow sequence, the
+log lines count the skipped iterations as training_log does, then the loss falls.
 """
 import json
 import os
@@ -237,3 +240,58 @@ def test_bf16_overflow_skips_every_iteration(botchan, tmp_path):
         for s in ck["optimizer"]["state"].values():
             assert float(s["step"]) == 0 and not s["exp_avg"].any() and not s["exp_avg_sq"].any()
         assert ck["opt_param_scheduler"]["num_steps"] == 0
+
+
+# --- the emulated device: --fp16 with the dynamic scaler (issue 14's Done-when) --------
+
+def _megatron_line_fields(flags, interval):
+    """Per printed iteration of training_log: (iteration, skipped in its interval, whether
+    the line has an lm loss, whether it has a grad norm)."""
+    out, count, seen = [], 0, False
+    for i, f in enumerate(flags, 1):
+        count += f == "1"
+        seen = seen or f == "0"
+        if i == 1 or i % interval == 0:
+            out.append((i, count, seen, f == "0"))
+            count = 0
+    return out
+
+
+def test_fp16_overflow_lowers_the_scale_as_megatron(botchan, tmp_path, scaler_module):
+    """--fp16 from --initial-loss-scale 2^28 (the tiny GPT-2's fp16 gradients overflow above
+    about 2^22): the first iterations overflow and are skipped, the scale after each
+    iteration is megatron-core's DynamicGradScaler's (hysteresis 2) on the same overflow
+    sequence, the log lines count the skipped iterations as training_log does, then training
+    proceeds and the loss falls (measured when written: 7 skipped, 2^28 -> 2^22, the
+    advanced losses 7.35 -> 6.92 over 5 iterations). Skipped (expected-skips.txt) where
+    mg-train refuses --fp16 (the fp16 kernels' branch not merged)."""
+    emu = _emu()
+    metrics = tmp_path / "fp16.jsonl"
+    args = _train_args(botchan, "gpt2", 12, ["--device", "cuda", "--fp16", "--initial-loss-scale",
+                                             2**28, "--eval-iters", 0, "--log-interval", 4,
+                                             "--log-file", metrics])
+    p = conftest.run_mg([emu] + args[1:], env=ENV, check=False)
+    if p.returncode == 2 and "not supported yet" in p.stderr and "--fp16" in p.stderr:
+        pytest.skip(f"--fp16 does not train on this build: {p.stderr.strip()}")
+    assert p.returncode == 0, p.stderr
+    recs = [r for r in map(json.loads, open(metrics)) if r["kind"] == "train"]
+    flags = "".join(str(r["skipped"]) for r in recs)
+    assert flags.startswith("11") and "0" in flags, flags
+    ref = scaler_module.DynamicGradScaler(initial_scale=2.0**28, min_scale=1.0,
+                                          growth_factor=2.0, backoff_factor=0.5,
+                                          growth_interval=1000, hysteresis=2)
+    want = []
+    for f in flags:
+        ref.update(f == "1")
+        want.append(float(ref.scale.item()))
+    assert [r["loss_scale"] for r in recs] == want
+    lines = _lines(p.stdout)
+    fields = _megatron_line_fields(flags, 4)
+    assert len(lines) == len(fields)
+    for line, (it, skipped, has_loss, has_norm) in zip(lines, fields):
+        assert re.search(rf" iteration +{it}/ +12 \|", line), line
+        assert f" loss scale: {want[it - 1]:.1f} |" in line, line
+        assert f" number of skipped iterations: {skipped:3d} |" in line, line
+        assert (" lm loss: " in line) == has_loss and (" grad norm: " in line) == has_norm, line
+    advanced = [r["loss"] for r in recs if not r["skipped"]]
+    assert advanced[-1] < advanced[0] - 0.2, advanced
