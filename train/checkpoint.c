@@ -179,9 +179,29 @@ static mg_status put_dist_groups(mg_pk_graph *pg, const mg_train_opts *o, int64_
     return mg_pk_set(pg, d, "optimizer", inner);
 }
 
+/* Megatron's grad_scaler.state_dict() in the optimizer's dict (MixedPrecisionOptimizer and
+ * DistributedOptimizer.state_dict): the dynamic scaler's scale (a float32 tensor [1] over
+ * s->scale, which outlives the save) and trackers, the constant scaler's empty dict. */
+static mg_status put_grad_scaler(mg_pk_graph *pg, const mg_grad_scaler *s, mg_pk_obj *od)
+{
+    if (s->kind == MG_SCALER_NONE) return MG_OK;
+    mg_pk_obj *d = mg_pk_container(pg, MG_PK_DICT);
+    if (!d) return MG_ERR_NOMEM;
+    if (s->kind == MG_SCALER_DYNAMIC) {
+        const int64_t one = 1;
+        mg_pk_obj *scale = mg_pk_tensor_new(pg, MG_TD_F32, 1, &one, &s->scale);
+        if (!scale) return MG_ERR_NOMEM;
+        MG_FORWARD(mg_pk_set(pg, d, "scale", scale));
+        MG_FORWARD(put_int(pg, d, "growth_tracker", s->growth_tracker));
+        MG_FORWARD(put_int(pg, d, "hysteresis_tracker", s->hysteresis_tracker));
+    }
+    return mg_pk_set(pg, od, "grad_scaler", d);
+}
+
 static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
-                             const mg_gpt_optim *opt, const mg_tname *names, size_t *order,
-                             const float *step, mg_pk_obj **out)
+                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
+                             const mg_tname *names, size_t *order, const float *step,
+                             mg_pk_obj **out)
 {
     size_t ndecay = mg_train_ckpt_param_order(g, names, order);
     mg_pk_obj *d = mg_pk_container(pg, MG_PK_DICT), *state = mg_pk_container(pg, MG_PK_DICT);
@@ -195,6 +215,7 @@ static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_g
     MG_FORWARD(mg_pk_set(pg, d, "state", state));
     MG_FORWARD(mg_pk_set(pg, d, "param_groups", groups));
     if (o->use_distributed_optimizer) MG_FORWARD(put_dist_groups(pg, o, opt->step, d));
+    MG_FORWARD(put_grad_scaler(pg, &st->scaler, d));
     *out = d;
     return MG_OK;
 }
@@ -208,7 +229,7 @@ static mg_status build_sched(mg_pk_graph *pg, const mg_train_opts *o,
     if (!d) return MG_ERR_NOMEM;
     MG_FORWARD(put_float(pg, d, "max_lr", s->max_lr));
     MG_FORWARD(put_float(pg, d, "lr_warmup_steps", s->warmup_steps));
-    MG_FORWARD(put_int(pg, d, "num_steps", st->consumed_train_samples));
+    MG_FORWARD(put_int(pg, d, "num_steps", st->consumed_train_samples - st->sched_behind));
     MG_FORWARD(put_str(pg, d, "lr_decay_style", mg_lr_style_name(s->style)));
     MG_FORWARD(put_float(pg, d, "lr_decay_steps", s->decay_steps));
     MG_FORWARD(put_float(pg, d, "min_lr", s->min_lr));
@@ -230,7 +251,7 @@ mg_status mg_train_ckpt_build_root(mg_pk_graph *pg, const mg_train_opts *o, cons
     MG_FORWARD(put_int(pg, r, "iteration", st->iteration));
     MG_FORWARD(build_model(pg, g, b->names, &x));
     MG_FORWARD(mg_pk_set(pg, r, "model", x));
-    MG_FORWARD(build_optim(pg, o, g, opt, b->names, b->order, b->steps, &x));
+    MG_FORWARD(build_optim(pg, o, g, opt, st, b->names, b->order, b->steps, &x));
     MG_FORWARD(mg_pk_set(pg, r, "optimizer", x));
     MG_FORWARD(build_sched(pg, o, st, &x));
     MG_FORWARD(mg_pk_set(pg, r, "opt_param_scheduler", x));
@@ -515,13 +536,50 @@ static mg_status load_dist_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt,
     return MG_OK;
 }
 
+/* The value of a float32 tensor of one element (the dynamic scaler's scale). */
+static mg_status scale_value(const char *path, const mg_pk_obj *x, float *v)
+{
+    const mg_pk_tensor *t = x && x->kind == MG_PK_TENSOR ? x->tensor : NULL;
+    MG_RETURN_IF(!t || t->dtype != MG_TD_F32 || mg_pk_tensor_numel(t) != 1 || !t->data ||
+                     t->offset < 0 || t->offset >= t->storage_numel,
+                 MG_ERR_FORMAT, "%s: optimizer grad_scaler 'scale' is not a float32 tensor of "
+                 "one element", path);
+    memcpy(v, t->data + (size_t)t->offset * sizeof(float), sizeof(float));
+    return MG_OK;
+}
+
+/* Megatron's 'grad_scaler' of the optimizer dict od into *s (see put_grad_scaler). */
+static mg_status read_grad_scaler(const char *path, const mg_pk_obj *od, mg_grad_scaler *s)
+{
+    memset(s, 0, sizeof *s);
+    s->kind = MG_SCALER_NONE;
+    const mg_pk_obj *d = od ? mg_pk_get(od, "grad_scaler") : NULL;
+    if (!d || d->kind == MG_PK_NONE) return MG_OK;
+    MG_RETURN_IF(d->kind != MG_PK_DICT && d->kind != MG_PK_ODICT, MG_ERR_FORMAT,
+                 "%s: optimizer grad_scaler is a %s, not a dict", path, mg_pk_kind_name(d->kind));
+    s->kind = MG_SCALER_CONSTANT;
+    const mg_pk_obj *scale = mg_pk_get(d, "scale");
+    if (!scale) return MG_OK;
+    const mg_pk_obj *gt = mg_pk_get(d, "growth_tracker"), *ht = mg_pk_get(d, "hysteresis_tracker");
+    MG_RETURN_IF(!gt || gt->kind != MG_PK_INT || !ht || ht->kind != MG_PK_INT, MG_ERR_FORMAT,
+                 "%s: optimizer grad_scaler without integer growth_tracker and "
+                 "hysteresis_tracker", path);
+    MG_FORWARD(scale_value(path, scale, &s->scale));
+    s->kind = MG_SCALER_DYNAMIC;
+    s->growth_tracker = gt->i;
+    s->hysteresis_tracker = ht->i;
+    return MG_OK;
+}
+
 static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od,
-                            const mg_tname *names, mg_names nm)
+                            const mg_tname *names, mg_names nm, mg_grad_scaler *scaler)
 {
     MG_RETURN_IF(od && od->kind == MG_PK_LIST, MG_ERR_UNSUPPORTED,
                  "not supported yet: %s: the state of several chained optimizers "
                  "(megatron-core's ChainedOptimizer: virtual pipeline or expert parameters)",
                  path);
+    if (od && (od->kind == MG_PK_DICT || od->kind == MG_PK_ODICT))
+        MG_FORWARD(read_grad_scaler(path, od, scaler));
     const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
     const mg_pk_obj *inner = od && !state ? mg_pk_get(od, "optimizer") : NULL;
     if (inner && (inner->kind == MG_PK_DICT || inner->kind == MG_PK_ODICT) &&
@@ -602,6 +660,13 @@ static mg_status check_args(const char *path, const mg_gpt *g, const mg_pk_obj *
     return check_ints(path, args, keys, mine, sizeof mine / sizeof *mine);
 }
 
+/* The scheduler's num_steps (samples), or -1 where the file has none. */
+static double sched_num_steps(const mg_pk_obj *sched)
+{
+    if (!sched || (sched->kind != MG_PK_DICT && sched->kind != MG_PK_ODICT)) return -1;
+    return mg_pk_number(mg_pk_get(sched, "num_steps"));
+}
+
 static mg_status load_state(const char *path, const mg_pk_obj *root, int release, mg_gpt *g,
                             mg_gpt_optim *opt, mg_train_ckpt_state *st, const mg_tname *names,
                             mg_names nm)
@@ -615,7 +680,11 @@ static mg_status load_state(const char *path, const mg_pk_obj *root, int release
     st->consumed_valid_samples = int_of(args ? mg_pk_get(args, "consumed_valid_samples") : NULL, 0);
     double f = mg_pk_number(mg_pk_get(root, "num_floating_point_operations_so_far"));
     st->flops_so_far = f > 0 ? f : 0;
-    if (opt) MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer"), names, nm));
+    if (opt)
+        MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer"), names, nm,
+                              &st->scaler));
+    double num_steps = sched_num_steps(mg_pk_get(root, "opt_param_scheduler"));
+    if (num_steps >= 0) st->sched_behind = st->consumed_train_samples - (int64_t)num_steps;
     st->optim_loaded = opt != NULL;
     return MG_OK;
 }

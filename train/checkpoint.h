@@ -31,7 +31,12 @@
  *     parameter order of that spec (a layer's linear_proj before its linear_qkv; the local
  *     spec's input_layernorm before both)),
  *     'opt_param_scheduler' (Megatron's OptimizerParamScheduler.state_dict, steps in
- *     samples), 'num_floating_point_operations_so_far'}; with --use-distributed-optimizer
+ *     samples: num_steps leaves out the skipped iterations' samples),
+ *     'num_floating_point_operations_so_far'}; with a grad scaler (grad_scaler.h) the
+ *     optimizer dict also holds 'grad_scaler' where megatron-core's MixedPrecisionOptimizer
+ *     and DistributedOptimizer state dicts hold it: {'scale': float32 tensor [1],
+ *     'growth_tracker', 'hysteresis_tracker'} for the dynamic scaler, {} for the constant
+ *     one (torch_dist: in common.pt's optimizer dict); with --use-distributed-optimizer
  *     'optimizer' also holds DistributedOptimizer.state_dict()'s {'optimizer':
  *     {'param_groups': the same groups without 'params'}}, which megatron-core's
  *     DistributedOptimizer.load_state_dict reads (torch's reads the other keys), and
@@ -48,7 +53,9 @@
  *     contiguous, same shape; an extra tensor is refused too (MG_ERR_FORMAT naming the file,
  *     the tensor and the mismatch); then args' num_layers, hidden_size, heads, query groups,
  *     kv_channels, FFN size and padded vocabulary, where present, must equal the model's.
- *     With optim != NULL the moments and step count are restored (same checks); where the
+ *     With optim != NULL the moments and step count are restored (same checks), and the
+ *     optimizer's 'grad_scaler' is read into st->scaler (a dynamic one's scale: a float32
+ *     tensor of one element, integer trackers); where the
  *     file's 'optimizer' is megatron-core's DistributedOptimizer.state_dict() (param groups
  *     only, the step count in each), from distrib_optim.pt beside it (dist_optim.h: the fp32
  *     master weights replace the file's model tensors, written at any DP size); param
@@ -60,6 +67,7 @@
 
 #include <stdint.h>
 
+#include "grad_scaler.h"
 #include "mg/error.h"
 #include "model.h"
 #include "options.h"
@@ -70,6 +78,12 @@ typedef struct {
     int64_t consumed_train_samples, consumed_valid_samples;
     double flops_so_far;
     int optim_loaded;             /* the moments were restored (not for 'release') */
+    /* samples of the skipped iterations: the lr scheduler's num_steps is
+     * consumed_train_samples minus this (Megatron steps it after successful updates only) */
+    int64_t sched_behind;
+    /* save: the run's grad scaler (written when it has one); load: the file's 'grad_scaler'
+     * (kind none when absent, constant for an empty dict; with the optimizer only) */
+    mg_grad_scaler scaler;
 } mg_train_ckpt_state;
 
 typedef struct {

@@ -164,6 +164,8 @@ static mg_status common_of(mg_pk_graph *pg, const mg_pk_obj *root, mg_pk_obj **c
             mg_pk_obj *o = mg_pk_container(pg, MG_PK_DICT);
             if (!o) return MG_ERR_NOMEM;
             MG_FORWARD(mg_pk_set(pg, o, "param_groups", mg_pk_get(v, "param_groups")));
+            mg_pk_obj *scaler = mg_pk_get(v, "grad_scaler");
+            if (scaler) MG_FORWARD(mg_pk_set(pg, o, "grad_scaler", scaler));
             v = o;
         }
         MG_FORWARD(mg_pk_set_obj(pg, c, k, v));

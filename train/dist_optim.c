@@ -199,6 +199,7 @@ mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *w
 {
     mg_comm *dp = mg_comm_group(world, MG_COMM_DATA);
     MG_FORWARD(reduce_scatter_grads(o, g, k, dp));
+    mg_unscale_grads(k, o->gshard, o->shard, hp->loss_scale);
     norm_ctx nc = {o, g, k, 0.0};
     for_pieces(o, g, norm_piece, &nc);
     double s = nc.sumsq;

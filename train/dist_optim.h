@@ -21,7 +21,8 @@
  *     summed over DP: mg_gpt_accumulate), the gradients scaled by 1 / DP are packed into the
  *     buffer and reduce-scattered bucket by bucket over DP (sum in rank order: the same bits
  *     as the all-reduce of the plain data-parallel step); the gradient norm is the sum of
- *     squares of the shard's elements of the tensors that count in the norm on this rank
+ *     squares of the shard's elements (unscaled first by hp->loss_scale as step.h's
+ *     mg_unscale_grads; a non-finite sum skips the step: found_inf) of the tensors that count in the norm on this rank
  *     (mg_gpt_tensor_in_norm: a tensor replicated over TP on tensor rank 0 only, never the
  *     last stage's tied copy; the padding not at all), summed over the data-parallel group
  *     and then the model-parallel group — the plain step's norm up to the summation order; clipping and AdamW (step.h semantics) on the shard;

@@ -21,6 +21,7 @@ struct mg_train_log {
     double peak;
     /* the interval's sums */
     int64_t iters, advanced, tokens, skipped, nan;
+    int loss_seen;             /* an iteration has advanced since the start */
     double seconds, flops, loss;
 };
 
@@ -71,7 +72,8 @@ static mg_status tb_iter(mg_train_log *l, const mg_log_iter *it)
     MG_FORWARD(tb_pair(l, "batch-size", it->iteration, (double)it->global_batch_size));
     if (!it->skipped && isfinite(it->loss))
         MG_FORWARD(tb_pair(l, "lm loss", it->iteration, it->loss));
-    MG_FORWARD(tb_pair(l, "loss-scale", it->iteration, 1.0));
+    MG_FORWARD(tb_pair(l, "loss-scale", it->iteration, it->loss_scale));
+    if (it->skipped) return MG_OK; /* Megatron's grad norm is None then */
     return tb_pair(l, "grad-norm", it->iteration, it->grad_norm);
 }
 
@@ -121,18 +123,18 @@ static const char *jnum(char *buf, size_t n, double v)
 static mg_status json_iter(mg_train_log *l, const mg_log_iter *it, double tps, double tflops,
                            double mfu)
 {
-    char a[40], b[40], c[40], d[40], e[40], f[40], g[40];
+    char a[40], b[40], c[40], d[40], e[40], f[40], g[40], h[40];
     return json_line(
         l,
         "{\"kind\": \"train\", \"iteration\": %lld, \"consumed_samples\": %lld, "
         "\"elapsed_ms\": %s, \"tokens_per_s\": %s, \"tflops\": %s, \"mfu\": %s, \"lr\": %s, "
-        "\"global_batch_size\": %lld, \"loss\": %s, \"grad_norm\": %s, \"skipped\": %d, "
-        "\"nan\": %d}\n",
+        "\"global_batch_size\": %lld, \"loss\": %s, \"grad_norm\": %s, \"loss_scale\": %s, "
+        "\"skipped\": %d, \"nan\": %d}\n",
         (long long)it->iteration, (long long)it->consumed_samples,
         jnum(a, 40, it->seconds * 1e3), jnum(b, 40, tps), jnum(c, 40, tflops),
         mfu < 0 ? "null" : jnum(d, 40, mfu), jnum(e, 40, it->lr),
         (long long)it->global_batch_size, jnum(f, 40, it->loss), jnum(g, 40, it->grad_norm),
-        it->skipped, !isfinite(it->loss));
+        jnum(h, 40, it->loss_scale), it->skipped, !isfinite(it->loss));
 }
 
 /* Megatron's %.1f from 10 TFLOP/s up; below, 3 significant digits in fixed notation (at
@@ -145,26 +147,38 @@ static const char *tflops_text(char *buf, size_t n, double tflops)
     return buf;
 }
 
+/* Megatron's loss field: absent until an iteration has advanced (total_loss_dict has no
+ * key yet), then the interval's mean over the advanced iterations (0 when all were
+ * skipped), printed when it is >= 0. */
+static void loss_field(const mg_train_log *l, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (!l->loss_seen) return;
+    double avg = l->loss / (double)(l->advanced > 0 ? l->advanced : 1);
+    if (avg >= 0) snprintf(buf, n, " lm loss: %.6E |", avg);
+}
+
 static void print_line(mg_train_log *l, const mg_log_iter *it)
 {
     double secs = l->seconds / (double)l->iters;
     double tflops = mg_tflops_per_gpu(l->flops / (double)l->iters, secs, 1);
     double mfu = mg_mfu(l->flops / l->seconds, l->peak);
-    double loss = l->advanced ? l->loss / (double)l->advanced : NAN;
-    char ts[64], mfus[32], tf[32];
+    char ts[64], mfus[32], tf[32], gn[400] = "", lm[64];
+    loss_field(l, lm, sizeof lm);
     stamp(ts, sizeof ts);
     if (mfu < 0) snprintf(mfus, sizeof mfus, "unknown");
     else snprintf(mfus, sizeof mfus, "%.2f%%", 100.0 * mfu);
+    if (!it->skipped) snprintf(gn, sizeof gn, " grad norm: %.3f |", it->grad_norm);
     fprintf(l->out,
             "%s iteration %8lld/%8lld | consumed samples: %12lld | elapsed time per iteration "
             "(ms): %.1f | throughput per GPU (TFLOP/s/GPU): %s | tokens per second: %.1f | "
-            "MFU: %s | learning rate: %.6E | global batch size: %5lld | lm loss: %.6E | "
-            "loss scale: 1.0 | grad norm: %.3f | number of skipped iterations: %3lld | "
+            "MFU: %s | learning rate: %.6E | global batch size: %5lld |%s "
+            "loss scale: %.1f |%s number of skipped iterations: %3lld | "
             "number of nan iterations: %3lld |\n",
             ts, (long long)it->iteration, (long long)it->train_iters,
             (long long)it->consumed_samples, secs * 1e3, tflops_text(tf, sizeof tf, tflops),
             (double)l->tokens / l->seconds, mfus, it->lr, (long long)it->global_batch_size,
-            loss, it->grad_norm, (long long)l->skipped, (long long)l->nan);
+            lm, it->loss_scale, gn, (long long)l->skipped, (long long)l->nan);
     fflush(l->out);
 }
 
@@ -184,6 +198,7 @@ mg_status mg_train_log_iter(mg_train_log *l, const mg_log_iter *it)
     l->nan += !isfinite(it->loss);
     if (!it->skipped && isfinite(it->loss)) {
         l->advanced++;
+        l->loss_seen = 1;
         l->loss += it->loss;
     }
     if (it->iteration == 1 || it->iteration % l->interval == 0) {

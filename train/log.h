@@ -7,13 +7,17 @@
  *       " [YYYY-mm-dd HH:MM:SS.ffffff] iteration %8d/%8d | consumed samples: %12d |
  *        elapsed time per iteration (ms): %.1f | throughput per GPU (TFLOP/s/GPU): T |
  *        tokens per second: %.1f | MFU: %.2f% | learning rate: %.6E |
- *        global batch size: %5d | lm loss: %.6E | loss scale: 1.0 | grad norm: %.3f |
+ *        global batch size: %5d | lm loss: %.6E | loss scale: %.1f | grad norm: %.3f |
  *        number of skipped iterations: %3d | number of nan iterations: %3d |"
  *     (one line; "skipped samples" is never printed: mg-train skips none). Time, tokens/s,
  *     TFLOP/s and lm loss are averages over the iterations since the last line (skipped
- *     iterations excluded from the loss, as Megatron); lr and grad norm are the last
- *     iteration's. MFU prints "unknown" when the peak is unknown. The counters count the
- *     iterations since the last line. T is %.1f from 10 TFLOP/s up (Megatron's format) and
+ *     iterations excluded from the loss, as Megatron: the field is left out until an
+ *     iteration has advanced, 0 for an interval of skipped iterations, left out when the
+ *     mean is not >= 0); lr and grad norm are the last
+ *     iteration's, the loss scale the grad scaler's after the last iteration's update
+ *     (grad_scaler.h; 1.0 without one), and the grad norm field is left out when the last
+ *     iteration was skipped (Megatron's grad_norm is None then). MFU prints "unknown" when
+ *     the peak is unknown. The counters count the iterations since the last line. T is %.1f from 10 TFLOP/s up (Megatron's format) and
  *     3 significant digits in fixed notation below (at most 12 decimals), so that a CPU's
  *     throughput does not print as 0.0.
  *   - The validation block is Megatron's evaluate_and_print_results: a dashed line, then
@@ -22,8 +26,9 @@
  *   - Every record also goes to the metrics file when one is open: one JSON object per
  *     line, {"kind": "train", "iteration", "consumed_samples", "elapsed_ms",
  *     "tokens_per_s", "tflops", "mfu", "lr", "global_batch_size", "loss", "grad_norm",
- *     "skipped", "nan"} or {"kind": "valid"|"test", "iteration", "loss", "ppl"}; every
- *     iteration is written to the file (not only the logged ones), flushed per line.
+ *     "loss_scale", "skipped", "nan"} or {"kind": "valid"|"test", "iteration", "loss",
+ *     "ppl"}; every iteration is written to the file (not only the logged ones), flushed
+ *     per line.
  */
 #ifndef MG_TRAIN_LOG_H
 #define MG_TRAIN_LOG_H
@@ -37,6 +42,7 @@
 typedef struct {
     int64_t iteration, train_iters, consumed_samples, global_batch_size, tokens;
     double seconds, flops, lr, loss, grad_norm;
+    double loss_scale; /* the grad scaler's scale after this iteration's update */
     int skipped;
 } mg_log_iter;
 
@@ -51,7 +57,8 @@ void mg_train_log_free(mg_train_log *l); /* accepts NULL; closes the metrics fil
 mg_status mg_train_log_iter(mg_train_log *l, const mg_log_iter *it);
 /* --tensorboard-dir: also writes TensorBoard scalars (tb_events.h) every `interval`
  * iterations, Megatron's training_log tags each by iteration and "vs samples":
- * learning-rate, batch-size, lm loss (advanced iterations), loss-scale (1.0), grad-norm;
+ * learning-rate, batch-size, lm loss (advanced iterations), loss-scale, grad-norm (not for
+ * a skipped iteration);
  * and at each evaluation "lm loss validation" / "lm loss test". */
 mg_status mg_train_log_tensorboard(mg_train_log *l, const char *dir, int64_t interval);
 

@@ -35,6 +35,7 @@
 #include "device_plan.h"
 #include "dist_optim.h"
 #include "flops.h"
+#include "grad_scaler.h"
 #include "log.h"
 #include "mg/cli.h"
 #include "mg/file.h"
@@ -90,6 +91,9 @@ typedef struct {
     int64_t nmicro;
     uint64_t valid_cursor;
     int64_t start_iter;   /* iteration of the loaded checkpoint (0 without --load) */
+    mg_grad_scaler scaler; /* Megatron's loss scaling (grad_scaler.h; kind none: scale 1) */
+    int64_t sched_behind; /* samples of the skipped iterations: the lr scheduler's num_steps
+                           * is the consumed samples minus this */
     int64_t saved_iter;   /* last iteration saved (-1: none) */
     double flops_so_far;
     /* the comm counters (comm.h) of the last training step, for the measured-volume note */
@@ -149,6 +153,25 @@ static mg_train_ckpt_shard shard_of(mg_comm *w)
     return sh;
 }
 
+/* The checkpoint's grad scaler state into the run's dynamic scaler (Megatron's
+ * load_state_dict: an fp16 checkpoint without one keeps the initial scale); a constant or
+ * no scaler keeps its own. */
+static mg_status restore_scaler(run_state *s, const mg_grad_scaler *saved)
+{
+    if (s->scaler.kind != MG_SCALER_DYNAMIC) return MG_OK;
+    if (saved->kind == MG_SCALER_NONE) {
+        NOTE(s, "%s has no grad scaler state: starting from --initial-loss-scale", s->o->load);
+        return MG_OK;
+    }
+    MG_RETURN_IF(saved->kind != MG_SCALER_DYNAMIC, MG_ERR_FORMAT,
+                 "--load %s: the checkpoint's grad scaler is a constant one (no 'scale'); "
+                 "Megatron cannot continue it with a dynamic scaler either", s->o->load);
+    s->scaler.scale = saved->scale;
+    s->scaler.growth_tracker = saved->growth_tracker;
+    s->scaler.hysteresis_tracker = saved->hysteresis_tracker;
+    return MG_OK;
+}
+
 /* --load: weights, and unless --no-load-optim / --finetune the optimizer and position. */
 static mg_status load_checkpoint(run_state *s)
 {
@@ -177,6 +200,8 @@ static mg_status load_checkpoint(run_state *s)
                  "--global-batch-size (%lld)", o->load, (long long)st.consumed_train_samples,
                  (long long)st.iteration, (long long)o->global_batch_size);
     s->start_iter = st.iteration;
+    s->sched_behind = st.sched_behind;
+    if (st.optim_loaded) MG_FORWARD(restore_scaler(s, &st.scaler));
     s->valid_cursor = (uint64_t)st.consumed_valid_samples;
     s->flops_so_far = st.flops_so_far;
     NOTE(s, "loaded %s at iteration %lld%s", o->load, (long long)st.iteration,
@@ -189,7 +214,7 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
     const mg_train_opts *o = s->o;
     if (!o->save || s->saved_iter == it) return MG_OK;
     mg_train_ckpt_state st = {it, it * o->global_batch_size, (int64_t)s->valid_cursor,
-                              s->flops_so_far, 1};
+                              s->flops_so_far, 1, s->sched_behind, s->scaler};
     mg_gpt_optim *full = s->opt;
     mg_status ss = mg_device_to_host(s->g, s->dg, s->opt, s->dev_opt, &s->k);
     if (ss == MG_OK && s->dopt) { /* every DP rank takes part in gathering the moments */
@@ -294,6 +319,7 @@ static mg_status setup(run_state *s)
                                         o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE,
                                         s->k.backend));
     else MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
+    MG_FORWARD(mg_grad_scaler_init(&s->scaler, o));
     MG_FORWARD(load_checkpoint(s));
     MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k, o->bf16 || o->fp16));
     if (s->opt) MG_FORWARD(mg_device_optim(&s->dev_opt, s->opt, s->g, &s->k));
@@ -400,16 +426,24 @@ static mg_status step(run_state *s, int64_t it, mg_step_result *res)
 {
     const mg_train_opts *o = s->o;
     mg_step_hp hp;
-    mg_step_hp_at(o, it, &hp);
+    int64_t first = (it - 1) * o->global_batch_size;
+    mg_step_hp_of(o, (double)(first - s->sched_behind), &hp);
+    hp.loss_scale = s->scaler.scale;
     mg_comm_reset_counts(s->comm);
-    MG_FORWARD(fill(s, MG_SPLIT_TRAIN, (uint64_t)((it - 1) * o->global_batch_size)));
+    MG_FORWARD(fill(s, MG_SPLIT_TRAIN, (uint64_t)first));
     if (s->dopt) {
         MG_FORWARD(mg_gpt_accumulate(s->dg, &s->sched, &s->k, s->comm, micro_views(s),
-                                     s->nmicro, &res->loss));
-        return mg_dist_step(s->dopt, s->dg, &s->k, s->comm, &hp, res);
+                                     s->nmicro, hp.loss_scale, &res->loss));
+        MG_FORWARD(mg_dist_step(s->dopt, s->dg, &s->k, s->comm, &hp, res));
+    } else {
+        MG_FORWARD(mg_gpt_train_step_comm(s->dg, s->dev_opt, &s->sched, &s->k, s->comm,
+                                          micro_views(s), s->nmicro, &hp, res));
     }
-    return mg_gpt_train_step_comm(s->dg, s->dev_opt, &s->sched, &s->k, s->comm,
-                                  micro_views(s), s->nmicro, &hp, res);
+    /* MixedPrecisionOptimizer.step: the scaler sees found_inf; train_step steps the lr
+     * scheduler after a successful update only */
+    mg_grad_scaler_update(&s->scaler, res->skipped);
+    if (res->skipped) s->sched_behind += o->global_batch_size;
+    return MG_OK;
 }
 
 /* The device time of an iteration between two marks (CUDA events on the compute stream);
@@ -459,7 +493,8 @@ static mg_status log_iteration(run_state *s, int64_t it, const mg_step_result *r
     /* per rank: the log's TFLOP/s and MFU are per GPU */
     li.flops = mg_flops_per_batch(&o->model, o->global_batch_size) /
                (double)mg_comm_size(s->comm);
-    li.lr = mg_lr_at(&o->sched, (double)li.consumed_samples);
+    li.lr = mg_lr_at(&o->sched, (double)(li.consumed_samples - s->sched_behind));
+    li.loss_scale = s->scaler.scale;
     li.loss = res->loss;
     li.grad_norm = res->grad_norm;
     li.skipped = res->skipped;

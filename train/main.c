@@ -148,13 +148,5 @@ int main(int argc, char **argv)
         mg_train_opts_free(&o);
         return MG_EXIT_USAGE;
     }
-    if (o.fp16 && o.loss_scale != 1.0) {
-        fprintf(stderr, "%s: not supported yet: --fp16 with %s (--fp16 --loss-scale 1 trains "
-                "without scaling)\n", mg_cli_prog(),
-                o.loss_scale > 0 ? "a constant loss scale other than 1"
-                                 : "dynamic loss scaling, Megatron's default without --loss-scale");
-        mg_train_opts_free(&o);
-        return MG_EXIT_USAGE;
-    }
     return train(&o, argc, argv);
 }

@@ -44,13 +44,24 @@ void mg_gpt_optim_free(mg_gpt_optim *o)
 
 void mg_step_hp_at(const mg_train_opts *opts, int64_t iteration, mg_step_hp *hp)
 {
-    double samples = (double)(iteration - 1) * (double)opts->global_batch_size;
+    mg_step_hp_of(opts, (double)(iteration - 1) * (double)opts->global_batch_size, hp);
+}
+
+void mg_step_hp_of(const mg_train_opts *opts, double samples, mg_step_hp *hp)
+{
     hp->lr = mg_lr_at(&opts->sched, samples);
     hp->weight_decay = mg_wd_at(&opts->sched, samples);
     hp->beta1 = opts->adam_beta1;
     hp->beta2 = opts->adam_beta2;
     hp->eps = opts->adam_eps;
     hp->clip_grad = opts->clip_grad;
+    hp->loss_scale = 1.0;
+}
+
+void mg_unscale_grads(const mg_kctx *k, float *grads, int64_t n, double loss_scale)
+{
+    float inv = (float)(1.0 / loss_scale);
+    if (inv != 1.0f) mgk_scale(k, grads, n, inv);
 }
 
 mg_status mg_gpt_grad_norm(const mg_gpt *g, const mg_kctx *k, mg_comm *comm, double *norm)
@@ -116,12 +127,14 @@ static mg_status reduce_loss(mg_comm *comm, double lsum[2])
 }
 
 mg_status mg_gpt_accumulate(mg_gpt *g, const mg_sched *sched, const mg_kctx *k, mg_comm *comm,
-                            const mg_gpt_batch *micro, int64_t nmicro, double *loss)
+                            const mg_gpt_batch *micro, int64_t nmicro, double loss_scale,
+                            double *loss)
 {
     MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
     double lsum[2] = {0, 0}; /* masked token loss sum, token count (last stage) */
     mgk_zero(k, g->grads, g->numel);
-    MG_FORWARD(mg_sched_train(g, k, comm, sched, micro, nmicro, 1.0 / (double)nmicro, lsum));
+    MG_FORWARD(mg_sched_train(g, k, comm, sched, micro, nmicro, loss_scale / (double)nmicro,
+                              lsum));
     MG_FORWARD(mg_gpt_sync_grads(g, comm, sched->sequence_parallel));
     MG_FORWARD(reduce_loss(comm, lsum));
     *loss = lsum[1] > 0 ? lsum[0] / lsum[1] : 0.0;
@@ -133,8 +146,9 @@ mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, const mg_sched *sch
                                  int64_t nmicro, const mg_step_hp *hp, mg_step_result *res)
 {
     MG_RETURN_IF(o->numel != g->numel, MG_ERR_ARG, "train step: optimizer of another model");
-    MG_FORWARD(mg_gpt_accumulate(g, sched, k, comm, micro, nmicro, &res->loss));
+    MG_FORWARD(mg_gpt_accumulate(g, sched, k, comm, micro, nmicro, hp->loss_scale, &res->loss));
     MG_FORWARD(reduce_grads(g, k, comm));
+    mg_unscale_grads(k, g->grads, g->numel, hp->loss_scale);
     MG_FORWARD(mg_gpt_grad_norm(g, k, comm, &res->grad_norm));
     res->skipped = !isfinite(res->grad_norm);
     if (res->skipped) return MG_OK;

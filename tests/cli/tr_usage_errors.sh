@@ -1,5 +1,5 @@
 # mg-train usage errors (exit 2, the flag named; the warmup in the unit given), unsupported
-# settings (exit 2, "not supported yet": dropout, mrope, --fp16 with loss scaling), --bf16 on
+# settings (exit 2, "not supported yet": dropout, mrope), --bf16 on
 # CPU, --mock-data without a tokenizer, and a run without data.
 M="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
    --max-position-embeddings 32 --micro-batch-size 2 --train-iters 10 --lr 1e-3 --vocab-size 100"
@@ -25,8 +25,6 @@ t $M --position-embedding-type mrope
 t $M --hidden-dropout 0.1
 t $M --recompute-granularity full --recompute-method uniform --recompute-num-layers 1
 t $M --device gpu
-t $M --device cuda --fp16
-t $M --device cuda --fp16 --loss-scale 1024
 t $M --bf16
 t $M --mock-data
 t $M --data-path missing_text_document

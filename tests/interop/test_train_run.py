@@ -274,7 +274,7 @@ def test_log_and_metrics_fields(botchan, tmp_path):
     train = [r for r in recs if r["kind"] == "train"]
     assert set(train[0]) == {"kind", "iteration", "consumed_samples", "elapsed_ms",
                              "tokens_per_s", "tflops", "mfu", "lr", "global_batch_size",
-                             "loss", "grad_norm", "skipped", "nan"}
+                             "loss", "grad_norm", "loss_scale", "skipped", "nan"}
     for r in train:
         assert r["consumed_samples"] == 8 * r["iteration"] and r["global_batch_size"] == 8
         assert r["tokens_per_s"] > 0 and r["elapsed_ms"] > 0 and r["tflops"] > 0

@@ -1,17 +1,21 @@
 /* ckpt_shards.c — writes mg-train's checkpoint of a freshly initialised model as the
  * writers of a TP x PP run would (train/checkpoint.h's begin / write per shard / commit),
- * from one process, for tests/interop/test_dist_ckpt.py.
+ * from one process, for tests/interop/test_dist_ckpt.py and test_train_loss_scale.py.
  *
- * Usage: ckpt_shards DIR ITERATION MEGATRON-FLAGS...
+ * Usage: ckpt_shards DIR ITERATION [--scaler-updates FLAGS] MEGATRON-FLAGS...
  *   The model and its layout (--tensor-model-parallel-size, --pipeline-model-parallel-size;
  *   layers split evenly over the stages) come from the flags; every shard holds Megatron's
- *   initialisation from --seed (layout-independent), zero moments at step 0. Exit 0, or 2
- *   with a message.
+ *   initialisation from --seed (layout-independent), zero moments at step 0, and the grad
+ *   scaler the flags give (train/grad_scaler.h) after the updates FLAGS names ('1': an
+ *   overflow, '0': a clean step; each overflow a skipped iteration, which the scheduler's
+ *   num_steps leaves out). Exit 0, or 2 with a message.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "train/checkpoint.h"
+#include "train/grad_scaler.h"
 #include "train/options.h"
 
 static void ok(mg_status st, const char *what)
@@ -41,18 +45,37 @@ static void write_one(const char *dir, const mg_train_opts *o, int64_t tp_rank,
     mg_gpt_free(g);
 }
 
+/* The scaler of the flags after the updates of `updates`; *skipped: the overflows. */
+static void scaler_after(const mg_train_opts *o, const char *updates, mg_grad_scaler *s,
+                         int64_t *skipped)
+{
+    ok(mg_grad_scaler_init(s, o), "grad scaler");
+    *skipped = 0;
+    for (const char *f = updates; *f; f++) {
+        if (*f != '0' && *f != '1') ok(MG_ERR_ARG, "--scaler-updates: not 0 or 1");
+        mg_grad_scaler_update(s, *f == '1');
+        *skipped += *f == '1';
+    }
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 4) {
-        fprintf(stderr, "usage: ckpt_shards DIR ITERATION MEGATRON-FLAGS...\n");
+    int at = argc > 4 && !strcmp(argv[3], "--scaler-updates") ? 5 : 3;
+    if (argc < at + 1) {
+        fprintf(stderr, "usage: ckpt_shards DIR ITERATION [--scaler-updates FLAGS] "
+                        "MEGATRON-FLAGS...\n");
         return 2;
     }
     const char *dir = argv[1];
     int64_t it = atoll(argv[2]);
     mg_train_opts o;
-    ok(mg_train_parse(&o, argc - 2, argv + 2), "flags");
+    ok(mg_train_parse(&o, argc - at + 1, argv + at - 1), "flags");
     ok(mg_train_resolve_vocab(&o), "vocabulary");
-    mg_train_ckpt_state st = {it, it * o.global_batch_size, 0, 0, 1};
+    mg_train_ckpt_state st = {.iteration = it, .consumed_train_samples = it * o.global_batch_size,
+                              .optim_loaded = 1};
+    int64_t skipped;
+    scaler_after(&o, at == 5 ? argv[4] : "", &st.scaler, &skipped);
+    st.sched_behind = skipped * o.global_batch_size;
     ok(mg_train_ckpt_begin(dir, it), "begin");
     for (int64_t p = 0; p < o.model.pp; p++)
         for (int64_t r = 0; r < o.model.tp; r++) write_one(dir, &o, r, p, &st);

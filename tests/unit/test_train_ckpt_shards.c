@@ -2,6 +2,7 @@
  * commit phases put one mp_rank_TT (PP 1) or mp_rank_TT_PPP (PP > 1) file per shard in the
  * iteration folder, and each shard loads back bit for bit (weights, moments, step). The
  * shards are written from this one process, as the writers of a TP 2 or PP 2 run would.
+ * The grad scaler's state and the scheduler's step count (skipped iterations) round-trip.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,8 @@ static void roundtrip(mg_test_ctx *t, const char *flags, const mg_gpt_layout *la
     MG_CHECK_OK(t, mg_train_resolve_vocab(&o));
     char dir[512];
     snprintf(dir, sizeof dir, "%s/ck", t->dir);
-    mg_train_ckpt_state st = {5, 5 * o.global_batch_size, 0, 1e9, 1};
+    mg_train_ckpt_state st = {.iteration = 5, .consumed_train_samples = 5 * o.global_batch_size,
+                              .flops_so_far = 1e9, .optim_loaded = 1};
     mg_gpt *g[4];
     mg_gpt_optim *opt[4];
     MG_CHECK_OK(t, mg_train_ckpt_begin(dir, 5));
@@ -96,4 +98,50 @@ MG_TEST(train_ckpt_shards_pp2)
     const mg_train_ckpt_shard sh[2] = {{0, 0, 2}, {0, 1, 2}};
     const char *names[2] = {"mp_rank_00_000", "mp_rank_00_001"};
     roundtrip(t, TINY " --pipeline-model-parallel-size 2", lay, sh, names, 2);
+}
+
+/* Saves a shard with grad scaler state s and scheduler lag `behind`, loads it back. */
+static void scaler_roundtrip(mg_test_ctx *t, const char *sub, const mg_grad_scaler *s,
+                             int64_t behind, mg_train_ckpt_state *got)
+{
+    mg_train_opts o;
+    MG_CHECK_OK(t, train_cmdline_parse(&o, TINY));
+    MG_CHECK_OK(t, mg_train_resolve_vocab(&o));
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", t->dir, sub);
+    mg_train_ckpt_state st = {.iteration = 5, .consumed_train_samples = 5 * o.global_batch_size,
+                              .optim_loaded = 1, .sched_behind = behind, .scaler = *s};
+    const mg_gpt_layout lay = {1, 0, 0, 2, 1, 1};
+    mg_gpt *g = model(t, &o, &lay, 1);
+    mg_gpt_optim *opt = NULL;
+    MG_CHECK_OK(t, mg_gpt_optim_create(&opt, g));
+    MG_CHECK_OK(t, mg_train_ckpt_save(dir, &o, g, opt, &st));
+    memset(got, 0xff, sizeof *got);
+    MG_CHECK_OK(t, mg_train_ckpt_load(dir, g, opt, got));
+    mg_gpt_optim_free(opt);
+    mg_gpt_free(g);
+    mg_train_opts_free(&o);
+}
+
+/* The optimizer's 'grad_scaler' (dynamic: scale and trackers; constant: {}; none: absent)
+ * and the scheduler's num_steps short of the skipped iterations load back as saved. */
+MG_TEST(train_ckpt_grad_scaler_state)
+{
+    mg_grad_scaler dyn, none = {.kind = MG_SCALER_NONE, .scale = 1.0f};
+    MG_CHECK_OK(t, mg_grad_scaler_dynamic(&dyn, 65536.0, 1.0, 3, 2));
+    mg_grad_scaler_update(&dyn, 1);
+    mg_grad_scaler_update(&dyn, 1);
+    mg_grad_scaler_update(&dyn, 0);
+    mg_train_ckpt_state got;
+    scaler_roundtrip(t, "dyn", &dyn, 2, &got);
+    MG_CHECK(t, got.scaler.kind == MG_SCALER_DYNAMIC && got.scaler.scale == 32768.0f);
+    MG_CHECK_EQ_INT(t, got.scaler.growth_tracker, 1);
+    MG_CHECK_EQ_INT(t, got.scaler.hysteresis_tracker, 0);
+    MG_CHECK_EQ_INT(t, got.sched_behind, 2);
+    mg_grad_scaler constant = {.kind = MG_SCALER_CONSTANT, .scale = 8.0f};
+    scaler_roundtrip(t, "const", &constant, 0, &got);
+    MG_CHECK(t, got.scaler.kind == MG_SCALER_CONSTANT);
+    MG_CHECK_EQ_INT(t, got.sched_behind, 0);
+    scaler_roundtrip(t, "none", &none, 0, &got);
+    MG_CHECK(t, got.scaler.kind == MG_SCALER_NONE);
 }

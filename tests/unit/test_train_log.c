@@ -23,6 +23,7 @@ static mg_log_iter iter(int64_t i, double loss)
     it.lr = 2.5e-4;
     it.loss = loss;
     it.grad_norm = 1.25;
+    it.loss_scale = 1.0;
     return it;
 }
 
@@ -65,7 +66,7 @@ MG_TEST(train_log_line_and_metrics)
                                  "\"elapsed_ms\": 500, \"tokens_per_s\": 128, \"tflops\": 2, "
                                  "\"mfu\": 0.5, \"lr\": 0.00025000000000000001, "
                                  "\"global_batch_size\": 4, \"loss\": 4, \"grad_norm\": 1.25, "
-                                 "\"skipped\": 0, \"nan\": 0}\n"));
+                                 "\"loss_scale\": 1, \"skipped\": 0, \"nan\": 0}\n"));
     MG_CHECK(t, js && strstr(js, "{\"kind\": \"valid\", \"iteration\": 4, \"loss\": 25, "
                                  "\"ppl\": 485165195.40979028}\n"));
     free(js);
@@ -92,6 +93,35 @@ MG_TEST(train_log_unknown_peak_and_nan)
     MG_CHECK(t, js && strstr(js, "\"mfu\": null") && strstr(js, "\"loss\": null") &&
                     strstr(js, "\"nan\": 1}") && strstr(js, "{\"kind\": \"test\""));
     free(js);
+    free(out);
+}
+
+/* fp16 overflows: skipped iterations are counted and left out of the mean loss, the scale
+ * is printed with one decimal, a skipped last iteration prints no grad norm (Megatron's
+ * grad_norm is None). */
+MG_TEST(train_log_skipped_and_loss_scale)
+{
+    char *out = NULL;
+    size_t outlen = 0;
+    FILE *mem = open_memstream(&out, &outlen);
+    mg_train_log *l = NULL;
+    MG_CHECK_OK(t, mg_train_log_create(&l, mem, NULL, 3, -1));
+    mg_log_iter a = iter(1, 9.0), b = iter(2, 5.0), c = iter(3, 7.0);
+    a.skipped = 1;
+    a.loss_scale = 2147483648.0;
+    b.loss_scale = c.loss_scale = 0.5;
+    c.skipped = 1;
+    MG_CHECK_OK(t, mg_train_log_iter(l, &a));
+    MG_CHECK_OK(t, mg_train_log_iter(l, &b));
+    MG_CHECK_OK(t, mg_train_log_iter(l, &c));
+    mg_train_log_free(l);
+    fclose(mem);
+    /* no lm loss before an iteration has advanced (Megatron's total_loss_dict) */
+    MG_CHECK(t, strstr(out, "| global batch size:     4 | loss scale: 2147483648.0 | number of "
+                            "skipped iterations:   1 |"));
+    MG_CHECK(t, strstr(out, "| lm loss: 5.000000E+00 | loss scale: 0.5 | number of skipped "
+                            "iterations:   1 | number of nan iterations:   0 |\n"));
+    MG_CHECK(t, !strstr(out, "grad norm"));
     free(out);
 }
 
