@@ -3,7 +3,9 @@
  * the per-block work buffers, zeroed before each use because kernels add) and fp32 parameter
  * gradients accumulated into g->grads (Megatron's fp32 gradient accumulation).
  *
- * Contract: as forward_bf16.c (tp = 1, one stage). The logits buffer is overwritten by
+ * Contract: as forward_bf16.c (tp = 1, any stage: a stage that is not the last starts from
+ * the bf16 gradient of its output in a->dx, one that is not the first leaves the gradient
+ * of its input there). The logits buffer is overwritten by
  * dlogits (in place).
  */
 #include "model_internal.h"
@@ -107,13 +109,13 @@ static void embed_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 
 mg_status mg_gpt_backward_bf16(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale)
 {
-    MG_RETURN_IF(a->tp != 1 || !g->lay.first_stage || !g->lay.last_stage, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --bf16 with tensor or pipeline parallelism");
-    head_bwd(g, a, k, grad_scale);
+    MG_RETURN_IF(a->tp != 1, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --bf16 with tensor parallelism");
+    if (g->lay.last_stage) head_bwd(g, a, k, grad_scale);
     for (int64_t l = a->L - 1; l >= 0; l--) {
         mlp_block_bwd(g, a, k, l);
         attn_block_bwd(g, a, k, l);
     }
-    embed_bwd(g, a, k);
+    if (g->lay.first_stage) embed_bwd(g, a, k);
     return MG_OK;
 }

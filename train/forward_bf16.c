@@ -3,8 +3,9 @@
  * outputs, q/k/v, the MLP and the logits in bf16; norm statistics, the attention's saved
  * state, the loss and its log-sum-exp in fp32), on the kernels' bf16 variants (kernels.h).
  *
- * Contract: the whole model on one rank (tp = 1, a single pipeline stage, so the SP twins
- * alias their buffers); every buffer is forward.c's arena slot, planned at bf16 size
+ * Contract: tp = 1 (so the SP twins alias their buffers); any pipeline stage: the embedding on
+ * the first, the head on the last, the residual stream at the stage boundaries in bf16
+ * (mg_gpt_stage_bytes); every buffer is forward.c's arena slot, planned at bf16 size
  * (take_act) and read through mg_bf(). The loss of each token goes to a->loss for
  * mg_gpt_forward's masked mean.
  */
@@ -76,13 +77,13 @@ static void head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 
 mg_status mg_gpt_forward_bf16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
-    MG_RETURN_IF(a->tp != 1 || !g->lay.first_stage || !g->lay.last_stage, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --bf16 with tensor or pipeline parallelism");
-    embed_fwd(g, a, k);
+    MG_RETURN_IF(a->tp != 1, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --bf16 with tensor parallelism");
+    if (g->lay.first_stage) embed_fwd(g, a, k);
     for (int64_t l = 0; l < a->L; l++) {
         attn_block_fwd(g, a, k, l);
         mlp_block_fwd(g, a, k, l);
     }
-    head_fwd(g, a, k);
+    if (g->lay.last_stage) head_fwd(g, a, k);
     return MG_OK;
 }
