@@ -301,6 +301,10 @@ void mgk_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq, m
                        const mgk_bf16 *kk, const mgk_bf16 *v, const int32_t *seg);
 void mgk_xent_fwd_bf16(const mg_kctx *k, float *loss, float *lse, const mgk_bf16 *logits,
                        const int32_t *targets, int64_t N, int64_t Vp, int64_t vocab);
+/* mgk_xent_partial on a bf16 shard of the logits (tensor parallelism). */
+void mgk_xent_partial_bf16(const mg_kctx *k, float *rowmax, float *rowsum, float *tgt,
+                           const mgk_bf16 *logits, const int32_t *targets, int64_t N,
+                           int64_t Vl, int64_t col0, int64_t vocab);
 void mgk_xent_bwd_bf16(const mg_kctx *k, mgk_bf16 *dlogits, const mgk_bf16 *logits,
                        const float *lse, const int32_t *targets, const float *mask, float scale,
                        int64_t N, int64_t Vl, int64_t col0, int64_t vocab);

@@ -21,8 +21,9 @@ of 2 x 16 tokens per iteration, 20 iterations, vocabulary 999 padded to 1024), 4
     same names, shapes and dtypes, values within the drift of 20 Adam steps.
   - the TP=2 x PP=2 device run's checkpoint exported to Hugging Face by mg-convert (TP and PP
     merged): transformers' logits on random ids equal mg-train's model on the exported weights.
-  - --bf16 (bf16 activations at the stage boundaries, gradients reduced in fp32) at PP=2 x
-    DP=2: losses within BF16_REL (2e-3) of the single-process --bf16 device run, falling.
+  - --bf16 (bf16 activations at the stage boundaries and in the tensor-parallel sums,
+    gradients reduced in fp32) at PP=2 x DP=2 and TP=2 x DP=2: losses within BF16_REL (2e-3)
+    of the single-process --bf16 device run, falling.
   - --dry-run --device cuda plans every pipeline stage's device memory.
 
 mpirun --oversubscribe --allow-run-as-root (a missing mpirun fails); OMP_NUM_THREADS=1.
@@ -82,14 +83,14 @@ def test_device_layout_equals_cpu(data, arch, layout, tmp_path):  # noqa: F811
         assert_probe_logits(arch, hf, tmp_path)
 
 
-BF16_LAYOUTS = {"pp2-dp2": ["--pipeline-model-parallel-size", 2]}
+BF16_LAYOUTS = {"pp2-dp2": ["--pipeline-model-parallel-size", 2], "tp2-dp2": TP2DP2}
 
 
 @pytest.mark.parametrize("layout", sorted(BF16_LAYOUTS))
 def test_bf16_layout_near_single_process(data, layout, tmp_path):  # noqa: F811
     """--bf16 on 4 ranks against the single-process --bf16 device run: within BF16_REL
-    (gradients reduced in fp32; measured when written: 8.9e-6 at PP=2 x DP=2), the loss
-    falling."""
+    (the tensor-parallel activation sums in bf16, gradients reduced in fp32; measured when
+    written: 8.9e-6 at PP=2 x DP=2, 1.7e-5 at TP=2 x DP=2), the loss falling."""
     arch, args = "gpt2", model_args(data, "gpt2", ["--bf16"])
     one = conftest.run_mg([_emu(), *args, "--device", "cuda", "--log-file",
                            tmp_path / "one.jsonl"], env=ENV)
