@@ -13,7 +13,9 @@ of 2 x 16 tokens per iteration, 20 iterations, vocabulary 999 padded to 1024), 4
     emulated GPU; rank 0 allocates exactly the device bytes --dry-run plans for its stage.
     GPT-2 runs with the emulator's late streams (MGK_EMU_STREAMS=late: a copy on a stream runs
     only when something must see it, so a collective that did not follow the stream's earlier
-    work would read stale data), Llama in the random thread order.
+    work would read stale data: with the shim's catch-up of the stream removed, the first
+    staged broadcast already reads garbage and the ranks' start-up check fails), Llama in the
+    random thread order.
   - TP=2 x DP=2 with --use-distributed-optimizer on the device (gradients reduce-scattered and
     parameters all-gathered in device buffers): losses and grad norms equal the device run
     without it within 1e-5 relative, and its checkpoint (model_optim_rng.pt and
