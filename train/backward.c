@@ -134,7 +134,7 @@ mg_status mg_gpt_backward(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double gr
     MG_ASSERT(a->owner == g);
     MG_RETURN_IF(!a->have_forward, MG_ERR_ARG, "model: backward without a forward pass");
     a->have_forward = 0;
-    if (a->bf16) return mg_gpt_backward_bf16(g, a, k, grad_scale);
+    if (a->h16) return mg_gpt_backward_h16(g, a, k, grad_scale);
     if (g->lay.last_stage) MG_FORWARD(head_bwd(g, a, k, grad_scale));
     for (int64_t l = a->L - 1; l >= 0; l--) {
         MG_FORWARD(mlp_block_bwd(g, a, k, l));

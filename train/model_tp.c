@@ -64,15 +64,15 @@ mg_status mg_tp_xent_fwd(const mg_gpt_acts *a, const mg_kctx *k, const int32_t *
     return xent_combine(a, k);
 }
 
-mg_status mg_tp_xent_fwd_bf16(const mg_gpt_acts *a, const mg_kctx *k, const int32_t *targets,
+mg_status mg_tp_xent_fwd_h16(const mg_gpt_acts *a, const mg_kctx *k, const int32_t *targets,
                               int64_t vocab)
 {
-    mgk_xent_partial_bf16(k, a->xmax, a->xsum, a->xsum + a->N, mg_bf(a->logits), targets, a->N,
+    mgk_xent_partial_h16(k, a->xmax, a->xsum, a->xsum + a->N, mg_h16(a->logits), targets, a->N,
                           a->Vp, a->vocab0, vocab);
     return xent_combine(a, k);
 }
 
-mg_status mg_tp_reduce_bf16(const mg_gpt_acts *a, mgk_bf16 *x, int64_t C)
+mg_status mg_tp_reduce_h16(const mg_gpt_acts *a, mgk_h16 *x, int64_t C)
 {
     MG_ASSERT(!a->sp);
     return a->tpc ? mg_comm_allreduce_sum_bf16(a->tpc, x, a->N * C) : MG_OK;
