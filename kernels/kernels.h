@@ -312,6 +312,10 @@ void mgk_attn_bwd_h16(const mg_kctx *k, const mgk_attn_dims *d, mgk_h16 *dq, mgk
                       const mgk_h16 *kk, const mgk_h16 *v, const int32_t *seg);
 void mgk_xent_fwd_h16(const mg_kctx *k, float *loss, float *lse, const mgk_h16 *logits,
                       const int32_t *targets, int64_t N, int64_t Vp, int64_t vocab);
+/* mgk_xent_partial on a 16-bit shard of the logits (tensor parallelism). */
+void mgk_xent_partial_h16(const mg_kctx *k, float *rowmax, float *rowsum, float *tgt,
+                          const mgk_h16 *logits, const int32_t *targets, int64_t N, int64_t Vl,
+                          int64_t col0, int64_t vocab);
 void mgk_xent_bwd_h16(const mg_kctx *k, mgk_h16 *dlogits, const mgk_h16 *logits,
                       const float *lse, const int32_t *targets, const float *mask, float scale,
                       int64_t N, int64_t Vl, int64_t col0, int64_t vocab);

@@ -154,6 +154,13 @@ void mgk_xent_fwd_h16(const mg_kctx *k, float *loss, float *lse, const mgk_h16 *
     CUDA_ONLY(xent_fwd_h16, (k, loss, lse, logits, targets, N, Vp, vocab));
 }
 
+void mgk_xent_partial_h16(const mg_kctx *k, float *rowmax, float *rowsum, float *tgt,
+                          const mgk_h16 *logits, const int32_t *targets, int64_t N, int64_t Vl,
+                          int64_t col0, int64_t vocab)
+{
+    CUDA_ONLY(xent_partial_h16, (k, rowmax, rowsum, tgt, logits, targets, N, Vl, col0, vocab));
+}
+
 void mgk_xent_bwd_h16(const mg_kctx *k, mgk_h16 *dlogits, const mgk_h16 *logits,
                       const float *lse, const int32_t *targets, const float *mask, float scale,
                       int64_t N, int64_t Vl, int64_t col0, int64_t vocab)

@@ -3,7 +3,12 @@
  * the per-block work buffers, zeroed before each use because kernels add) and fp32 parameter
  * gradients accumulated into g->grads (Megatron's fp32 gradient accumulation).
  *
- * Contract: as forward_h16.c (tp = 1, one stage). The logits buffer is overwritten by
+ * Contract: as forward_h16.c (any tensor-parallel rank without sequence parallelism: the
+ * column-parallel layers' input gradients — QKV, fc1, the output layer — summed over the
+ * group in bf16 (mg_tp_reduce_h16), the row-parallel layers' and the norms' gradients
+ * complete on every rank; any stage: a stage that is not the last starts from
+ * the bf16 gradient of its output in a->dx, one that is not the first leaves the gradient
+ * of its input there). The logits buffer is overwritten by
  * dlogits (in place).
  */
 #include "model_internal.h"
@@ -19,23 +24,25 @@ static void norm_bwd(const mg_gpt *g, const mg_kctx *k, float *dx, float *dw, fl
                               C);
 }
 
-static void head_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale)
+static mg_status head_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale)
 {
     float *G = g->grads;
     const mg_gpt_batch *b = &a->batch;
     mgk_h16 *dlogits = mg_h16(a->logits);
     float scale = a->denom > 0 ? (float)(grad_scale / a->denom) : 0.0f;
     mgk_xent_bwd_h16(k, dlogits, dlogits, a->lse, b->targets, b->loss_mask, scale, a->N,
-                     a->Vp, 0, mg_gpt_loss_vocab(g));
+                      a->Vp, a->vocab0, mg_gpt_loss_vocab(g));
     mgk_zero_h16(k, mg_h16(a->dln), a->N * a->H);
     mgk_linear_bwd_h16(k, mg_h16(a->dln), mg_gp(G, a, P_OUT), NULL, dlogits, mg_h16(a->lnf),
-                       mg_gw16(g, a, P_OUT), a->N, a->H, a->Vp);
+                        mg_gw16(g, a, P_OUT), a->N, a->H, a->Vp);
+    MG_FORWARD(mg_tp_reduce_h16(a, mg_h16(a->dln), a->H));
     mgk_zero_h16(k, mg_h16(a->dx), a->N * a->H);
     norm_bwd(g, k, a->dx, mg_gp(G, a, P_LNF_W), mg_gp(G, a, P_LNF_B), a->dln, a->x[a->L],
              mg_gw16(g, a, P_LNF_W), a->lnf_mean, a->lnf_rstd, a->N, a->H);
+    return MG_OK;
 }
 
-static void mlp_block_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+static mg_status mlp_block_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
 {
     mg_layer_acts *s = &a->la[l];
     float *G = g->grads;
@@ -49,9 +56,11 @@ static void mlp_block_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l
     else mgk_gelu_bwd_h16(k, dfc1, dact, mg_h16(s->fc1), N * a->F, g->opt.gelu);
     mgk_zero_h16(k, dln, N * a->H);
     mgk_linear_bwd_h16(k, dln, mg_lp(G, a, l, P_FC1_W), mg_lp(G, a, l, P_FC1_B), dfc1,
-                       mg_h16(s->ln2), mg_lw16(g, a, l, P_FC1_W), N, a->H, a->F1);
+                        mg_h16(s->ln2), mg_lw16(g, a, l, P_FC1_W), N, a->H, a->F1);
+    MG_FORWARD(mg_tp_reduce_h16(a, dln, a->H));
     norm_bwd(g, k, a->dx, mg_lp(G, a, l, P_POST_W), mg_lp(G, a, l, P_POST_B), a->dln, s->xmid,
              mg_lw16(g, a, l, P_POST_W), s->ln2_mean, s->ln2_rstd, N, a->H);
+    return MG_OK;
 }
 
 /* d(q, k) after RoPE -> before RoPE (a->dq0, a->dk0); identity without RoPE. */
@@ -72,7 +81,7 @@ static void rope_bwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, mgk_h16 
     *dk = dk0;
 }
 
-static void attn_block_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+static mg_status attn_block_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
 {
     mg_layer_acts *s = &a->la[l];
     float *G = g->grads;
@@ -90,16 +99,18 @@ static void attn_block_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t 
     mgk_qkv_merge_h16(k, qkv, dq, dk, dv, N, a->Hq, a->Hkv, a->D);
     mgk_zero_h16(k, mg_h16(a->dln), N * a->H);
     mgk_linear_bwd_h16(k, mg_h16(a->dln), mg_lp(G, a, l, P_QKV_W), mg_lp(G, a, l, P_QKV_B), qkv,
-                       mg_h16(s->ln1), mg_lw16(g, a, l, P_QKV_W), N, a->H, a->QKV);
+                        mg_h16(s->ln1), mg_lw16(g, a, l, P_QKV_W), N, a->H, a->QKV);
+    MG_FORWARD(mg_tp_reduce_h16(a, mg_h16(a->dln), a->H));
     norm_bwd(g, k, a->dx, mg_lp(G, a, l, P_IN_W), mg_lp(G, a, l, P_IN_B), a->dln, a->x[l],
              mg_lw16(g, a, l, P_IN_W), s->ln1_mean, s->ln1_rstd, N, a->H);
+    return MG_OK;
 }
 
 static void embed_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
     float *G = g->grads;
-    mgk_embedding_bwd_h16(k, mg_gp(G, a, P_WTE), mg_h16(a->dx), a->batch.ids, a->N, a->H, 0,
-                          a->Vp);
+    mgk_embedding_bwd_h16(k, mg_gp(G, a, P_WTE), mg_h16(a->dx), a->batch.ids, a->N, a->H,
+                           a->vocab0, a->Vp);
     if (g->m.learned_positions)
         mgk_embedding_bwd_h16(k, mg_gp(G, a, P_WPE), mg_h16(a->dx), a->pos, a->N, a->H, 0,
                               g->m.max_position_embeddings);
@@ -107,14 +118,15 @@ static void embed_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 
 mg_status mg_gpt_backward_h16(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale)
 {
-    MG_RETURN_IF(a->tp != 1 || !g->lay.first_stage || !g->lay.last_stage, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --%s with tensor or pipeline parallelism",
+    MG_RETURN_IF(a->sp, MG_ERR_UNSUPPORTED, "not supported yet: --%s with --sequence-parallel",
                  mgk_half_name(k->half));
-    head_bwd(g, a, k, grad_scale);
+    MG_RETURN_IF(a->tpc && k->half != MGK_HALF_BF16, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --%s with tensor parallelism", mgk_half_name(k->half));
+    if (g->lay.last_stage) MG_FORWARD(head_bwd(g, a, k, grad_scale));
     for (int64_t l = a->L - 1; l >= 0; l--) {
-        mlp_block_bwd(g, a, k, l);
-        attn_block_bwd(g, a, k, l);
+        MG_FORWARD(mlp_block_bwd(g, a, k, l));
+        MG_FORWARD(attn_block_bwd(g, a, k, l));
     }
-    embed_bwd(g, a, k);
+    if (g->lay.first_stage) embed_bwd(g, a, k);
     return MG_OK;
 }

@@ -224,23 +224,40 @@ mg_status mg_comm_allreduce_sum_f64(mg_comm *c, double *buf, int64_t n)
     return allreduce(c, buf, n, COMM_F64, sizeof(double));
 }
 
+mg_status mg_comm_allreduce_sum_bf16(mg_comm *c, uint16_t *buf, int64_t n)
+{
+    return allreduce(c, buf, n, COMM_BF16, sizeof(uint16_t));
+}
+
 /* One rank: recv = send (n floats), skipped when they are the same memory. */
 static void copy_floats(float *dst, const float *src, int64_t n)
 {
     if (n > 0 && dst != src) memmove(dst, src, (size_t)n * sizeof *dst);
 }
 
-mg_status mg_comm_allgather_f32(mg_comm *c, float *recv, const float *send, int64_t n)
+/* n elements of elem bytes from every rank (one rank: a copy unless in place). */
+static mg_status allgather(mg_comm *c, void *recv, const void *send, int64_t n, size_t elem)
 {
     MG_FORWARD(check_count(c, "all-gather", recv, n));
     MG_FORWARD(check_count(c, "all-gather", send, n));
-    count(c, MG_COMM_OP_ALLGATHER, c->size * n * (int64_t)sizeof(float));
+    int64_t bytes = n * (int64_t)elem;
+    count(c, MG_COMM_OP_ALLGATHER, c->size * bytes);
     if (n == 0) return MG_OK;
     if (c->size == 1) {
-        copy_floats(recv, send, n);
+        if (recv != send) memmove(recv, send, (size_t)bytes);
         return MG_OK;
     }
-    return c->be->allgather(c, recv, send, n * (int64_t)sizeof(float));
+    return c->be->allgather(c, recv, send, bytes);
+}
+
+mg_status mg_comm_allgather_f32(mg_comm *c, float *recv, const float *send, int64_t n)
+{
+    return allgather(c, recv, send, n, sizeof(float));
+}
+
+mg_status mg_comm_allgather_bf16(mg_comm *c, uint16_t *recv, const uint16_t *send, int64_t n)
+{
+    return allgather(c, recv, send, n, sizeof(uint16_t));
 }
 
 mg_status mg_comm_reduce_scatter_sum_f32(mg_comm *c, float *recv, const float *send,

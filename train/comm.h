@@ -117,6 +117,12 @@ mg_status mg_comm_group_by_name(mg_comm *c, const char *name, mg_comm **group);
 mg_status mg_comm_allreduce_sum_f32(mg_comm *c, float *buf, int64_t n);
 mg_status mg_comm_allreduce_sum_f64(mg_comm *c, double *buf, int64_t n);
 mg_status mg_comm_allgather_f32(mg_comm *c, float *recv, const float *send, int64_t n);
+/* bf16 activations (bit patterns, kernels.h mgk_h16), as Megatron's --bf16 moves them: the
+ * sum accumulates in fp32 and is rounded once to nearest-even (nccl: NCCL's bf16 sum, which
+ * on a GPU rounds after each step of its ring or tree); the all-gather moves the bits. The
+ * mpi backend (CPU buffers, fp32 training) has no bf16 sum: MG_ERR_UNSUPPORTED. */
+mg_status mg_comm_allreduce_sum_bf16(mg_comm *c, uint16_t *buf, int64_t n);
+mg_status mg_comm_allgather_bf16(mg_comm *c, uint16_t *recv, const uint16_t *send, int64_t n);
 mg_status mg_comm_reduce_scatter_sum_f32(mg_comm *c, float *recv, const float *send,
                                          int64_t n);
 mg_status mg_comm_broadcast(mg_comm *c, void *buf, int64_t bytes, int64_t root);

@@ -14,7 +14,7 @@
 #include "comm_groups.h"
 #include "comm_launch.h"
 
-typedef enum { COMM_F32, COMM_F64 } comm_dtype;
+typedef enum { COMM_F32, COMM_F64, COMM_BF16 } comm_dtype;
 
 typedef struct comm_backend {
     const char *name;

@@ -223,6 +223,8 @@ static mg_status gather_blocks(mg_comm *c, const char *op, void *buf, int64_t n,
 
 static mg_status m_allreduce(mg_comm *c, void *buf, int64_t n, comm_dtype t)
 {
+    MG_RETURN_IF(t == COMM_BF16, MG_ERR_UNSUPPORTED, "not supported yet: a bf16 all-reduce on "
+                 "the MPI backend (CPU buffers are fp32; bf16 runs on the NCCL backend)");
     size_t esz = t == COMM_F32 ? sizeof(float) : sizeof(double);
     char *mine = (char *)buf + (size_t)block_off(n, c->size, c->rank) * esz;
     MG_FORWARD(reduce_blocks(c, "all-reduce", buf, mine, n, t));

@@ -118,7 +118,15 @@ static mg_status wait_comm(mg_comm *c, ncclComm_t comm, const char *op, double d
     }
 }
 
-static ncclDataType_t nccl_type(comm_dtype t) { return t == COMM_F32 ? ncclFloat : ncclDouble; }
+static ncclDataType_t nccl_type(comm_dtype t)
+{
+    return t == COMM_F32 ? ncclFloat : t == COMM_F64 ? ncclDouble : ncclBfloat16;
+}
+
+static size_t elem_size(comm_dtype t)
+{
+    return t == COMM_F32 ? sizeof(float) : t == COMM_F64 ? sizeof(double) : sizeof(uint16_t);
+}
 
 /* Whether p is the device's memory (NCCL reaches nothing else). */
 static int on_device(const void *p)
@@ -181,7 +189,7 @@ static mg_status in_place(mg_comm *c, const char *op, void *buf, size_t bytes,
 
 static mg_status n_allreduce(mg_comm *c, void *buf, int64_t n, comm_dtype t)
 {
-    size_t bytes = (size_t)n * (t == COMM_F32 ? sizeof(float) : sizeof(double));
+    size_t bytes = (size_t)n * elem_size(t);
     unsigned char *d;
     MG_FORWARD(in_place(c, "all-reduce", buf, bytes, &d));
     return finish(c, "all-reduce", ncclAllReduce(d, d, (size_t)n, nccl_type(t), ncclSum,

@@ -273,6 +273,10 @@ int64_t mg_gpt_acts_bytes(const mg_gpt_acts *a)
 
 const float *mg_gpt_logits(const mg_gpt_acts *a) { return a->logits; }
 int64_t mg_gpt_stage_numel(const mg_gpt_acts *a) { return a->Ns * a->H; }
+int64_t mg_gpt_stage_bytes(const mg_gpt_acts *a)
+{
+    return mg_gpt_stage_numel(a) * (a->h16 ? (int64_t)sizeof(mgk_h16) : (int64_t)sizeof(float));
+}
 float *mg_gpt_stage_input(mg_gpt_acts *a) { return a->x[0]; }
 const float *mg_gpt_stage_output(const mg_gpt_acts *a) { return a->x[a->L]; }
 float *mg_gpt_stage_dout(mg_gpt_acts *a) { return a->dx; }

@@ -4,8 +4,14 @@
  * norm statistics, the attention's saved state, the loss and its log-sum-exp in fp32), on the
  * kernels' 16-bit variants (kernels.h).
  *
- * Contract: the whole model on one rank (tp = 1, a single pipeline stage, so the SP twins
- * alias their buffers); every buffer is forward.c's arena slot, planned at 16-bit size
+ * Contract: any tensor-parallel rank without sequence parallelism (so the SP twins alias
+ * their buffers): the vocabulary-parallel embedding and the row-parallel outputs (attention
+ * projection, fc2) summed over the group in bf16 as Megatron does (mg_tp_reduce_h16; a
+ * row-parallel bias is added by tensor rank 0 before the sum, so that it counts once; Megatron
+ * adds it after the sum: the two differ by one bf16 rounding), the vocabulary-parallel loss
+ * on the logit shard (mg_tp_xent_fwd_h16); any pipeline stage: the embedding on the first,
+ * the head on the last, the residual stream at the stage boundaries in 16 bits
+ * (mg_gpt_stage_bytes); every buffer is forward.c's arena slot, planned at 16-bit size
  * (take_act) and read through mg_h16(). The loss of each token goes to a->loss for
  * mg_gpt_forward's masked mean.
  */
@@ -19,16 +25,25 @@ static void norm_fwd(const mg_gpt *g, const mg_kctx *k, float *out, float *mean,
     else mgk_layernorm_fwd_h16(k, mg_h16(out), mean, rstd, mg_h16(x), w, b, N, C, eps);
 }
 
-static void embed_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
+/* The row-parallel bias: tensor rank 0's (added before the group's sum). */
+static const mgk_h16 *row_bias(const mg_gpt_acts *a, const mgk_h16 *bias)
 {
-    mgk_h16 *x = mg_h16(a->x[0]);
-    mgk_embedding_fwd_h16(k, x, a->batch.ids, mg_gw16(g, a, P_WTE), a->N, a->H, 0, a->Vp, 0);
-    if (g->m.learned_positions)
-        mgk_embedding_fwd_h16(k, x, a->pos, mg_gw16(g, a, P_WPE), a->N, a->H, 0,
-                              g->m.max_position_embeddings, 1);
+    return a->tp_rank == 0 ? bias : NULL;
 }
 
-static void attn_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+static mg_status embed_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
+{
+    mgk_h16 *x = mg_h16(a->x[0]);
+    mgk_embedding_fwd_h16(k, x, a->batch.ids, mg_gw16(g, a, P_WTE), a->N, a->H, a->vocab0,
+                           a->Vp, 0);
+    MG_FORWARD(mg_tp_reduce_h16(a, x, a->H));
+    if (g->m.learned_positions)
+        mgk_embedding_fwd_h16(k, x, a->pos, mg_gw16(g, a, P_WPE), a->N, a->H, 0,
+                               g->m.max_position_embeddings, 1);
+    return MG_OK;
+}
+
+static mg_status attn_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
 {
     mg_layer_acts *s = &a->la[l];
     int64_t N = a->N, QD = a->Hq * a->D;
@@ -45,11 +60,13 @@ static void attn_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, in
     }
     mgk_attn_fwd_h16(k, &a->ad, mg_h16(s->ao), s->att, q, kk, v, a->batch.seg);
     mgk_linear_fwd_h16(k, mg_h16(s->xmid), mg_h16(s->ao), mg_lw16(g, a, l, P_PROJ_W),
-                       mg_lw16(g, a, l, P_PROJ_B), N, QD, a->H);
+                        row_bias(a, mg_lw16(g, a, l, P_PROJ_B)), N, QD, a->H);
+    MG_FORWARD(mg_tp_reduce_h16(a, mg_h16(s->xmid), a->H));
     mgk_add_h16(k, mg_h16(s->xmid), mg_h16(s->xmid), mg_h16(a->x[l]), N * a->H);
+    return MG_OK;
 }
 
-static void mlp_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+static mg_status mlp_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
 {
     mg_layer_acts *s = &a->la[l];
     mgk_h16 *out = mg_h16(a->x[l + 1]), *fc1 = mg_h16(s->fc1), *act = mg_h16(s->act);
@@ -60,31 +77,35 @@ static void mlp_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int
                        mg_lw16(g, a, l, P_FC1_B), N, a->H, a->F1);
     if (g->m.swiglu) mgk_swiglu_fwd_h16(k, act, fc1, N, a->F);
     else mgk_gelu_fwd_h16(k, act, fc1, N * a->F, g->opt.gelu);
-    mgk_linear_fwd_h16(k, out, act, mg_lw16(g, a, l, P_FC2_W), mg_lw16(g, a, l, P_FC2_B), N,
-                       a->F, a->H);
+    mgk_linear_fwd_h16(k, out, act, mg_lw16(g, a, l, P_FC2_W),
+                        row_bias(a, mg_lw16(g, a, l, P_FC2_B)), N, a->F, a->H);
+    MG_FORWARD(mg_tp_reduce_h16(a, out, a->H));
     mgk_add_h16(k, out, out, mg_h16(s->xmid), N * a->H);
+    return MG_OK;
 }
 
-static void head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
+static mg_status head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
     norm_fwd(g, k, a->lnf, a->lnf_mean, a->lnf_rstd, a->x[a->L], mg_gw16(g, a, P_LNF_W),
              mg_gw16(g, a, P_LNF_B), a->N, a->H);
     mgk_linear_fwd_h16(k, mg_h16(a->logits), mg_h16(a->lnf), mg_gw16(g, a, P_OUT), NULL, a->N,
-                       a->H, a->Vp);
+                        a->H, a->Vp);
+    if (a->tpc) return mg_tp_xent_fwd_h16(a, k, a->batch.targets, mg_gpt_loss_vocab(g));
     mgk_xent_fwd_h16(k, a->loss, a->lse, mg_h16(a->logits), a->batch.targets, a->N, a->Vp,
-                     mg_gpt_loss_vocab(g));
+                      mg_gpt_loss_vocab(g));
+    return MG_OK;
 }
 
 mg_status mg_gpt_forward_h16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
-    MG_RETURN_IF(a->tp != 1 || !g->lay.first_stage || !g->lay.last_stage, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --%s with tensor or pipeline parallelism",
+    MG_RETURN_IF(a->sp, MG_ERR_UNSUPPORTED, "not supported yet: --%s with --sequence-parallel",
                  mgk_half_name(k->half));
-    embed_fwd(g, a, k);
+    MG_RETURN_IF(a->tpc && k->half != MGK_HALF_BF16, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --%s with tensor parallelism", mgk_half_name(k->half));
+    if (g->lay.first_stage) MG_FORWARD(embed_fwd(g, a, k));
     for (int64_t l = 0; l < a->L; l++) {
-        attn_block_fwd(g, a, k, l);
-        mlp_block_fwd(g, a, k, l);
+        MG_FORWARD(attn_block_fwd(g, a, k, l));
+        MG_FORWARD(mlp_block_fwd(g, a, k, l));
     }
-    head_fwd(g, a, k);
-    return MG_OK;
+    return g->lay.last_stage ? head_fwd(g, a, k) : MG_OK;
 }

@@ -189,6 +189,8 @@ int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B
  * writes, the gradient of that output (written by the caller before mg_gpt_backward) and
  * the gradient of the input (after mg_gpt_backward on a stage that is not the first). */
 int64_t mg_gpt_stage_numel(const mg_gpt_acts *a);
+/* Their bytes: 16-bit values in an arena of 16-bit activations (--bf16/--fp16), else fp32. */
+int64_t mg_gpt_stage_bytes(const mg_gpt_acts *a);
 float *mg_gpt_stage_input(mg_gpt_acts *a);
 const float *mg_gpt_stage_output(const mg_gpt_acts *a);
 float *mg_gpt_stage_dout(mg_gpt_acts *a);

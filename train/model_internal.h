@@ -107,5 +107,11 @@ mg_status mg_tp_row_linear_fwd(const struct mg_gpt_acts *a, const mg_kctx *k, fl
 /* Vocabulary-parallel cross-entropy of a->logits into a->loss and a->lse. */
 mg_status mg_tp_xent_fwd(const struct mg_gpt_acts *a, const mg_kctx *k,
                          const int32_t *targets, int64_t vocab);
+/* --bf16 (no sequence parallelism): x (N rows of C bf16 values) <- its sum over the group
+ * (Megatron's all-reduce in the activations' type; a no-op when tp = 1). */
+mg_status mg_tp_reduce_h16(const struct mg_gpt_acts *a, mgk_h16 *x, int64_t C);
+/* mg_tp_xent_fwd on the bf16 logits of a --bf16 arena (the statistics in fp32). */
+mg_status mg_tp_xent_fwd_h16(const struct mg_gpt_acts *a, const mg_kctx *k,
+                              const int32_t *targets, int64_t vocab);
 
 #endif

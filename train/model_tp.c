@@ -44,16 +44,36 @@ mg_status mg_tp_row_linear_fwd(const mg_gpt_acts *a, const mg_kctx *k, float *ou
 /* _VocabParallelCrossEntropy: the row maxima's maximum (gathered: comm.h sums only), each
  * rank's sum of exp rescaled to it, then the sums of exp and of the target logit (which
  * only its owner holds) added over the group in one all-reduce. */
-mg_status mg_tp_xent_fwd(const mg_gpt_acts *a, const mg_kctx *k, const int32_t *targets,
-                         int64_t vocab)
+static mg_status xent_combine(const mg_gpt_acts *a, const mg_kctx *k)
 {
     int64_t N = a->N;
     float *rowsum = a->xsum, *tgt = a->xsum + N;
-    mgk_xent_partial(k, a->xmax, rowsum, tgt, a->logits, targets, N, a->Vp, a->vocab0, vocab);
     MG_FORWARD(mg_comm_allgather_f32(a->tpc, a->xall, a->xmax, N));
     mgk_xent_gmax(k, a->xgmax, a->xall, a->tp, N);
     mgk_xent_rescale(k, rowsum, a->xmax, a->xgmax, N);
     MG_FORWARD(mg_comm_allreduce_sum_f32(a->tpc, a->xsum, 2 * N));
     mgk_xent_finish(k, a->loss, a->lse, a->xgmax, rowsum, tgt, N);
     return MG_OK;
+}
+
+mg_status mg_tp_xent_fwd(const mg_gpt_acts *a, const mg_kctx *k, const int32_t *targets,
+                         int64_t vocab)
+{
+    mgk_xent_partial(k, a->xmax, a->xsum, a->xsum + a->N, a->logits, targets, a->N, a->Vp,
+                     a->vocab0, vocab);
+    return xent_combine(a, k);
+}
+
+mg_status mg_tp_xent_fwd_h16(const mg_gpt_acts *a, const mg_kctx *k, const int32_t *targets,
+                              int64_t vocab)
+{
+    mgk_xent_partial_h16(k, a->xmax, a->xsum, a->xsum + a->N, mg_h16(a->logits), targets, a->N,
+                          a->Vp, a->vocab0, vocab);
+    return xent_combine(a, k);
+}
+
+mg_status mg_tp_reduce_h16(const mg_gpt_acts *a, mgk_h16 *x, int64_t C)
+{
+    MG_ASSERT(!a->sp);
+    return a->tpc ? mg_comm_allreduce_sum_bf16(a->tpc, x, a->N * C) : MG_OK;
 }

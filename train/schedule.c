@@ -104,7 +104,7 @@ static mg_status start(run *r, const mg_gpt *g, const mg_kctx *k, mg_comm *world
     r->P = mg_comm_size(r->pp);
     r->first = r->stage == 0;
     r->last = r->stage == r->P - 1;
-    r->bytes = mg_gpt_stage_numel(s->slots[0]) * (int64_t)sizeof(float);
+    r->bytes = mg_gpt_stage_bytes(s->slots[0]);
     MG_RETURN_IF(r->first != g->lay.first_stage || r->last != g->lay.last_stage, MG_ERR_ARG,
                  "schedule: stage %lld of %lld runs a model built for another stage",
                  (long long)r->stage, (long long)r->P);

@@ -4,7 +4,8 @@ docs/CUDA_EMU.md "NCCL on the host"), device buffers from the CUDA emulator.
 - Under mpirun: comm_probe_nccl (the NCCL backend, every buffer a cudaMalloc block) prints
   exactly what comm_probe (the MPI backend, host buffers) prints for the same layout: the
   groups, every operation's counters, "ops ok" on every rank (each result equals the
-  rank-order sum bit for bit) and a digest of every result's bits per rank and group.
+  rank-order sum bit for bit) and a digest of every result's bits per rank and group; the
+  same again with host arrays handed to the NCCL backend (staged through a device buffer).
 - The shim's calls the backend does not make yet (nccl_types_probe under mpirun): bf16 and
   fp16 sums accumulated in fp32 and rounded once (equal to the fp32 sum rounded, within half
   an ulp plus fp32's error of the exact sum), ncclAvg, ncclMax, integer sums and products, a
@@ -40,6 +41,18 @@ def test_nccl_backend_equals_mpi_backend(world, tp, pp):
     assert nccl.stdout.count("ops ok") == world, nccl.stdout + nccl.stderr
     digests = [l for l in nccl.stdout.splitlines() if l.startswith("digest ")]
     assert len(digests) == world * 6, nccl.stdout  # world, tensor, pipeline, data, model, embedding
+    assert _lines(nccl.stdout) == _lines(mpi.stdout)
+
+
+@pytest.mark.parametrize("world,tp,pp", [(4, 2, 1), (8, 2, 2)])
+def test_nccl_backend_host_buffers(world, tp, pp, monkeypatch):
+    """MG_PROBE_HOST=1: comm_probe_nccl hands its host arrays to the NCCL backend itself, which
+    stages them through a device buffer of the group (how mg-train's loss, norms and flags
+    cross ranks): the MPI backend's output again, bit for bit."""
+    mpi = run_mpi(world, "comm_probe", [tp, pp, 60])
+    monkeypatch.setenv("MG_PROBE_HOST", "1")
+    nccl = run_mpi(world, "comm_probe_nccl", [tp, pp, 60])
+    assert nccl.stdout.count("ops ok") == world, nccl.stdout + nccl.stderr
     assert _lines(nccl.stdout) == _lines(mpi.stdout)
 
 

@@ -15,7 +15,9 @@
  * -DMG_PROBE_DEVICE=1 against the NCCL host shim (mk/nccl_emu.mk), as comm_probe_nccl: the
  * NCCL backend on device buffers (every operation's data copied to cudaMalloc blocks and
  * back), bootstrapped over MPI under mpirun or over TCP from torchrun's variables, every rank
- * on the one emulated device 0. Its stall mode hangs (the shim has no timeouts) until the
+ * on the one emulated device 0; with MG_PROBE_HOST=1 in the environment it hands the host
+ * arrays themselves to the NCCL backend, which stages them through a device buffer (comm.h).
+ * Its stall mode hangs (the shim has no timeouts) until the
  * stalled rank ends. The stalled rank prints "stalling" first.
  */
 #include <stdio.h>
@@ -37,10 +39,19 @@
 
 /* The buffer to hand to the communicator for host memory h of `bytes` bytes: h itself, or
  * (MG_PROBE_DEVICE) a device copy; dev_out copies it back into h (if back) and frees it. */
+#ifdef MG_PROBE_DEVICE
+static int host_buffers(void)
+{
+    const char *e = getenv("MG_PROBE_HOST");
+    return e && strcmp(e, "1") == 0;
+}
+#endif
+
 static void *dev_in(void *h, size_t bytes)
 {
 #ifdef MG_PROBE_DEVICE
     void *d = NULL;
+    if (host_buffers()) return h;
     if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess ||
         cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
         fprintf(stderr, "comm_probe: error: cudaMalloc/cudaMemcpy of %zu bytes failed\n", bytes);
@@ -56,6 +67,7 @@ static void *dev_in(void *h, size_t bytes)
 static void dev_out(void *h, void *d, size_t bytes, int back)
 {
 #ifdef MG_PROBE_DEVICE
+    if (d == h) return;
     if (back && cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
         fprintf(stderr, "comm_probe: error: cudaMemcpy of %zu bytes failed\n", bytes);
         exit(1);
