@@ -3,11 +3,13 @@
 
 #include <string.h>
 
+#include "acts_plan.h"
 #include "kernels.h"
 #include "model.h"
 #include "schedule.h"
 
-/* The arenas as forward.c plans them on the CUDA backend (only its backend field is read). */
+/* The arenas as forward.c plans them on the CUDA backend (only its backend field is read),
+ * with the run's recomputation. */
 static mg_status plan_acts(const mg_train_opts *o, const mg_gpt *g, mg_device_plan *p)
 {
     mg_kctx k;
@@ -16,7 +18,8 @@ static mg_status plan_acts(const mg_train_opts *o, const mg_gpt *g, mg_device_pl
     int64_t B = o->micro_batch_size, T = o->model.seq_length;
     mgk_attn_dims ad = {B, T, g->m.num_attention_heads, g->m.num_query_groups,
                         g->m.kv_channels, 1.0f};
-    p->arena = mg_gpt_acts_plan_bytes_prec(g, &k, B, T, o->bf16);
+    mg_gpt_par par = mg_train_model_par(o, NULL);
+    p->arena = mg_gpt_acts_plan_bytes_par(g, &k, B, T, o->bf16, &par);
     int64_t nmicro = o->global_batch_size / o->micro_batch_size;
     p->nslots = mg_sched_slots(1, 0, nmicro);
     p->inputs = nmicro * 5 * B * T * 4; /* device.c: ids, targets, pos, seg, mask */

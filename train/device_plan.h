@@ -5,8 +5,9 @@
  *   - mg_device_plan_of(): the bytes of every device allocation of a single-process run of
  *     opts (tp = pp = dp = 1, the only device layout so far: MG_ERR_UNSUPPORTED otherwise):
  *     parameters and gradients (fp32, with the model's alignment padding), the bf16 weight
- *     copy (--bf16), the Adam moments, each activation arena (forward.c's plan, with its
- *     default positions; one per micro-batch in flight) and the micro-batch inputs. These are
+ *     copy (--bf16), the Adam moments, each activation arena (forward.c's plan with the
+ *     run's recomputation, acts_plan.h, and its default positions; one per micro-batch in
+ *     flight) and the micro-batch inputs. These are
  *     exactly the bytes the run allocates through kernels.h mgk_alloc (the run prints both).
  *     workspaces: the kernel context's own device buffers (kernels.h mgk_ctx_device_bytes) and
  *     the attention backward's scratch. The CUDA runtime's context (hundreds of MiB on a

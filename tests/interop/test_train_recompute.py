@@ -9,6 +9,9 @@ uniform or block, and selective / --recompute-activations) on the CPU backend:
   the bytes --dry-run plans for them (acts_plan.h; Megatron's theoretical_memory_usage.py
   has no formula for full recomputation, and its selective one assumes attention scores
   that mg-train's arena plan counts itself);
+- the device path of the emulation build (`make emu`, --device cuda, fp32) logs bit for bit
+  the losses of its own run without recomputation, and allocates exactly the device memory
+  its --dry-run plans, the activations less than without recomputation;
 - the measured peak RSS of a run with long sequences falls by the planned saving of the
   arenas (within 2% + 2 MiB): bytes, not time.
 """
@@ -21,8 +24,10 @@ import pytest
 
 import conftest
 from test_train_parallel import V, data, model_args, run_train  # noqa: F401
+from test_train_device import _args as device_args
+from test_train_device import _assert_memory_as_planned, _emu, _run
 from test_train_parallel_ckpt import stripped
-from test_train_run import ARCHS
+from test_train_run import ARCHS, botchan  # noqa: F401 - botchan is a fixture
 
 TP2PP2 = ["--tensor-model-parallel-size", 2, "--pipeline-model-parallel-size", 2]
 MODES = {
@@ -131,3 +136,36 @@ def test_peak_rss_falls_by_the_planned_saving(data, mode):  # noqa: F811
     assert saving > 100 * 2**20
     assert abs((without - with_rc) - saving) <= 0.02 * saving + 2 * 2**20, \
         (without, with_rc, saving)
+
+
+DEVICE_MODES = {
+    "uniform": ["--recompute-granularity", "full", "--recompute-method", "uniform",
+                "--recompute-num-layers", 1],
+    "block": ["--recompute-granularity", "full", "--recompute-method", "block",
+              "--recompute-num-layers", 2],
+    "selective": ["--recompute-granularity", "selective"],
+}
+DEVICE_ACTS = re.compile(r"^device memory per rank \(--device cuda, fp32\): .* activations "
+                         r"([\d.]+) MiB", re.M)
+
+
+def device_activations(data, arch, flags):  # noqa: F811
+    args = [_emu(), *device_args(data, arch)[1:], "--device", "cuda", "--dry-run", *flags]
+    out = conftest.run_mg(args, env={"OMP_NUM_THREADS": "1"}).stdout
+    m = DEVICE_ACTS.search(out)
+    assert m, out
+    return float(m[1])
+
+
+@pytest.mark.parametrize("arch,modes", [("gpt2", ["uniform", "selective"]),
+                                        ("llama", ["block", "selective"])])
+def test_device_fp32_bit_identical(botchan, arch, modes, tmp_path):  # noqa: F811
+    p, ref = _run(_emu(), botchan, arch, tmp_path, "ref", ["--device", "cuda"])
+    _assert_memory_as_planned(p.stderr)
+    none = device_activations(botchan, arch, [])
+    for mode in modes:
+        flags = DEVICE_MODES[mode]
+        p, got = _run(_emu(), botchan, arch, tmp_path, mode, ["--device", "cuda", *flags])
+        assert stripped(got) == stripped(ref), f"{arch} {mode} on the device: not bit-identical"
+        _assert_memory_as_planned(p.stderr)
+        assert device_activations(botchan, arch, flags) < none, mode
