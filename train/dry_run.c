@@ -57,6 +57,8 @@ static void print_memory(FILE *f, const mg_train_opts *o)
     s.data_parallel_size = o->data_parallel_size;
     s.distributed_optimizer = o->use_distributed_optimizer;
     s.num_microbatches = o->global_batch_size / (o->micro_batch_size * o->data_parallel_size);
+    s.sequence_parallel_selective = o->sequence_parallel &&
+                                    o->recompute_granularity == MG_RC_SELECTIVE;
     int mixed = o->bf16 || o->fp16;
     mg_mem_plan p;
     mg_memory_plan(&o->model, &s, mixed ? MG_PREC_MIXED : MG_PREC_FP32, &p);
