@@ -137,11 +137,13 @@ static mg_status embed_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 
 /* Before layer l's backward: when l ends a recomputed chunk, the chunk's forward again from
  * its kept input, into the working set (model.h mg_gpt_recompute). */
-static mg_status recompute_chunk(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+mg_status mg_gpt_recompute_chunk(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
 {
     if (l >= a->rc_layers || ((l + 1) % a->rc_chunk && l + 1 < a->rc_layers)) return MG_OK;
-    for (int64_t j = l / a->rc_chunk * a->rc_chunk; j <= l; j++)
-        MG_FORWARD(mg_gpt_layer_fwd(g, a, k, j));
+    for (int64_t j = l / a->rc_chunk * a->rc_chunk; j <= l; j++) {
+        if (a->bf16) mg_gpt_layer_fwd_bf16(g, a, k, j);
+        else MG_FORWARD(mg_gpt_layer_fwd(g, a, k, j));
+    }
     return MG_OK;
 }
 
@@ -153,7 +155,7 @@ mg_status mg_gpt_backward(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double gr
     if (a->bf16) return mg_gpt_backward_bf16(g, a, k, grad_scale);
     if (g->lay.last_stage) MG_FORWARD(head_bwd(g, a, k, grad_scale));
     for (int64_t l = a->L - 1; l >= 0; l--) {
-        MG_FORWARD(recompute_chunk(g, a, k, l));
+        MG_FORWARD(mg_gpt_recompute_chunk(g, a, k, l));
         MG_FORWARD(mlp_block_bwd(g, a, k, l));
         MG_FORWARD(attn_block_bwd(g, a, k, l));
     }

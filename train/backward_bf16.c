@@ -4,7 +4,8 @@
  * gradients accumulated into g->grads (Megatron's fp32 gradient accumulation).
  *
  * Contract: as forward_bf16.c (tp = 1, one stage). The logits buffer is overwritten by
- * dlogits (in place).
+ * dlogits (in place). Recomputation as backward.c's: a chunk's forward again (its bf16
+ * layers) before its last layer's backward, the attention's before its backward (selective).
  */
 #include "model_internal.h"
 
@@ -81,6 +82,9 @@ static void attn_block_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t 
     mgk_zero_bf16(k, dao, N * QD);
     mgk_linear_bwd_bf16(k, dao, mg_lp(G, a, l, P_PROJ_W), mg_lp(G, a, l, P_PROJ_B),
                         mg_bf(a->dx), mg_bf(s->ao), mg_lw16(g, a, l, P_PROJ_W), N, QD, a->H);
+    if (a->rc_attn) /* selective: the saved state again (ao: the same values) */
+        mgk_attn_fwd_bf16(k, &a->ad, mg_bf(s->ao), s->att, mg_bf(s->q), mg_bf(s->k),
+                          mg_bf(s->v), a->batch.seg);
     mgk_zero_bf16(k, mg_bf(a->dq), N * QD);
     mgk_zero_bf16(k, mg_bf(a->dk), N * KD);
     mgk_zero_bf16(k, dv, N * KD);
@@ -111,6 +115,7 @@ mg_status mg_gpt_backward_bf16(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, doub
                  "not supported yet: --bf16 with tensor or pipeline parallelism");
     head_bwd(g, a, k, grad_scale);
     for (int64_t l = a->L - 1; l >= 0; l--) {
+        MG_FORWARD(mg_gpt_recompute_chunk(g, a, k, l));
         mlp_block_bwd(g, a, k, l);
         attn_block_bwd(g, a, k, l);
     }

@@ -289,9 +289,6 @@ mg_status mg_gpt_acts_create_par(mg_gpt_acts **out, const mg_gpt *g, mg_kctx *k,
                  "model: micro-batch %lld x %lld tokens (sequence length %lld)", (long long)B,
                  (long long)T, (long long)g->m.seq_length);
     MG_FORWARD(check_par(g, par, B * T));
-    MG_RETURN_IF(g->params16 && par && (par->recompute || par->recompute_attention),
-                 MG_ERR_UNSUPPORTED, "not supported yet: activation recomputation with bf16 "
-                 "activations");
     mg_gpt_acts *a = mg_calloc(1, sizeof(*a));
     if (!a) return MG_ERR_NOMEM;
     set_dims(a, g, B, T, par && par->sequence_parallel);

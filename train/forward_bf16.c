@@ -64,6 +64,12 @@ static void mlp_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int
     mgk_add_bf16(k, out, out, mg_bf(s->xmid), N * a->H);
 }
 
+void mg_gpt_layer_fwd_bf16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+{
+    attn_block_fwd(g, a, k, l);
+    mlp_block_fwd(g, a, k, l);
+}
+
 static void head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
     norm_fwd(g, k, a->lnf, a->lnf_mean, a->lnf_rstd, a->x[a->L], mg_gw16(g, a, P_LNF_W),
@@ -79,10 +85,7 @@ mg_status mg_gpt_forward_bf16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
     MG_RETURN_IF(a->tp != 1 || !g->lay.first_stage || !g->lay.last_stage, MG_ERR_UNSUPPORTED,
                  "not supported yet: --bf16 with tensor or pipeline parallelism");
     embed_fwd(g, a, k);
-    for (int64_t l = 0; l < a->L; l++) {
-        attn_block_fwd(g, a, k, l);
-        mlp_block_fwd(g, a, k, l);
-    }
+    for (int64_t l = 0; l < a->L; l++) mg_gpt_layer_fwd_bf16(g, a, k, l);
     head_fwd(g, a, k);
     return MG_OK;
 }

@@ -63,8 +63,13 @@ struct mg_gpt_acts {
     int have_forward;
 };
 
-/* forward.c: layer l's forward (attention and MLP blocks), for the backward's recomputation. */
+/* Layer l's forward (attention and MLP blocks; forward.c, forward_bf16.c), and before layer
+ * l's backward the forward again of the recomputed chunk l ends, if any (backward.c; model.h
+ * mg_gpt_recompute): both passes' backward call it. */
 mg_status mg_gpt_layer_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l);
+void mg_gpt_layer_fwd_bf16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l);
+mg_status mg_gpt_recompute_chunk(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
+                                 int64_t l);
 
 /* The passes with bf16 activations and weights (forward_bf16.c, backward_bf16.c; a->bf16):
  * the whole model on one rank (tp = 1, one pipeline stage); the loss in a->loss (fp32). */

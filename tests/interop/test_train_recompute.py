@@ -9,9 +9,11 @@ uniform or block, and selective / --recompute-activations) on the CPU backend:
   the bytes --dry-run plans for them (acts_plan.h; Megatron's theoretical_memory_usage.py
   has no formula for full recomputation, and its selective one assumes attention scores
   that mg-train's arena plan counts itself);
-- the device path of the emulation build (`make emu`, --device cuda, fp32) logs bit for bit
-  the losses of its own run without recomputation, and allocates exactly the device memory
-  its --dry-run plans, the activations less than without recomputation;
+- the device path of the emulation build (`make emu`, --device cuda, fp32 and --bf16) logs
+  bit for bit the losses of its own run without recomputation, and allocates exactly the
+  device memory its --dry-run plans, the activations less than without recomputation (a
+  chunk's or the attention's buffers shared by the layers: a backward that did not re-run
+  the forward would read another layer's values);
 - the measured peak RSS of a run with long sequences falls by the planned saving of the
   arenas (within 2% + 2 MiB): bytes, not time.
 """
@@ -145,8 +147,8 @@ DEVICE_MODES = {
               "--recompute-num-layers", 2],
     "selective": ["--recompute-granularity", "selective"],
 }
-DEVICE_ACTS = re.compile(r"^device memory per rank \(--device cuda, fp32\): .* activations "
-                         r"([\d.]+) MiB", re.M)
+DEVICE_ACTS = re.compile(r"^device memory per rank \(--device cuda, (?:fp32|bf16)\): .* "
+                         r"activations ([\d.]+) MiB", re.M)
 
 
 def device_activations(data, arch, flags):  # noqa: F811
@@ -157,15 +159,17 @@ def device_activations(data, arch, flags):  # noqa: F811
     return float(m[1])
 
 
-@pytest.mark.parametrize("arch,modes", [("gpt2", ["uniform", "selective"]),
-                                        ("llama", ["block", "selective"])])
-def test_device_fp32_bit_identical(botchan, arch, modes, tmp_path):  # noqa: F811
-    p, ref = _run(_emu(), botchan, arch, tmp_path, "ref", ["--device", "cuda"])
+@pytest.mark.parametrize("arch,prec,modes", [
+    ("gpt2", "fp32", ["uniform", "selective"]), ("llama", "fp32", ["block", "selective"]),
+    ("gpt2", "bf16", ["uniform", "selective"]), ("llama", "bf16", ["block"])])
+def test_device_bit_identical(botchan, arch, prec, modes, tmp_path):  # noqa: F811
+    dev = ["--device", "cuda"] + (["--bf16"] if prec == "bf16" else [])
+    p, ref = _run(_emu(), botchan, arch, tmp_path, "ref", dev)
     _assert_memory_as_planned(p.stderr)
-    none = device_activations(botchan, arch, [])
+    none = device_activations(botchan, arch, dev[2:])
     for mode in modes:
         flags = DEVICE_MODES[mode]
-        p, got = _run(_emu(), botchan, arch, tmp_path, mode, ["--device", "cuda", *flags])
-        assert stripped(got) == stripped(ref), f"{arch} {mode} on the device: not bit-identical"
+        p, got = _run(_emu(), botchan, arch, tmp_path, mode, dev + flags)
+        assert stripped(got) == stripped(ref), f"{arch} {prec} {mode}: not bit-identical"
         _assert_memory_as_planned(p.stderr)
-        assert device_activations(botchan, arch, flags) < none, mode
+        assert device_activations(botchan, arch, dev[2:] + flags) < none, mode

@@ -5,8 +5,8 @@
  * loss and gradients to the pass without recomputation even when the working set (or the
  * shared attention state) is overwritten with NaN between the forward and the backward, so
  * the backward really re-runs the forward. Megatron's option checks are in
- * test_train_options.c; whole runs (TP x PP under mpirun, peak RSS) in
- * tests/interop/test_train_recompute.py. */
+ * test_train_options.c; whole runs (TP x PP under mpirun, peak RSS, the device path in fp32
+ * and bf16) in tests/interop/test_train_recompute.py. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,20 +144,4 @@ MG_TEST(recompute_gpt2_bitwise_and_arena)
 MG_TEST(recompute_llama_bitwise_and_arena)
 {
     check_model(t, LLAMA, MGK_CPU_FAST);
-}
-
-MG_TEST(recompute_refused_with_bf16_arena)
-{
-    mg_gpt *g = make(t, CMD);
-    if (!g) return;
-    mg_kctx k;
-    MG_CHECK_OK(t, mgk_ctx_init(&k, MGK_CPU_REF, 1));
-    g->params16 = (mgk_bf16 *)g->grads; /* only tested for NULL before the refusal */
-    mg_gpt_par p = par_of(&cases[1]);
-    mg_gpt_acts *a = NULL;
-    MG_CHECK_ERR(t, mg_gpt_acts_create_par(&a, g, &k, B, T, &p), MG_ERR_UNSUPPORTED,
-                 "not supported yet: activation recomputation with bf16");
-    g->params16 = NULL;
-    mgk_ctx_free(&k);
-    mg_gpt_free(g);
 }
