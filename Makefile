@@ -187,6 +187,7 @@ bench: all tools-test vocab
 	scripts/bench-preprocess.sh
 	scripts/bench-tokenizers.sh
 	scripts/bench-tokenizers.sh --peers
+	scripts/bench-tokenizers.sh --zh --rounds 3
 	scripts/bench-convert.sh
 	MG_BENCH_FORMAT=torch_dist scripts/bench-convert.sh
 	scripts/bench-train.sh

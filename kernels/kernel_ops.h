@@ -22,6 +22,7 @@
     X(void, bias_grad, (const mg_kctx *k, float *dbias, const float *dout, int64_t N, \
           int64_t C)) \
     X(void, zero, (const mg_kctx *k, float *x, int64_t n)) \
+    X(void, copy, (const mg_kctx *k, float *dst, const float *src, int64_t n)) \
     X(void, add, (const mg_kctx *k, float *out, const float *a, const float *b, int64_t n)) \
     X(void, accumulate, (const mg_kctx *k, float *y, const float *x, int64_t n)) \
     X(void, scale, (const mg_kctx *k, float *x, int64_t n, float alpha)) \
@@ -62,6 +63,8 @@
     X(void, xent_partial, (const mg_kctx *k, float *rowmax, float *rowsum, float *tgt, \
           const float *logits, const int32_t *targets, int64_t N, int64_t Vl, int64_t col0, \
           int64_t vocab)) \
+    X(void, xent_gmax, (const mg_kctx *k, float *gmax, const float *all, int64_t tp, \
+          int64_t N)) \
     X(void, xent_rescale, (const mg_kctx *k, float *rowsum, const float *rowmax, \
           const float *gmax, int64_t N)) \
     X(void, xent_finish, (const mg_kctx *k, float *loss, float *lse, const float *rowmax, \

@@ -157,6 +157,11 @@ void mgk_zero(const mg_kctx *k, float *x, int64_t n)
     DISPATCH(k, zero, (k, x, n));
 }
 
+void mgk_copy(const mg_kctx *k, float *dst, const float *src, int64_t n)
+{
+    DISPATCH(k, copy, (k, dst, src, n));
+}
+
 void mgk_add(const mg_kctx *k, float *out, const float *a, const float *b, int64_t n)
 {
     DISPATCH(k, add, (k, out, a, b, n));
@@ -301,6 +306,11 @@ void mgk_xent_partial(const mg_kctx *k, float *rowmax, float *rowsum, float *tgt
     DISPATCH(k, xent_partial, (k, rowmax, rowsum, tgt, logits, targets, N, Vl, col0, vocab));
 }
 
+void mgk_xent_gmax(const mg_kctx *k, float *gmax, const float *all, int64_t tp, int64_t N)
+{
+    DISPATCH(k, xent_gmax, (k, gmax, all, tp, N));
+}
+
 void mgk_xent_rescale(const mg_kctx *k, float *rowsum, const float *rowmax, const float *gmax,
                       int64_t N)
 {
@@ -440,6 +450,15 @@ mg_status mgk_upload_async(const mg_kctx *k, void *dst, const void *src, size_t 
     (void)k;
     memcpy(dst, src, bytes);
     return MG_OK;
+}
+
+void *mgk_stream_handle(const mg_kctx *k)
+{
+#if MG_HAVE_CUDA
+    if (k->backend == MGK_CUDA) return mgk_cuda_stream_handle(k);
+#endif
+    (void)k;
+    return NULL;
 }
 
 mg_status mgk_sync(const mg_kctx *k)

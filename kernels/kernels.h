@@ -85,6 +85,8 @@ void mgk_bias_grad(const mg_kctx *k, float *dbias, const float *dout, int64_t N,
 /* ---- elementwise and reductions --------------------------------------------------------- */
 
 void mgk_zero(const mg_kctx *k, float *x, int64_t n);
+/* dst = src, n floats of k's memory (not overlapping). */
+void mgk_copy(const mg_kctx *k, float *dst, const float *src, int64_t n);
 /* out = a + b (out may alias a or b). */
 void mgk_add(const mg_kctx *k, float *out, const float *a, const float *b, int64_t n);
 /* y += x. */
@@ -205,6 +207,9 @@ void mgk_attn_bwd(const mg_kctx *k, const mgk_attn_dims *d, float *dq, float *dk
 void mgk_xent_partial(const mg_kctx *k, float *rowmax, float *rowsum, float *tgt,
                       const float *logits, const int32_t *targets, int64_t N, int64_t Vl,
                       int64_t col0, int64_t vocab);
+/* Tensor parallel: gmax[i] = the largest of the tp ranks' row maxima all[r * N + i] (the
+ * all-gathered rowmax of every rank: the group's all-reduce(max)). */
+void mgk_xent_gmax(const mg_kctx *k, float *gmax, const float *all, int64_t tp, int64_t N);
 /* Tensor parallel: after the all-reduce(max) of rowmax into gmax, rowsum *= exp(rowmax - gmax)
  * on each rank; then all-reduce(sum) rowsum and tgt and call mgk_xent_finish with gmax. */
 void mgk_xent_rescale(const mg_kctx *k, float *rowsum, const float *rowmax, const float *gmax,
@@ -324,6 +329,9 @@ void mgk_host_free(mgk_backend b, void *p); /* accepts NULL */
  * unchanged until mgk_sync or the next mgk_upload_async waits for it). Host backends: a
  * plain copy. */
 mg_status mgk_upload_async(const mg_kctx *k, void *dst, const void *src, size_t bytes);
+/* The CUDA stream (cudaStream_t) k's kernels run on, for work that must follow them there
+ * (the NCCL collectives, comm.h mg_comm_set_stream); NULL on the host backends. */
+void *mgk_stream_handle(const mg_kctx *k);
 /* Waits for everything queued on k (copies included); reports an asynchronous failure. */
 mg_status mgk_sync(const mg_kctx *k);
 

@@ -8,9 +8,14 @@
 #include "mg/cli.h"
 
 /* Batch size limits: the text of all slots together stays near SLOT_TEXT_BUDGET (their ids
- * take 1-3 times as much: 8-byte ids, 0.2-0.4 tokens per byte). */
+ * take 1-3 times as much: 8-byte ids, 0.2-0.4 tokens per byte; up to 8 times with a Unigram
+ * .model on Chinese or Japanese text). Each worker adds two slots (the batch it encodes and
+ * one of reorder slack), so BATCH_MAX_BYTES is most of what a worker adds besides its
+ * encoder: 256 KiB keeps that within a few MiB (1 MiB cost 16 MiB per worker with a Unigram
+ * .model) and is as fast for one worker (tests/interop/test_preprocess_memory.py, issue 17).
+ * A line longer than the limit makes a batch of its own. */
 #define SLOT_TEXT_BUDGET (16u << 20)
-#define BATCH_MAX_BYTES (1u << 20)
+#define BATCH_MAX_BYTES (256u << 10)
 #define BATCH_MIN_BYTES (16u << 10)
 #define BATCH_MAX_LINES 16384
 /* Skipped lines printed one by one; the rest are only counted. */

@@ -10,6 +10,10 @@
 # o200k, Llama-3, Qwen3; one core each; a cold and a warm pass; every id checked against
 # tiktoken / HF tokenizers on the whole corpus; scripts/bench_peers.py says how):
 #   scripts/bench-tokenizers.sh --peers [CORPUS.jsonl] [--rounds N] [--mb N] [--only a,b]
+# With --zh first: the SentencePiece .model tokenizers (a Unigram and a BPE model trained on
+# it, and test_ja_model) on Chinese text, Debian's fortunes-zh (GPL-3.0+) made into a JSONL
+# corpus by scripts/make-zh-corpus.py under ~/.cache/mgtools/bench (every id checked):
+#   scripts/bench-tokenizers.sh --zh [--rounds N] [--only NAME]
 # (MG_BIN: the tools; MG_BUILD: the build folder holding tests/tools/encode_bench, the
 # "encoder only" contender, built here with `make tools-test` when missing)
 # Without a corpus the one of scripts/bench-preprocess.sh is used (built on first use by
@@ -17,9 +21,15 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 script=bench_tokenizers.py
-if [ "${1:-}" = --peers ]; then script=bench_peers.py; shift; fi
 venv=$("$root/scripts/setup.sh" --python | sed -n 's/^MG_VENV=//p')
 corpus=
+if [ "${1:-}" = --peers ]; then script=bench_peers.py; shift; fi
+if [ "${1:-}" = --zh ]; then
+  dir=${XDG_CACHE_HOME:-$HOME/.cache}/mgtools/bench
+  mkdir -p "$dir"
+  corpus=$dir/corpus-zh-fortunes.jsonl
+  [ -s "$corpus" ] || "$venv/bin/python" "$root/scripts/make-zh-corpus.py" --out "$corpus"
+fi
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then corpus=$1; shift; fi
 if [ -z "$corpus" ]; then
   dir=${XDG_CACHE_HOME:-$HOME/.cache}/mgtools/bench

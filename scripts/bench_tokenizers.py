@@ -17,11 +17,21 @@ tests/tools/encode_bench holds the decoded texts in memory and times only the lo
 mg_encode calls (no JSON, no dataset writing), as the peers are timed. Its total number
 of ids is compared with each peer's: a difference is printed as an error and fails the run.
 
+Every id is checked: mg_encode's ids (encode_bench --ids-out) against the peer's, document
+by document, and mg-preprocess's .bin against mg_encode's ids with the eod after each
+non-empty document; a difference fails the run.
+
+With --zh the corpus is Chinese text (scripts/make-zh-corpus.py) and the tokenizers are the
+SentencePiece `.model` ones: a Unigram and a BPE model (8000 pieces, byte fallback) trained
+by sentencepiece on that corpus and cached under ~/.cache/mgtools/bench, and test_ja_model.
+
 Times are CPU seconds (user + system) of the mg-preprocess process and of the Python
 process while it encodes: on a shared, oversubscribed machine wall-clock times measure the
-neighbours; CPU time is what "per core" means. Wall-clock seconds are printed too.
+neighbours; CPU time is what "per core" means. Wall-clock seconds are printed too. With
+--rounds N every contender runs N times, alternated, and its fastest run is kept.
 
     bench_tokenizers.py --corpus C.jsonl --bin BIN --vocab VOCAB [--mb 20] [--only NAME]
+                        [--rounds N] [--zh]
 """
 import argparse
 import json
@@ -33,8 +43,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_preprocess import load_texts  # noqa: E402  (shared helpers)
 
 
-def cpu_mg(binary, corpus, args):
-    """(CPU seconds, wall seconds) of mg-preprocess --workers 1 on corpus."""
+def cpu_mg(binary, corpus, args, prefix):
+    """(CPU seconds, wall seconds) of mg-preprocess --workers 1 on corpus, writing prefix."""
     import resource
     import subprocess
     import time
@@ -42,34 +52,60 @@ def cpu_mg(binary, corpus, args):
     def children():
         r = resource.getrusage(resource.RUSAGE_CHILDREN)
         return r.ru_utime + r.ru_stime
-    with tempfile.TemporaryDirectory() as d:
-        cmd = [binary, "--input", corpus, "--output-prefix", os.path.join(d, "out"),
-               "--workers", "1", "--quiet", "--append-eod"] + args
-        c0, t0 = children(), time.perf_counter()
-        subprocess.run(cmd, check=True)
-        return children() - c0, time.perf_counter() - t0
+    cmd = [binary, "--input", corpus, "--output-prefix", prefix,
+           "--workers", "1", "--quiet", "--append-eod"] + args
+    c0, t0 = children(), time.perf_counter()
+    subprocess.run(cmd, check=True)
+    return children() - c0, time.perf_counter() - t0
 
 
-def cpu_encoder(tool, corpus, args):
-    """(CPU seconds of the encode loop, total ids) of tests/tools/encode_bench on corpus."""
+def cpu_encoder(tool, corpus, args, ids_out):
+    """(CPU seconds of the encode loop, per-document id lists) of tests/tools/encode_bench
+    on corpus (its --ids-out file: one uint32 count per document, then the ids)."""
     import subprocess
 
+    import numpy as np
     with open(corpus, "rb") as f:
-        out = subprocess.run([tool] + args, stdin=f, check=True, capture_output=True,
-                             text=True).stdout
+        out = subprocess.run([tool, "--ids-out", ids_out] + args, stdin=f, check=True,
+                             capture_output=True, text=True).stdout
     fields = dict(kv.split("=") for kv in out.split())
-    return float(fields["cpu_s"]), int(fields["ids"])
+    raw = np.fromfile(ids_out, dtype=np.uint32)
+    n = int(fields["texts"])
+    ends = np.cumsum(raw[:n].astype(np.int64))
+    ids = np.split(raw[n:].astype(np.int64), ends[:-1]) if n else []
+    return float(fields["cpu_s"]), ids
 
 
 def cpu_peer(encode, texts):
-    """(CPU seconds, wall seconds, total ids) of encode over texts, one at a time."""
+    """(CPU seconds, wall seconds, per-document id lists) of encode over texts, one at a time."""
     import time
 
-    n = 0
     c0, t0 = time.process_time(), time.perf_counter()
-    for t in texts:
-        n += len(encode(t))
-    return time.process_time() - c0, time.perf_counter() - t0, n
+    out = [encode(t) for t in texts]
+    return time.process_time() - c0, time.perf_counter() - t0, out
+
+
+def first_difference(ids, ref):
+    """Index of the first document whose ids differ (None if all are equal)."""
+    if len(ids) != len(ref):
+        return min(len(ids), len(ref))
+    for i, (a, b) in enumerate(zip(ids, ref)):
+        if len(a) != len(b) or any(int(x) != int(y) for x, y in zip(a, b)):
+            return i
+    return None
+
+
+def bin_matches(prefix, ids):
+    """mg-preprocess's prefix_text_document.bin == ids with the eod after each non-empty
+    document (the eod read back from the .bin's last id)."""
+    import numpy as np
+    path = prefix + "_text_document"
+    with open(path + ".idx", "rb") as f:
+        code = f.read(18)[17]  # magic (9 bytes), version (<Q), dtype code (<B)
+    got = np.fromfile(path + ".bin", dtype={4: np.int32, 8: np.uint16}[code]).astype(np.int64)
+    eod = int(got[-1]) if got.size else 0
+    want = [x for d in ids if len(d) for x in (np.append(d, eod),)]
+    return np.array_equal(got, np.concatenate(want) if want else got[:0])
 
 
 def head_corpus(corpus, mb_limit, out):
@@ -110,6 +146,33 @@ def bpe_model(vocab):
             input=os.path.join(vocab, "sentencepiece", "botchan.txt"), model_prefix=prefix,
             model_type="bpe", vocab_size=4000, byte_fallback=True, minloglevel=2)
     return prefix + ".model"
+
+
+def zh_models(corpus):
+    """A Unigram and a BPE .model (8000 pieces, byte fallback) trained by sentencepiece on
+    the texts of corpus (the Chinese corpus), cached under ~/.cache/mgtools/bench/."""
+    import hashlib
+
+    import sentencepiece
+    with open(corpus, "rb") as f:
+        tag = hashlib.sha256(f.read()).hexdigest()[:12]
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                         "mgtools", "bench")
+    out = {}
+    for kind in ("unigram", "bpe"):
+        prefix = os.path.join(cache, f"spm-zh-{kind}-8000-bf-{tag}-{sentencepiece.__version__}")
+        if not os.path.exists(prefix + ".model"):
+            os.makedirs(cache, exist_ok=True)
+            text = prefix + ".txt"
+            with open(text, "w", encoding="utf-8") as f:
+                for t in load_texts(corpus):
+                    f.write(t + "\n")
+            sentencepiece.SentencePieceTrainer.train(
+                input=text, model_prefix=prefix, model_type=kind, vocab_size=8000,
+                byte_fallback=True, character_coverage=0.9995, minloglevel=2)
+            os.remove(text)
+        out[kind] = prefix + ".model"
+    return out
 
 
 def wordpiece_vocab(vocab):
@@ -154,6 +217,20 @@ def unigram_json(model, workdir):
     return d
 
 
+def spm_case(label, model):
+    return (label, ["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", model],
+            [("sentencepiece", lambda: spm_encode(model))])
+
+
+def cases_zh(vocab, corpus):
+    """The SentencePiece .model tokenizers on the Chinese corpus."""
+    models = zh_models(corpus)
+    return [spm_case("Unigram zh 8000 bf .model (SentencePiece)", models["unigram"]),
+            spm_case("BPE zh 8000 bf .model (SentencePiece)", models["bpe"]),
+            spm_case("Unigram test_ja_model.model (SentencePiece)",
+                     os.path.join(vocab, "sentencepiece", "test_ja_model.model"))]
+
+
 def cases(vocab, workdir):
     """(name, mg-preprocess flags, [(peer name, encode factory)])"""
     hf = lambda name: os.path.join(vocab, "hf", name)  # noqa: E731
@@ -164,13 +241,8 @@ def cases(vocab, workdir):
                         ("qwen3", "Qwen3 (tokenizer.json, byte BPE)")):
         out.append((label, ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model",
                             hf(name)], [("HF tokenizers", lambda n=name: hf_backend(hf(n)))]))
-    out.append(("Unigram test_ja_model.model (SentencePiece)",
-                ["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", spm],
-                [("sentencepiece", lambda: spm_encode(spm))]))
-    bpe = bpe_model(vocab)
-    out.append(("BPE botchan 4000 bf .model (SentencePiece)",
-                ["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", bpe],
-                [("sentencepiece", lambda: spm_encode(bpe))]))
+    out.append(spm_case("Unigram test_ja_model.model (SentencePiece)", spm))
+    out.append(spm_case("BPE botchan 4000 bf .model (SentencePiece)", bpe_model(vocab)))
     wp = wordpiece_vocab(vocab)
     out.append(("WordPiece vocab.txt (BertWordPieceLowerCase)",
                 ["--tokenizer-type", "BertWordPieceLowerCase", "--vocab-file", wp],
@@ -182,6 +254,53 @@ def cases(vocab, workdir):
     return out
 
 
+def bench_case(a, work, corpus, texts, mb, case):
+    """Times and checks one tokenizer; returns 1 if an id differs, else 0."""
+    name, flags, peers = case
+    mg = os.path.join(a.bin, "mg-preprocess")
+    prefix = os.path.join(work, "out")
+    encoders = [(peer, factory()) for peer, factory in peers]
+    best = {}
+    ids = {}
+
+    def keep(key, secs, result=None):
+        if key not in best or secs[0] < best[key][0]:
+            best[key] = secs
+        if result is not None:
+            ids.setdefault(key, result)
+    for _ in range(a.rounds):
+        keep("mg", cpu_mg(mg, corpus, flags, prefix))
+        keep("load", cpu_mg(mg, os.path.join(work, "one.jsonl"), flags,
+                            os.path.join(work, "one")))
+        e, e_ids = cpu_encoder(a.encode_bench, corpus, flags, os.path.join(work, "ids.u32"))
+        keep("encoder", (e,), e_ids)
+        for peer, encode in encoders:
+            p, pw, p_ids = cpu_peer(encode, texts)
+            keep(peer, (p, pw), p_ids)
+    s, w = best["mg"]
+    load = best["load"][0]
+    e = best["encoder"][0]
+    print(f"{name:46s} {'mg-preprocess -w 1':19s} {s:7.3f} {w:7.2f} {mb / s:6.2f} "
+          f"{'':7s} {mb / (s - load):7.2f}  (load {load:.3f} s)", flush=True)
+    print(f"{'':46s} {'mg encoder only':19s} {e:7.3f} {'':7s} {mb / e:6.2f}", flush=True)
+    failed = 0
+    for peer, _ in encoders:
+        p, pw = best[peer]
+        print(f"{'':46s} {peer:19s} {p:7.3f} {pw:7.2f} {mb / p:6.2f} {p / s:6.1f}x "
+              f"{p / (s - load):6.1f}x  encoder only {p / e:.1f}x", flush=True)
+        bad = first_difference(ids["encoder"], ids[peer])
+        if bad is not None:
+            print(f"error: {peer} and mg_encode differ on document {bad}", flush=True)
+            failed = 1
+    if not bin_matches(prefix, ids["encoder"]):
+        print("error: mg-preprocess's .bin differs from mg_encode's ids + eod", flush=True)
+        failed = 1
+    if not failed:
+        print(f"{'':46s} ids: mg_encode == {', '.join(p for p, _ in peers)} on all "
+              f"{len(texts)} documents; .bin == mg_encode + eod", flush=True)
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", required=True)
@@ -189,39 +308,27 @@ def main():
     ap.add_argument("--vocab", required=True)
     ap.add_argument("--mb", type=float, default=20.0, help="MB of text taken from the corpus")
     ap.add_argument("--only", help="run only the tokenizers whose name contains this")
+    ap.add_argument("--rounds", type=int, default=1, help="runs per contender, fastest kept")
+    ap.add_argument("--zh", action="store_true", help="the .model tokenizers on Chinese text")
     ap.add_argument("--encode-bench", required=True, help="tests/tools/encode_bench")
     a = ap.parse_args()
-    mg = os.path.join(a.bin, "mg-preprocess")
     failed = 0
     with tempfile.TemporaryDirectory() as work:
         corpus = head_corpus(a.corpus, a.mb, os.path.join(work, "corpus.jsonl"))
         texts = load_texts(corpus)
         mb = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) / 1e6
         print(f"corpus: first {len(texts)} documents of {a.corpus}, {mb:.1f} MB of text; "
-              f"{os.cpu_count()} cores; one core per contender")
-        one = os.path.join(work, "one.jsonl")
-        with open(one, "w", encoding="utf-8") as f:
+              f"{os.cpu_count()} cores; one core per contender; fastest of {a.rounds} round(s)")
+        with open(os.path.join(work, "one.jsonl"), "w", encoding="utf-8") as f:
             f.write('{"text": "x"}\n')
         print("CPU seconds; mg-preprocess: the whole process, 'load' = the same on a one-line "
               "corpus (tokenizer loading), 'steady' = MB / (cpu - load)")
         print(f"{'tokenizer':46s} {'contender':19s} {'cpu s':>7s} {'wall s':>7s} {'MB/s':>6s} "
               f"{'mg/peer':>7s} {'steady':>7s}")
-        for name, flags, peers in cases(a.vocab, work):
-            if a.only and a.only not in name:
-                continue
-            s, w = cpu_mg(mg, corpus, flags)
-            load, _ = cpu_mg(mg, one, flags)
-            print(f"{name:46s} {'mg-preprocess -w 1':19s} {s:7.2f} {w:7.2f} {mb / s:6.2f} "
-                  f"{'':7s} {mb / (s - load):7.2f}  (load {load:.2f} s)", flush=True)
-            e, e_ids = cpu_encoder(a.encode_bench, corpus, flags)
-            print(f"{'':46s} {'mg encoder only':19s} {e:7.2f} {'':7s} {mb / e:6.2f}", flush=True)
-            for peer, factory in peers:
-                p, pw, p_ids = cpu_peer(factory(), texts)
-                print(f"{'':46s} {peer:19s} {p:7.2f} {pw:7.2f} {mb / p:6.2f} {p / s:6.1f}x "
-                      f"{p / (s - load):6.1f}x  encoder only {p / e:.1f}x", flush=True)
-                if p_ids != e_ids:
-                    print(f"error: {peer} produced {p_ids} ids, mg_encode {e_ids}", flush=True)
-                    failed = 1
+        todo = cases_zh(a.vocab, a.corpus) if a.zh else cases(a.vocab, work)
+        for case in todo:
+            if not a.only or a.only in case[0]:
+                failed |= bench_case(a, work, corpus, texts, mb, case)
     return failed
 
 

@@ -126,6 +126,12 @@ mg_status mg_comm_create(mg_comm **out, const mg_comm_config *cfg)
     return comm_world_build(out, &mg_comm_single_backend, NULL, 1, 0, &one);
 }
 
+void mg_comm_set_stream(mg_comm *world, void *stream)
+{
+    MG_ASSERT(world->world == world);
+    world->stream = stream;
+}
+
 void mg_comm_abort(mg_comm *world, int code)
 {
     if (world && world->be->abort) world->be->abort(world->world, code);

@@ -8,7 +8,11 @@
  *       mpi     CPU buffers, ranks from mpirun / srun (comm_mpi.c, built where MPI is);
  *       nccl    device buffers (comm_nccl.c, built where NCCL is), bootstrapped over MPI or
  *               from torchrun's RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT
- *               with the NCCL unique id sent over TCP (comm_tcp.h).
+ *               with the NCCL unique id sent over TCP (comm_tcp.h). Host buffers (memory
+ *               that is not the device's: the loss, norms, flags) are copied through a
+ *               device buffer of the group, so every call takes either kind. Work is
+ *               enqueued on the stream of mg_comm_set_stream (else the group's own) and
+ *               every call returns when it is complete.
  *     mg_comm_create() picks the backend from the launch (comm_launch.h) and cfg.
  *   - Sub-groups: a world owns its tensor-, pipeline- and data-parallel groups, the
  *     model-parallel group (tensor x pipeline) and the embedding group (first and last
@@ -89,6 +93,11 @@ mg_status mg_comm_create(mg_comm **world, const mg_comm_config *cfg);
 /* After a failed collective: ends the whole job with exit status `code` (MPI_Abort; never
  * returns with more than one rank). With one rank it returns and the caller exits. */
 void mg_comm_abort(mg_comm *world, int code);
+/* nccl: the CUDA stream (a cudaStream_t) every group of the world enqueues its work on from
+ * now on, so that it follows the kernels queued there before (the trainer's compute
+ * stream, kernels.h mgk_stream_handle); NULL: each group's own stream. The caller keeps the
+ * stream alive while the world uses it. Other backends ignore it. */
+void mg_comm_set_stream(mg_comm *world, void *stream);
 /* Frees a world and its groups; accepts NULL. Must not be called on a sub-group. */
 void mg_comm_free(mg_comm *c);
 

@@ -47,6 +47,7 @@ struct mg_comm {
     comm_count count[MG_COMM_NOPS];
     mg_comm_grid grid;                 /* world only */
     double timeout_s;                  /* world only: per operation, <= 0 none */
+    void *stream;                      /* world only: mg_comm_set_stream's (nccl) */
     struct comm_msg *head, *tail;      /* messages sent to self, oldest first */
 };
 

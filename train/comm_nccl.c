@@ -9,6 +9,10 @@
  * rank, group and operation (NCCL does not say which peer is missing). Groups are
  * ncclCommSplit of the world with the same color / key as the MPI backend. NCCL's own
  * reduction order: every rank gets the same bits, not necessarily in rank order.
+ * Streams: the world's stream when mg_comm_set_stream gave one (the compute stream, so a
+ * collective follows the kernels that wrote its buffer), else the group's own. Host buffers
+ * (cudaPointerGetAttributes: not device or managed memory) go through the group's staging
+ * buffer: copied in on the same stream, the call made on it, copied out.
  * Abort: MPI_Abort under MPI, else exit (torchrun ends the other ranks).
  */
 #include "comm_internal.h"
@@ -32,10 +36,17 @@ typedef struct {
     ncclComm_t comm;
     cudaStream_t stream;
     float *one;        /* a device float for the barrier */
+    void *stage;       /* device copy of host buffers, stage_bytes long (grown on demand) */
+    size_t stage_bytes;
     int mpi_finalize;  /* world: MPI was initialised here for the bootstrap */
 } nccl_group;
 
 static nccl_group *G(mg_comm *c) { return c->impl; }
+
+static cudaStream_t stream_of(mg_comm *c)
+{
+    return c->world->stream ? (cudaStream_t)c->world->stream : G(c)->stream;
+}
 
 static double now_s(void)
 {
@@ -67,7 +78,7 @@ static mg_status wait_stream(mg_comm *c, const char *op)
     nccl_group *g = G(c);
     double timeout = c->world->timeout_s, deadline = now_s() + timeout;
     for (;;) {
-        cudaError_t e = cudaStreamQuery(g->stream);
+        cudaError_t e = cudaStreamQuery(stream_of(c));
         if (e == cudaSuccess) return MG_OK;
         if (e != cudaErrorNotReady) {
             char what[256];
@@ -109,33 +120,112 @@ static mg_status wait_comm(mg_comm *c, ncclComm_t comm, const char *op, double d
 
 static ncclDataType_t nccl_type(comm_dtype t) { return t == COMM_F32 ? ncclFloat : ncclDouble; }
 
+/* Whether p is the device's memory (NCCL reaches nothing else). */
+static int on_device(const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError(); /* runtimes before CUDA 11 refuse an unregistered host pointer */
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* The group's staging buffer, at least `bytes` long (the previous call is complete). */
+static mg_status stage_of(mg_comm *c, const char *op, size_t bytes, unsigned char **out)
+{
+    nccl_group *g = G(c);
+    if (g->stage_bytes < bytes) {
+        cudaFree(g->stage);
+        g->stage = NULL;
+        g->stage_bytes = 0;
+        if (cudaMalloc(&g->stage, bytes) != cudaSuccess)
+            return fail(c, op, "failed: cudaMalloc of the staging buffer for host memory");
+        g->stage_bytes = bytes;
+    }
+    *out = g->stage;
+    return MG_OK;
+}
+
+/* A staging copy (either direction) on the call's stream. */
+static mg_status copy(mg_comm *c, const char *op, void *dst, const void *src, size_t bytes)
+{
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(c));
+    if (e == cudaSuccess) return MG_OK;
+    char what[256];
+    snprintf(what, sizeof what, "failed: staging copy of host memory: CUDA %s",
+             cudaGetErrorString(e));
+    return fail(c, op, what);
+}
+
+/* Enqueues the call, copies the staged result out (when out), waits for completion. */
+static mg_status finish(mg_comm *c, const char *op, ncclResult_t r, void *out,
+                        const void *staged, size_t bytes)
+{
+    MG_FORWARD(nccl_ok(c, op, r));
+    if (out) MG_FORWARD(copy(c, op, out, staged, bytes));
+    return wait_stream(c, op);
+}
+
+/* In-place calls (all-reduce, broadcast): buf itself, or buf copied into the staging buffer. */
+static mg_status in_place(mg_comm *c, const char *op, void *buf, size_t bytes,
+                          unsigned char **dev)
+{
+    if (on_device(buf)) {
+        *dev = buf;
+        return MG_OK;
+    }
+    MG_FORWARD(stage_of(c, op, bytes, dev));
+    return copy(c, op, *dev, buf, bytes);
+}
+
 static mg_status n_allreduce(mg_comm *c, void *buf, int64_t n, comm_dtype t)
 {
-    MG_FORWARD(nccl_ok(c, "all-reduce", ncclAllReduce(buf, buf, (size_t)n, nccl_type(t), ncclSum,
-                                                      G(c)->comm, G(c)->stream)));
-    return wait_stream(c, "all-reduce");
+    size_t bytes = (size_t)n * (t == COMM_F32 ? sizeof(float) : sizeof(double));
+    unsigned char *d;
+    MG_FORWARD(in_place(c, "all-reduce", buf, bytes, &d));
+    return finish(c, "all-reduce", ncclAllReduce(d, d, (size_t)n, nccl_type(t), ncclSum,
+                                                 G(c)->comm, stream_of(c)),
+                  (void *)d == buf ? NULL : buf, d, bytes);
 }
 
 static mg_status n_allgather(mg_comm *c, void *recv, const void *send, int64_t bytes)
 {
-    MG_FORWARD(nccl_ok(c, "all-gather", ncclAllGather(send, recv, (size_t)bytes, ncclUint8,
-                                                      G(c)->comm, G(c)->stream)));
-    return wait_stream(c, "all-gather");
+    size_t n = (size_t)bytes, all = n * (size_t)c->size;
+    unsigned char *d = recv;
+    if (!on_device(recv) || !on_device(send)) { /* gathered in place in the staging buffer */
+        MG_FORWARD(stage_of(c, "all-gather", all, &d));
+        MG_FORWARD(copy(c, "all-gather", d + (size_t)c->rank * n, send, n));
+        send = d + (size_t)c->rank * n;
+    }
+    return finish(c, "all-gather", ncclAllGather(send, d, n, ncclUint8, G(c)->comm,
+                                                 stream_of(c)),
+                  (void *)d == recv ? NULL : recv, d, all);
 }
 
 static mg_status n_reduce_scatter(mg_comm *c, float *recv, const float *send, int64_t n)
 {
-    MG_FORWARD(nccl_ok(c, "reduce-scatter",
-                       ncclReduceScatter(send, recv, (size_t)n, ncclFloat, ncclSum, G(c)->comm,
-                                         G(c)->stream)));
-    return wait_stream(c, "reduce-scatter");
+    size_t bytes = (size_t)n * sizeof(float);
+    float *d = recv;
+    if (!on_device(recv) || !on_device(send)) { /* reduced in place in the staging buffer */
+        unsigned char *s;
+        MG_FORWARD(stage_of(c, "reduce-scatter", bytes * (size_t)c->size, &s));
+        MG_FORWARD(copy(c, "reduce-scatter", s, send, bytes * (size_t)c->size));
+        send = (const float *)s;
+        d = (float *)s + c->rank * n;
+    }
+    return finish(c, "reduce-scatter", ncclReduceScatter(send, d, (size_t)n, ncclFloat, ncclSum,
+                                                         G(c)->comm, stream_of(c)),
+                  d == recv ? NULL : recv, d, bytes);
 }
 
 static mg_status n_broadcast(mg_comm *c, void *buf, int64_t bytes, int64_t root)
 {
-    MG_FORWARD(nccl_ok(c, "broadcast", ncclBroadcast(buf, buf, (size_t)bytes, ncclUint8,
-                                                     (int)root, G(c)->comm, G(c)->stream)));
-    return wait_stream(c, "broadcast");
+    unsigned char *d;
+    MG_FORWARD(in_place(c, "broadcast", buf, (size_t)bytes, &d));
+    return finish(c, "broadcast", ncclBroadcast(d, d, (size_t)bytes, ncclUint8, (int)root,
+                                                G(c)->comm, stream_of(c)),
+                  (void *)d == buf ? NULL : buf, d, (size_t)bytes);
 }
 
 static mg_status n_barrier(mg_comm *c)
@@ -143,23 +233,32 @@ static mg_status n_barrier(mg_comm *c)
     nccl_group *g = G(c);
     if (!g->one && cudaMalloc((void **)&g->one, sizeof(float)) != cudaSuccess)
         return fail(c, "barrier", "failed: cudaMalloc");
-    MG_FORWARD(nccl_ok(c, "barrier", ncclAllReduce(g->one, g->one, 1, ncclFloat, ncclSum,
-                                                   g->comm, g->stream)));
-    return wait_stream(c, "barrier");
+    return finish(c, "barrier", ncclAllReduce(g->one, g->one, 1, ncclFloat, ncclSum, g->comm,
+                                              stream_of(c)),
+                  NULL, NULL, 0);
 }
 
 static mg_status n_send(mg_comm *c, const void *buf, int64_t bytes, int64_t peer)
 {
-    MG_FORWARD(nccl_ok(c, "send", ncclSend(buf, (size_t)bytes, ncclUint8, (int)peer,
-                                           G(c)->comm, G(c)->stream)));
-    return wait_stream(c, "send");
+    const void *d = buf;
+    if (!on_device(buf)) {
+        unsigned char *s;
+        MG_FORWARD(stage_of(c, "send", (size_t)bytes, &s));
+        MG_FORWARD(copy(c, "send", s, buf, (size_t)bytes));
+        d = s;
+    }
+    return finish(c, "send", ncclSend(d, (size_t)bytes, ncclUint8, (int)peer, G(c)->comm,
+                                      stream_of(c)),
+                  NULL, NULL, 0);
 }
 
 static mg_status n_recv(mg_comm *c, void *buf, int64_t bytes, int64_t peer)
 {
-    MG_FORWARD(nccl_ok(c, "recv", ncclRecv(buf, (size_t)bytes, ncclUint8, (int)peer,
-                                           G(c)->comm, G(c)->stream)));
-    return wait_stream(c, "recv");
+    unsigned char *d = buf;
+    if (!on_device(buf)) MG_FORWARD(stage_of(c, "recv", (size_t)bytes, &d));
+    return finish(c, "recv", ncclRecv(d, (size_t)bytes, ncclUint8, (int)peer, G(c)->comm,
+                                      stream_of(c)),
+                  (void *)d == buf ? NULL : buf, d, (size_t)bytes);
 }
 
 static ncclConfig_t nonblocking(void)
@@ -194,6 +293,7 @@ static void n_free_group(mg_comm *c)
     if (g->comm) ncclCommDestroy(g->comm);
     if (g->stream) cudaStreamDestroy(g->stream);
     if (g->one) cudaFree(g->one);
+    if (g->stage) cudaFree(g->stage);
 #if MG_HAVE_MPI
     if (g->mpi_finalize) MPI_Finalize();
 #endif

@@ -43,21 +43,28 @@ mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, m
     return st;
 }
 
+/* n floats of o's memory, zeroed (at least one, so that an empty shard is not NULL). */
+static float *alloc_floats(const mg_dist_optim *o, int64_t n)
+{
+    return mgk_alloc(o->mem, (size_t)(n ? n : 1) * sizeof(float));
+}
+
 mg_status mg_dist_optim_create(mg_dist_optim **out, const mg_gpt *g, mg_comm *world,
-                               mg_names nm)
+                               mg_names nm, mgk_backend mem)
 {
     *out = NULL;
     mg_comm *dp = mg_comm_group(world, MG_COMM_DATA);
     mg_dist_optim *o = mg_calloc(1, sizeof *o);
     if (!o) return MG_ERR_NOMEM;
+    o->mem = mem;
     mg_status st = mg_dist_layout_build(&o->lay, g, mg_comm_size(dp), nm);
     if (st == MG_OK) {
         o->dp_rank = mg_comm_rank(dp);
         o->shard = o->lay.numel / o->lay.dp;
-        o->buf = mg_calloc((size_t)(o->lay.numel ? o->lay.numel : 1), sizeof(float));
-        o->gshard = mg_calloc((size_t)(o->shard ? o->shard : 1), sizeof(float));
-        o->m = mg_calloc((size_t)(o->shard ? o->shard : 1), sizeof(float));
-        o->v = mg_calloc((size_t)(o->shard ? o->shard : 1), sizeof(float));
+        o->buf = alloc_floats(o, o->lay.numel);
+        o->gshard = alloc_floats(o, o->shard);
+        o->m = alloc_floats(o, o->shard);
+        o->v = alloc_floats(o, o->shard);
         if (!o->buf || !o->gshard || !o->m || !o->v) st = MG_ERR_NOMEM;
     }
     if (st != MG_OK) {
@@ -72,10 +79,10 @@ void mg_dist_optim_free(mg_dist_optim *o)
 {
     if (!o) return;
     mg_dist_layout_free(&o->lay);
-    free(o->buf);
-    free(o->gshard);
-    free(o->m);
-    free(o->v);
+    mgk_free(o->mem, o->buf);
+    mgk_free(o->mem, o->gshard);
+    mgk_free(o->mem, o->m);
+    mgk_free(o->mem, o->v);
     free(o);
 }
 
@@ -89,19 +96,19 @@ static void slice(const mg_dist_optim *o, int64_t b, int64_t *lo, int64_t *n, in
     *at = bk[b] / o->lay.dp;
 }
 
-/* Model layout <-> buffer layout, tensor by tensor (padding untouched). */
-static void pack(const mg_dist_optim *o, const mg_gpt *g, float *buf, const float *model)
+/* Model layout <-> buffer layout, tensor by tensor (padding untouched), in k's memory. */
+static void pack(const mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k, float *buf,
+                 const float *model)
 {
     for (size_t j = 0; j < g->nt; j++)
-        memcpy(buf + o->lay.start[j], model + g->t[j].offset,
-               (size_t)g->t[j].numel * sizeof(float));
+        mgk_copy(k, buf + o->lay.start[j], model + g->t[j].offset, g->t[j].numel);
 }
 
-static void unpack(const mg_dist_optim *o, const mg_gpt *g, float *model, const float *buf)
+static void unpack(const mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k, float *model,
+                   const float *buf)
 {
     for (size_t j = 0; j < g->nt; j++)
-        memcpy(model + g->t[j].offset, buf + o->lay.start[j],
-               (size_t)g->t[j].numel * sizeof(float));
+        mgk_copy(k, model + g->t[j].offset, buf + o->lay.start[j], g->t[j].numel);
 }
 
 /* Calls fn on every piece of a tensor inside this rank's slices: the tensor's element
@@ -141,14 +148,13 @@ static void param_piece(void *vc, const mg_gpt_tensor *t, int64_t e0, int64_t s0
     adam_ctx *c = vc;
     (void)s0;
     int64_t j = t - c->g->t;
-    memcpy(c->o->buf + c->o->lay.start[j] + e0, c->g->params + t->offset + e0,
-           (size_t)n * sizeof(float));
+    mgk_copy(c->k, c->o->buf + c->o->lay.start[j] + e0, c->g->params + t->offset + e0, n);
 }
 
 static mg_status reduce_scatter_grads(mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k,
                                       mg_comm *dp)
 {
-    pack(o, g, o->buf, g->grads); /* the padding stays zero: nothing writes it */
+    pack(o, g, k, o->buf, g->grads); /* the padding stays zero: nothing writes it */
     if (o->lay.dp > 1) mgk_scale(k, o->buf, o->lay.numel, 1.0f / (float)o->lay.dp);
     for (int64_t b = 0; b < o->lay.nbuckets; b++) {
         int64_t lo, n, at;
@@ -159,7 +165,8 @@ static mg_status reduce_scatter_grads(mg_dist_optim *o, const mg_gpt *g, const m
     return MG_OK;
 }
 
-static mg_status gather_params(mg_dist_optim *o, mg_gpt *g, mg_comm *dp, adam_ctx *c)
+static mg_status gather_params(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *dp,
+                               adam_ctx *c)
 {
     for_pieces(o, g, param_piece, c);
     for (int64_t b = 0; b < o->lay.nbuckets; b++) {
@@ -167,7 +174,7 @@ static mg_status gather_params(mg_dist_optim *o, mg_gpt *g, mg_comm *dp, adam_ct
         slice(o, b, &lo, &n, &at);
         MG_FORWARD(mg_comm_allgather_f32(dp, o->buf + o->lay.bucket[b], o->buf + lo, n));
     }
-    unpack(o, g, g->params, o->buf);
+    unpack(o, g, k, g->params, o->buf);
     return MG_OK;
 }
 
@@ -205,18 +212,23 @@ mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *w
     adam_ctx c = {o, g, k, {hp->lr, hp->beta1, hp->beta2, hp->eps, hp->weight_decay, o->step,
                             coeff}};
     for_pieces(o, g, adam_piece, &c);
-    return gather_params(o, g, dp, &c);
+    return gather_params(o, g, k, dp, &c);
 }
 
+/* model (host, model layout) <- shard of every rank, gathered into dbuf (o's memory) and
+ * unpacked on the host through hbuf. */
 static mg_status gather_one(const mg_dist_optim *o, const mg_gpt *g, mg_comm *dp,
-                            const float *shard, float *buf, float *model)
+                            const float *shard, float *dbuf, float *hbuf, float *model)
 {
     for (int64_t b = 0; b < o->lay.nbuckets; b++) {
         int64_t lo, n, at;
         slice(o, b, &lo, &n, &at);
-        MG_FORWARD(mg_comm_allgather_f32(dp, buf + o->lay.bucket[b], shard + at, n));
+        MG_FORWARD(mg_comm_allgather_f32(dp, dbuf + o->lay.bucket[b], shard + at, n));
     }
-    unpack(o, g, model, buf);
+    MG_FORWARD(mgk_download(o->mem, hbuf, dbuf, (size_t)o->lay.numel * sizeof(float)));
+    for (size_t j = 0; j < g->nt; j++)
+        memcpy(model + g->t[j].offset, hbuf + o->lay.start[j],
+               (size_t)g->t[j].numel * sizeof(float));
     return MG_OK;
 }
 
@@ -224,32 +236,45 @@ mg_status mg_dist_gather_moments(const mg_dist_optim *o, const mg_gpt *g, mg_com
                                  mg_gpt_optim *full)
 {
     mg_comm *dp = mg_comm_group(world, MG_COMM_DATA);
-    float *buf = mg_calloc((size_t)(o->lay.numel ? o->lay.numel : 1), sizeof(float));
-    if (!buf) return MG_ERR_NOMEM;
-    mg_status st = gather_one(o, g, dp, o->m, buf, full->m);
-    if (st == MG_OK) st = gather_one(o, g, dp, o->v, buf, full->v);
+    float *dbuf = alloc_floats(o, o->lay.numel);
+    float *hbuf = mg_calloc((size_t)(o->lay.numel ? o->lay.numel : 1), sizeof(float));
+    mg_status st = dbuf && hbuf ? MG_OK : MG_ERR_NOMEM;
+    if (st == MG_OK) st = gather_one(o, g, dp, o->m, dbuf, hbuf, full->m);
+    if (st == MG_OK) st = gather_one(o, g, dp, o->v, dbuf, hbuf, full->v);
     full->step = o->step;
-    free(buf);
+    mgk_free(o->mem, dbuf);
+    free(hbuf);
     return st;
 }
 
-static void take_one(const mg_dist_optim *o, const mg_gpt *g, float *buf, const float *model,
-                     float *shard)
+/* shard (o's memory) <- this rank's slices of model (host, model layout), through buf (host,
+ * numel) and the host shard hs. */
+static mg_status take_one(const mg_dist_optim *o, const mg_gpt *g, float *buf, float *hs,
+                          const float *model, float *shard)
 {
     memset(buf, 0, (size_t)o->lay.numel * sizeof(float));
-    pack(o, g, buf, model);
+    for (size_t j = 0; j < g->nt; j++)
+        memcpy(buf + o->lay.start[j], model + g->t[j].offset,
+               (size_t)g->t[j].numel * sizeof(float));
     for (int64_t b = 0; b < o->lay.nbuckets; b++) {
         int64_t lo, n, at;
         slice(o, b, &lo, &n, &at);
-        memcpy(shard + at, buf + lo, (size_t)n * sizeof(float));
+        memcpy(hs + at, buf + lo, (size_t)n * sizeof(float));
     }
+    return mgk_upload(o->mem, shard, hs, (size_t)o->shard * sizeof(float));
 }
 
-void mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim *full)
+mg_status mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim *full)
 {
-    take_one(o, g, o->buf, full->m, o->m);
-    take_one(o, g, o->buf, full->v, o->v);
+    float *buf = mg_calloc((size_t)(o->lay.numel ? o->lay.numel : 1), sizeof(float));
+    float *hs = mg_calloc((size_t)(o->shard ? o->shard : 1), sizeof(float));
+    mg_status st = buf && hs ? MG_OK : MG_ERR_NOMEM;
+    if (st == MG_OK) st = take_one(o, g, buf, hs, full->m, o->m);
+    if (st == MG_OK) st = take_one(o, g, buf, hs, full->v, o->v);
     o->step = full->step;
+    free(buf);
+    free(hs);
+    return st;
 }
 
 /* One world tensor: the model-layout x packed into the buffer, bucket after bucket cut at

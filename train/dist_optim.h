@@ -64,21 +64,24 @@ typedef struct {
     float *gshard;           /* shard: the reduced gradients of this rank's slices */
     float *m, *v;            /* shard: Adam moments */
     int64_t step;
+    mgk_backend mem;         /* where buf, gshard, m and v live (kernels.h mgk_alloc) */
 } mg_dist_optim;
 
+/* The state in the memory of backend mem (the device's with --device cuda: the step then
+ * runs on the device model's parameters and gradients and a context of that backend). */
 mg_status mg_dist_optim_create(mg_dist_optim **o, const mg_gpt *g, mg_comm *world,
-                               mg_names nm);
+                               mg_names nm, mgk_backend mem);
 void mg_dist_optim_free(mg_dist_optim *o); /* accepts NULL */
 
 /* The optimizer half of a training step (see the contract); res->grad_norm, ->skipped. */
 mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *world,
                        const mg_step_hp *hp, mg_step_result *res);
 
-/* full (model layout, g->numel) <- the moments of every shard. */
+/* full (host, model layout, g->numel) <- the moments of every shard. */
 mg_status mg_dist_gather_moments(const mg_dist_optim *o, const mg_gpt *g, mg_comm *world,
                                  mg_gpt_optim *full);
-/* This rank's shard <- full moments (model layout). */
-void mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim *full);
+/* This rank's shard <- full moments (host, model layout). */
+mg_status mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim *full);
 /* distrib_optim.pt at path from g's parameters and full moments (see the contract). */
 mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_gpt_optim *full,
                              const char *path);

@@ -145,34 +145,51 @@ static mg_status print_comm(FILE *f, const mg_train_opts *o)
     return MG_OK;
 }
 
-/* --device cuda, or auto with a GPU: what this process allocates on its GPU (device_plan.h),
- * checked against the device's memory when one is visible. */
+static void print_device_stage(FILE *f, const mg_train_opts *o, const mg_device_plan *p,
+                               int64_t stage)
+{
+    char where[64] = "", dist[96] = "";
+    if (p->dist_buffers)
+        snprintf(dist, sizeof dist, " (the data-parallel shard) + distributed optimizer buffers "
+                 "%.2f MiB", p->dist_buffers / MIB);
+    if (o->model.pp > 1)
+        snprintf(where, sizeof where, ", pipeline stage %lld of %lld", LL(stage), LL(o->model.pp));
+    fprintf(f, "device memory per rank (--device cuda, %s)%s: parameters %.2f MiB, gradients "
+               "%.2f MiB, bf16 weights %.2f MiB, Adam moments %.2f MiB%s, activations %.2f MiB "
+               "(%lld x %.2f MiB), inputs %.2f MiB, kernel workspaces %.2f MiB; total %.2f MiB "
+               "(the CUDA runtime's own context not counted)\n",
+            o->bf16 ? "bf16" : "fp32", where, p->params / MIB, p->grads / MIB,
+            p->params16 / MIB, p->moments / MIB, dist, p->nslots * p->arena / MIB, LL(p->nslots),
+            p->arena / MIB, p->inputs / MIB, p->workspaces / MIB, p->total / MIB);
+}
+
+/* --device cuda, or auto with a GPU: what each process allocates on its GPU (device_plan.h;
+ * the tensor- and data-parallel ranks of a stage the same), the largest checked against the
+ * device's memory when one is visible. */
 static mg_status print_device(FILE *f, const mg_train_opts *o)
 {
     if (mg_device_is_cpu(o)) return MG_OK;
-    mg_device_plan p;
-    mg_status st = mg_device_plan_of(o, &p);
-    if (st == MG_ERR_UNSUPPORTED) {
-        fprintf(f, "device memory per rank: no plan: %s\n", mg_last_error());
-        return MG_OK;
+    int64_t most = 0;
+    for (int64_t stage = 0; stage < o->model.pp; stage++) {
+        mg_device_plan p;
+        mg_status st = mg_device_plan_of(o, 0, stage, &p);
+        if (st == MG_ERR_UNSUPPORTED) {
+            fprintf(f, "device memory per rank: no plan: %s\n", mg_last_error());
+            return MG_OK;
+        }
+        MG_FORWARD(st);
+        print_device_stage(f, o, &p, stage);
+        if (p.total > most) most = p.total;
     }
-    MG_FORWARD(st);
-    fprintf(f, "device memory per rank (--device cuda, %s): parameters %.2f MiB, gradients "
-               "%.2f MiB, bf16 weights %.2f MiB, Adam moments %.2f MiB, activations %.2f MiB "
-               "(%lld x %.2f MiB), inputs %.2f MiB, kernel workspaces %.2f MiB; total %.2f MiB "
-               "(the CUDA runtime's own context not counted)\n",
-            o->bf16 ? "bf16" : "fp32", p.params / MIB, p.grads / MIB, p.params16 / MIB,
-            p.moments / MIB, p.nslots * p.arena / MIB, LL(p.nslots), p.arena / MIB,
-            p.inputs / MIB, p.workspaces / MIB, p.total / MIB);
     if (mgk_cuda_devices() < 1) return MG_OK;
     MG_FORWARD(mgk_cuda_select(0));
     char name[128];
     mgk_cuda_name(name, sizeof name);
     double have = (double)mgk_cuda_memory();
     fprintf(f, "device %s: %.2f MiB: the plan %s\n", name, have / MIB,
-            p.total <= have ? "fits" : "does not fit");
-    MG_RETURN_IF(p.total > have, MG_ERR_NOMEM, "--dry-run: the plan needs %.2f MiB of device "
-                 "memory, %s has %.2f MiB", p.total / MIB, name, have / MIB);
+            most <= have ? "fits" : "does not fit");
+    MG_RETURN_IF(most > have, MG_ERR_NOMEM, "--dry-run: the plan needs %.2f MiB of device "
+                 "memory on a rank, %s has %.2f MiB", most / MIB, name, have / MIB);
     return MG_OK;
 }
 

@@ -164,7 +164,7 @@ static mg_status load_checkpoint(run_state *s)
     mg_status ls =
         mg_train_ckpt_load_shard(o->load, o->ckpt_step, &sh, s->g, optim ? full : NULL, &st);
     if (ls == MG_OK && optim && s->dopt && st.optim_loaded)
-        mg_dist_load_moments(s->dopt, s->g, full);
+        ls = mg_dist_load_moments(s->dopt, s->g, full);
     if (full != s->opt) mg_gpt_optim_free(full);
     MG_FORWARD(ls);
     if (o->finetune) {
@@ -274,12 +274,11 @@ static mg_status open_device(run_state *s)
                      o->bf16 ? "--bf16" : "--fp16");
         return MG_OK;
     }
-    MG_RETURN_IF(mg_comm_size(s->comm) > 1, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --device cuda with %lld processes (one GPU per run)",
-                 (long long)mg_comm_size(s->comm));
+    /* the collectives follow the kernels on the compute stream (comm.h) */
+    mg_comm_set_stream(s->comm, mgk_stream_handle(&s->k));
     MG_RETURN_IF(o->fp16, MG_ERR_UNSUPPORTED, "not supported yet: --fp16 on --device cuda");
-    MG_RETURN_IF(o->use_distributed_optimizer, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --use-distributed-optimizer with --device cuda");
+    MG_RETURN_IF(o->use_distributed_optimizer && o->bf16, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --use-distributed-optimizer with --bf16 on --device cuda");
     return MG_OK;
 }
 
@@ -296,7 +295,8 @@ static mg_status setup(run_state *s)
     mg_gpt_init_params(s->g);
     if (o->use_distributed_optimizer)
         MG_FORWARD(mg_dist_optim_create(&s->dopt, s->g, s->comm,
-                                        o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE));
+                                        o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE,
+                                        s->k.backend));
     else MG_FORWARD(mg_gpt_optim_create(&s->opt, s->g));
     MG_FORWARD(load_checkpoint(s));
     MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k, o->bf16));
@@ -319,6 +319,7 @@ static void teardown(run_state *s)
     mg_device_batches_free(&s->db);
     if (s->dev_opt != s->opt) mg_gpt_optim_free(s->dev_opt);
     if (s->dg != s->g) mg_gpt_free(s->dg);
+    if (s->comm) mg_comm_set_stream(s->comm, NULL); /* the stream goes with the context */
     mgk_ctx_free(&s->k);
     mg_gpt_optim_free(s->opt);
     mg_dist_optim_free(s->dopt);
@@ -407,9 +408,9 @@ static mg_status step(run_state *s, int64_t it, mg_step_result *res)
     mg_comm_reset_counts(s->comm);
     MG_FORWARD(fill(s, MG_SPLIT_TRAIN, (uint64_t)((it - 1) * o->global_batch_size)));
     if (s->dopt) {
-        MG_FORWARD(mg_gpt_accumulate(s->g, &s->sched, &s->k, s->comm, s->views, s->nmicro,
-                                     &res->loss));
-        return mg_dist_step(s->dopt, s->g, &s->k, s->comm, &hp, res);
+        MG_FORWARD(mg_gpt_accumulate(s->dg, &s->sched, &s->k, s->comm, micro_views(s),
+                                     s->nmicro, &res->loss));
+        return mg_dist_step(s->dopt, s->dg, &s->k, s->comm, &hp, res);
     }
     return mg_gpt_train_step_comm(s->dg, s->dev_opt, &s->sched, &s->k, s->comm,
                                   micro_views(s), s->nmicro, &hp, res);
@@ -573,7 +574,8 @@ static double peak_flops(const run_state *s, char *desc, size_t n)
 static mg_status note_device_memory(const run_state *s)
 {
     mg_device_plan p;
-    MG_FORWARD(mg_device_plan_of(s->o, &p));
+    mg_train_ckpt_shard sh = shard_of(s->comm);
+    MG_FORWARD(mg_device_plan_of(s->o, sh.tp_rank, sh.pp_rank, &p));
     NOTE(s, "device memory: %lld bytes (%.2f MiB) allocated by the groups, planned %lld; "
          "kernel workspaces %.2f MiB", (long long)mgk_device_allocated(),
          (double)mgk_device_allocated() / MIB, (long long)p.allocated, p.workspaces / MIB);

@@ -45,13 +45,19 @@ static int dry_run(mg_train_opts *o)
     return MG_EXIT_OK;
 }
 
-/* The world of this launch; with several ranks the messages name this one. */
+/* The world of this launch; with several ranks the messages name this one. Several
+ * processes on GPUs talk over NCCL (device buffers), on the device each one takes
+ * (device.h: LOCAL_RANK mod the visible devices); on the CPU over MPI. */
 static mg_status make_world(const mg_train_opts *o, mg_comm **world)
 {
     static char prog[64];
+    mg_comm_launch l;
+    MG_FORWARD(mg_comm_launch_detect(&l));
+    int nccl = l.world_size > 1 && !mg_device_is_cpu(o) && mgk_cuda_devices() > 0;
     mg_comm_config cfg = {o->model.tp, o->model.pp,
                           60.0 * o->distributed_timeout_minutes,
-                          MG_COMM_BACKEND_AUTO, -1};
+                          nccl ? MG_COMM_BACKEND_NCCL : MG_COMM_BACKEND_AUTO,
+                          nccl ? (int)(l.local_rank % mgk_cuda_devices()) : -1};
     MG_FORWARD(mg_comm_create(world, &cfg));
     if (mg_comm_size(*world) > 1) {
         snprintf(prog, sizeof prog, "mg-train (rank %lld of %lld)",

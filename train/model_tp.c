@@ -7,8 +7,6 @@
  * single-process mgk_linear_fwd with its bias. Under sequence parallelism rank r's rows
  * are rows [r Ns, (r + 1) Ns) of the micro-batch's N token rows.
  */
-#include <math.h>
-
 #include "comm.h"
 #include "model_internal.h"
 
@@ -43,16 +41,6 @@ mg_status mg_tp_row_linear_fwd(const mg_gpt_acts *a, const mg_kctx *k, float *ou
     return MG_OK;
 }
 
-/* gmax[i] = the largest of the group's row maxima (all[r * N + i]). */
-static void group_max(float *gmax, const float *all, int64_t tp, int64_t N)
-{
-    for (int64_t i = 0; i < N; i++) {
-        float m = all[i];
-        for (int64_t r = 1; r < tp; r++) m = fmaxf(m, all[r * N + i]);
-        gmax[i] = m;
-    }
-}
-
 /* _VocabParallelCrossEntropy: the row maxima's maximum (gathered: comm.h sums only), each
  * rank's sum of exp rescaled to it, then the sums of exp and of the target logit (which
  * only its owner holds) added over the group in one all-reduce. */
@@ -63,7 +51,7 @@ mg_status mg_tp_xent_fwd(const mg_gpt_acts *a, const mg_kctx *k, const int32_t *
     float *rowsum = a->xsum, *tgt = a->xsum + N;
     mgk_xent_partial(k, a->xmax, rowsum, tgt, a->logits, targets, N, a->Vp, a->vocab0, vocab);
     MG_FORWARD(mg_comm_allgather_f32(a->tpc, a->xall, a->xmax, N));
-    group_max(a->xgmax, a->xall, a->tp, N);
+    mgk_xent_gmax(k, a->xgmax, a->xall, a->tp, N);
     mgk_xent_rescale(k, rowsum, a->xmax, a->xgmax, N);
     MG_FORWARD(mg_comm_allreduce_sum_f32(a->tpc, a->xsum, 2 * N));
     mgk_xent_finish(k, a->loss, a->lse, a->xgmax, rowsum, tgt, N);

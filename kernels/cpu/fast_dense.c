@@ -168,6 +168,11 @@ void mgk_fast_zero(const mg_kctx *k, float *x, int64_t n)
     mgk_ref_zero(k, x, n);
 }
 
+void mgk_fast_copy(const mg_kctx *k, float *dst, const float *src, int64_t n)
+{
+    mgk_ref_copy(k, dst, src, n);
+}
+
 void mgk_fast_add(const mg_kctx *k, float *out, const float *a, const float *b, int64_t n)
 {
     MGK_OMP_FOR(k->nthreads)

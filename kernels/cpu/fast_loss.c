@@ -48,6 +48,11 @@ void mgk_fast_xent_partial(const mg_kctx *k, float *rowmax, float *rowsum, float
     }
 }
 
+void mgk_fast_xent_gmax(const mg_kctx *k, float *gmax, const float *all, int64_t tp, int64_t N)
+{
+    mgk_ref_xent_gmax(k, gmax, all, tp, N);
+}
+
 void mgk_fast_xent_rescale(const mg_kctx *k, float *rowsum, const float *rowmax,
                            const float *gmax, int64_t N)
 {

@@ -66,6 +66,12 @@ void mgk_ref_zero(const mg_kctx *k, float *x, int64_t n)
     if (n > 0) memset(x, 0, (size_t)n * sizeof(float));
 }
 
+void mgk_ref_copy(const mg_kctx *k, float *dst, const float *src, int64_t n)
+{
+    (void)k;
+    if (n > 0) memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
 void mgk_ref_add(const mg_kctx *k, float *out, const float *a, const float *b, int64_t n)
 {
     (void)k;

@@ -34,6 +34,16 @@ void mgk_ref_xent_partial(const mg_kctx *k, float *rowmax, float *rowsum, float 
         xent_row(rowmax + i, rowsum + i, tgt + i, logits + i * Vl, targets[i], nv, col0);
 }
 
+void mgk_ref_xent_gmax(const mg_kctx *k, float *gmax, const float *all, int64_t tp, int64_t N)
+{
+    (void)k;
+    for (int64_t i = 0; i < N; i++) {
+        float m = all[i];
+        for (int64_t r = 1; r < tp; r++) m = fmaxf(m, all[r * N + i]);
+        gmax[i] = m;
+    }
+}
+
 void mgk_ref_xent_rescale(const mg_kctx *k, float *rowsum, const float *rowmax,
                           const float *gmax, int64_t N)
 {

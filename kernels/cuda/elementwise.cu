@@ -1,4 +1,4 @@
-/* elementwise.cu — zero, add, accumulate, scale, bias add and gradient, and the
+/* elementwise.cu — zero, copy, add, accumulate, scale, bias add and gradient, and the
  * deterministic double reductions mgk_sumsq / mgk_sum, in fp32 (kernels.h) and bf16.
  *
  * Kernels: elementwise ops are grid-stride loops (block 256, at most 8192 blocks) over 16-byte
@@ -190,6 +190,13 @@ static double chunked_sum(const mg_kctx *k, const float *x, const float *mask, i
 extern "C" void mgk_cuda_zero(const mg_kctx *k, float *x, int64_t n)
 {
     if (n > 0) MGK_CUDA_CHECK(cudaMemsetAsync(x, 0, (size_t)n * sizeof(float), mgk_stream(k)));
+}
+
+extern "C" void mgk_cuda_copy(const mg_kctx *k, float *dst, const float *src, int64_t n)
+{
+    if (n > 0)
+        MGK_CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)n * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, mgk_stream(k)));
 }
 
 extern "C" void mgk_cuda_zero_bf16(const mg_kctx *k, mgk_bf16 *x, int64_t n)

@@ -50,6 +50,8 @@ mg_status mgk_cuda_event_elapsed(const void *a, const void *b, double *ms);
 void mgk_cuda_event_free(void *ev);
 /* Makes device ordinal current. */
 mg_status mgk_cuda_set_device(int ordinal);
+/* k's compute stream as a cudaStream_t (kernels.h mgk_stream_handle). */
+void *mgk_cuda_stream_handle(const mg_kctx *k);
 /* Waits for everything queued on k's stream; reports an asynchronous failure. */
 mg_status mgk_cuda_sync(const mg_kctx *k);
 /* Runs fn(arg) reps times on k's stream between two events; *ms = mean milliseconds per run. */

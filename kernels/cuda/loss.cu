@@ -109,6 +109,15 @@ static __global__ void xent_bwd_kernel(T *dlogits, const T *logits, const float 
     }
 }
 
+static __global__ void xent_gmax_kernel(float *gmax, const float *all, int64_t tp, int64_t N)
+{
+    MGK_FOR_EACH(i, N) {
+        float m = all[i];
+        for (int64_t r = 1; r < tp; r++) m = fmaxf(m, all[r * N + i]);
+        gmax[i] = m;
+    }
+}
+
 static __global__ void xent_rescale_kernel(float *rowsum, const float *rowmax, const float *gmax,
                                            int64_t N)
 {
@@ -189,6 +198,15 @@ extern "C" void mgk_cuda_xent_partial(const mg_kctx *k, float *rowmax, float *ro
                                       int64_t Vl, int64_t col0, int64_t vocab)
 {
     xent_partial(k, rowmax, rowsum, tgt, logits, targets, N, Vl, col0, vocab);
+}
+
+extern "C" void mgk_cuda_xent_gmax(const mg_kctx *k, float *gmax, const float *all, int64_t tp,
+                                   int64_t N)
+{
+    if (N <= 0) return;
+    MGK_LAUNCH(xent_gmax_kernel, mgk_grid(N, THREADS, MGK_GRID_CAP), THREADS, 0, mgk_stream(k),
+               gmax, all, tp, N);
+    MGK_LAUNCH_CHECK();
 }
 
 extern "C" void mgk_cuda_xent_rescale(const mg_kctx *k, float *rowsum, const float *rowmax,

@@ -176,6 +176,8 @@ mg_status mgk_cuda_set_device(int ordinal)
     return cuda_status(cudaSetDevice(ordinal), "cannot select the device");
 }
 
+void *mgk_cuda_stream_handle(const mg_kctx *k) { return (void *)mgk_stream(k); }
+
 mg_status mgk_cuda_sync(const mg_kctx *k)
 {
     MG_FORWARD(cuda_status(cudaStreamSynchronize(k->cuda->copy_stream), "upload failed"));

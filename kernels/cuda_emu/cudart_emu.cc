@@ -306,6 +306,20 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t count, cudaStream_t strea
 
 /* Pinned host memory is ordinary host memory here (never in the device registry, so a
  * kernel given a pinned pointer is caught in strict mode, as device memory is expected). */
+/* Device memory is what the registry holds; anything else is unregistered host memory
+ * (pinned blocks included: they are ordinary host memory here). */
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
+{
+    if (!a) return misuse(cudaErrorInvalidValue, "cudaPointerGetAttributes", "NULL attributes");
+    bool dev = p && device_range(p, 1);
+    memset(a, 0, sizeof *a);
+    a->type = dev ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
+    a->device = 0;
+    a->devicePointer = dev ? const_cast<void *>(p) : nullptr;
+    a->hostPointer = dev ? nullptr : const_cast<void *>(p);
+    return cudaSuccess;
+}
+
 cudaError_t cudaMallocHost(void **p, size_t size)
 {
     if (!p) return misuse(cudaErrorInvalidValue, "cudaMallocHost", "NULL result pointer");

@@ -42,6 +42,9 @@ static ncclResult_t check_call(const char *call, ncclComm_t comm, ncclDataType_t
     if (r == ncclSuccess) r = check_type_op(call, t, op, reduces);
     if (r == ncclSuccess && !mgk_emu::stream_valid(stream))
         r = fail(ncclInvalidArgument, call, "unknown stream");
+    /* the call runs now, so the stream's earlier work (copies queued in the late streams
+     * mode) runs first, as it would on a GPU */
+    if (r == ncclSuccess) mgk_emu::stream_catch_up(stream);
     return r;
 }
 

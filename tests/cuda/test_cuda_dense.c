@@ -15,6 +15,9 @@ static void elementwise_case(ct *c, int64_t n)
     mgk_accumulate(&c->ref, o, a, n), mgk_accumulate(&c->dev, dO, da, n);
     mgk_scale(&c->ref, o, n, -0.3f), mgk_scale(&c->dev, dO, n, -0.3f);
     KT_SAME(c->t, "add/accumulate/scale", ct_down(c, dO, n), o, n);
+    float *dc = CT_UPF(c, b, n);
+    mgk_copy(&c->ref, b, o, n), mgk_copy(&c->dev, dc, dO, n);
+    KT_SAME(c->t, "copy", ct_down(c, dc, n), b, n);
     mgk_zero(&c->dev, dO, n);
     float *z = ct_down(c, dO, n);
     for (int64_t i = 0; i < n; i++) MG_CHECK(c->t, z[i] == 0.0f);

@@ -24,6 +24,11 @@ static void xent_shard_case(ct *c, int64_t N, int64_t Vl, int64_t col0, int64_t 
     float *Dg = CT_UPF(c, g, N);
     mgk_xent_rescale(&c->ref, sm, mx, g, N), mgk_xent_rescale(&c->dev, Dsm, Dmx, Dg, N);
     KT_CLOSE(c->t, "xent rescale", ct_down(c, Dsm, N), sm, N, 0.0, 1e-5);
+    /* the largest of three ranks' row maxima (the tensor-parallel group's) */
+    float *all = ct_rand(c, 3 * N, 8, 4.0f), *gm = ct_rand(c, N, 9, 1.0f);
+    float *Dall = CT_UPF(c, all, 3 * N), *Dgm = CT_UPF(c, gm, N);
+    mgk_xent_gmax(&c->ref, gm, all, 3, N), mgk_xent_gmax(&c->dev, Dgm, Dall, 3, N);
+    KT_SAME(c->t, "xent gmax", ct_down(c, Dgm, N), gm, N);
     if (col0 >= vocab) return; /* a padding-only shard has no log-sum-exp of its own */
     float *loss = ct_rand(c, N, 6, 1.0f), *lse = ct_rand(c, N, 7, 1.0f);
     float *Dloss = CT_UPF(c, loss, N), *Dlse = CT_UPF(c, lse, N);

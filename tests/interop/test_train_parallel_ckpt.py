@@ -102,9 +102,7 @@ def test_hf_export_gives_our_logits(runs, tmp_path):
     single-process run's export at the same iteration (up to the reduction order), and
     transformers' logits on random ids equal mg-train's model (tests/tools/model_probe) on the
     exported weights within fp32 tolerance."""
-    import numpy
     import safetensors.torch as st
-    import transformers
     arch, d, _, _, _ = runs
     hf = tmp_path / "hf"
     conftest.run_mg(["mg-convert", "--load-dir", d / "ck", "--save-dir", hf, "--saver", "hf",
@@ -117,6 +115,15 @@ def test_hf_export_gives_our_logits(runs, tmp_path):
     assert set(exported) == set(single)
     for k, v in exported.items():
         torch.testing.assert_close(v, single[k], rtol=1e-4, atol=1e-6, msg=f"{arch} {k}")
+    assert_probe_logits(arch, hf, tmp_path)
+
+
+def assert_probe_logits(arch, hf, tmp_path):
+    """transformers' logits on random ids of the Hugging Face model in hf equal mg-train's
+    model (tests/tools/model_probe, model_args' flags) on its weights within fp32 tolerance."""
+    import numpy
+    import safetensors.torch as st
+    import transformers
     model = transformers.AutoModelForCausalLM.from_pretrained(str(hf), dtype=torch.float32)
     ids = numpy.random.default_rng(7).integers(0, V, size=(2, 16)).astype(numpy.int32)
     tgt = numpy.roll(ids, -1, axis=1).astype(numpy.int32)
