@@ -13,7 +13,8 @@ uniform or block, and selective / --recompute-activations) on the CPU backend:
   bit for bit the losses of its own run without recomputation, and allocates exactly the
   device memory its --dry-run plans, the activations less than without recomputation (a
   chunk's or the attention's buffers shared by the layers: a backward that did not re-run
-  the forward would read another layer's values);
+  the forward would read another layer's values); so does TP=2 x PP=2 on the device under
+  mpirun (NCCL on the emulated devices), rank 0 with exactly its planned device bytes;
 - the measured peak RSS of a run with long sequences falls by the planned saving of the
   arenas (within 2% + 2 MiB): bytes, not time.
 """
@@ -28,6 +29,7 @@ import conftest
 from test_train_parallel import V, data, model_args, run_train  # noqa: F401
 from test_train_device import _args as device_args
 from test_train_device import _assert_memory_as_planned, _emu, _run
+from test_train_device_parallel import run_device
 from test_train_parallel_ckpt import stripped
 from test_train_run import ARCHS, botchan  # noqa: F401 - botchan is a fixture
 
@@ -173,3 +175,11 @@ def test_device_bit_identical(botchan, arch, prec, modes, tmp_path):  # noqa: F8
         assert stripped(got) == stripped(ref), f"{arch} {prec} {mode}: not bit-identical"
         _assert_memory_as_planned(p.stderr)
         assert device_activations(botchan, arch, dev[2:] + flags) < none, mode
+
+
+def test_device_tp2_pp2_bit_identical(data, tmp_path):  # noqa: F811
+    ref, _ = run_device("gpt2", model_args(data, "gpt2", TP2PP2), tmp_path / "ref.jsonl")
+    got, err = run_device("gpt2", model_args(data, "gpt2", TP2PP2 + MODES["uniform"]),
+                          tmp_path / "rc.jsonl")
+    assert stripped(got) == stripped(ref), "gpt2 TP2 x PP2 uniform on the device"
+    _assert_memory_as_planned(err)
