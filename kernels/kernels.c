@@ -35,6 +35,19 @@
 
 mg_status mgk_ctx_init(mg_kctx *k, mgk_backend backend, int nthreads)
 {
+    return mgk_ctx_init_half(k, backend, nthreads, MGK_HALF_BF16);
+}
+
+const char *mgk_half_name(mgk_half h)
+{
+    return h == MGK_HALF_FP16 ? "fp16" : "bf16";
+}
+
+mg_status mgk_ctx_init_half(mg_kctx *k, mgk_backend backend, int nthreads, mgk_half half)
+{
+    MG_RETURN_IF(half != MGK_HALF_BF16 && half != MGK_HALF_FP16, MG_ERR_ARG,
+                 "kernels: unknown 16-bit type %d", (int)half);
+    k->half = half;
     k->backend = backend;
     k->scratch = NULL;
     k->scratch_numel = 0;

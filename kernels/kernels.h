@@ -38,6 +38,12 @@ typedef enum {
                          mgk_ctx_init answers MG_ERR_UNSUPPORTED */
 } mgk_backend;
 
+/* The 16-bit floating-point type of a context's *_h16 ops (mixed precision on MGK_CUDA). */
+typedef enum {
+    MGK_HALF_BF16 = 0, /* bfloat16 (--bf16) */
+    MGK_HALF_FP16 = 1, /* IEEE binary16 (--fp16) */
+} mgk_half;
+
 struct mgk_cuda_state; /* opaque: stream, cuBLASLt handle, workspaces (kernels/cuda/) */
 
 /* The kernel context. Plain struct owned by the caller; fill it with mgk_ctx_init and
@@ -49,11 +55,15 @@ typedef struct mg_kctx {
                               memory for MGK_CUDA */
     int64_t scratch_numel; /* its size in floats */
     struct mgk_cuda_state *cuda; /* MGK_CUDA only, else NULL */
+    mgk_half half;               /* what the *_h16 ops' mgk_h16 values are (fixed at init) */
 } mg_kctx;
 
 /* nthreads <= 0 means omp_get_max_threads() (1 without OpenMP). BLAS threads follow
  * OMP_NUM_THREADS (OpenBLAS OpenMP build). */
 mg_status mgk_ctx_init(mg_kctx *k, mgk_backend backend, int nthreads);
+/* The same with the 16-bit type of the *_h16 ops (mgk_ctx_init: MGK_HALF_BF16). */
+mg_status mgk_ctx_init_half(mg_kctx *k, mgk_backend backend, int nthreads, mgk_half half);
+const char *mgk_half_name(mgk_half h); /* "bf16", "fp16" */
 /* Grows the scratch to at least numel floats (never shrinks). */
 mg_status mgk_ctx_reserve(mg_kctx *k, int64_t numel);
 void mgk_ctx_free(mg_kctx *k); /* accepts NULL */
@@ -242,71 +252,72 @@ typedef struct mgk_adamw_hp {
 void mgk_adamw(const mg_kctx *k, float *param, float *m, float *v, const float *grad, int64_t n,
                const mgk_adamw_hp *hp, int decay);
 
-/* ---- bf16 variants (MGK_CUDA only) ----------------------------------------------------- */
+/* ---- 16-bit variants (MGK_CUDA only) -------------------------------------------------- */
 
-/* The mixed-precision ops of the GPU training path (--bf16): kernels.h's meaning with the type
- * rule of kernels/cuda/kernels_cuda.h (activations and parameters bf16, the 16 bits of a
- * bfloat16; parameter gradients and saved statistics fp32; arithmetic fp32, each bf16 result
- * rounded once to nearest-even). kernels/kernels_bf16.c forwards them to the CUDA backend; a
- * context of another backend is a bug (MG_ASSERT): the CPU backends compute in fp32 only. */
-typedef uint16_t mgk_bf16;
+/* The mixed-precision ops of the GPU training path (--bf16, --fp16): kernels.h's meaning with
+ * the type rule of kernels/cuda/kernels_cuda.h (activations and parameters 16-bit floats of the
+ * context's kind k->half: the 16 bits of a bfloat16 or of an IEEE half; parameter gradients
+ * and saved statistics fp32; arithmetic fp32, each 16-bit result rounded once to
+ * nearest-even). kernels/kernels_h16.c forwards them to the CUDA backend; a context of another
+ * backend is a bug (MG_ASSERT): the CPU backends compute in fp32 only. */
+typedef uint16_t mgk_h16;
 
-void mgk_zero_bf16(const mg_kctx *k, mgk_bf16 *x, int64_t n);
-void mgk_add_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *a, const mgk_bf16 *b,
-                  int64_t n);
-void mgk_linear_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, const mgk_bf16 *W,
-                         const mgk_bf16 *bias, int64_t N, int64_t IN, int64_t OUT);
-void mgk_linear_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dW, float *dbias,
-                         const mgk_bf16 *dout, const mgk_bf16 *inp, const mgk_bf16 *W, int64_t N,
-                         int64_t IN, int64_t OUT);
-void mgk_embedding_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const int32_t *ids,
-                            const mgk_bf16 *table, int64_t N, int64_t C, int64_t row0,
-                            int64_t nrows, int accumulate);
-void mgk_embedding_bwd_bf16(const mg_kctx *k, float *dtable, const mgk_bf16 *dout,
-                            const int32_t *ids, int64_t N, int64_t C, int64_t row0, int64_t nrows);
-void mgk_layernorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *mean, float *rstd,
-                            const mgk_bf16 *inp, const mgk_bf16 *w, const mgk_bf16 *b, int64_t N,
-                            int64_t C, float eps);
-void mgk_layernorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw, float *db,
-                            const mgk_bf16 *dout, const mgk_bf16 *inp, const mgk_bf16 *w,
-                            const float *mean, const float *rstd, int64_t N, int64_t C);
-void mgk_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *rstd, const mgk_bf16 *inp,
-                          const mgk_bf16 *w, int64_t N, int64_t C, float eps);
-void mgk_rmsnorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw, const mgk_bf16 *dout,
-                          const mgk_bf16 *inp, const mgk_bf16 *w, const float *rstd, int64_t N,
-                          int64_t C);
-void mgk_gelu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, int64_t n,
-                       mgk_gelu_kind kind);
-void mgk_gelu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
-                       const mgk_bf16 *inp, int64_t n, mgk_gelu_kind kind);
-void mgk_swiglu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, int64_t N,
-                         int64_t F);
-void mgk_swiglu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
-                         const mgk_bf16 *inp, int64_t N, int64_t F);
-void mgk_rope_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp, const int32_t *pos,
-                       int64_t B, int64_t T, int64_t H, int64_t D, int64_t rot_dim, float base);
-void mgk_rope_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
-                       const int32_t *pos, int64_t B, int64_t T, int64_t H, int64_t D,
-                       int64_t rot_dim, float base);
-void mgk_qkv_split_bf16(const mg_kctx *k, mgk_bf16 *q, mgk_bf16 *kk, mgk_bf16 *v,
-                        const mgk_bf16 *qkv, int64_t N, int64_t Hq, int64_t Hkv, int64_t D);
-void mgk_qkv_merge_bf16(const mg_kctx *k, mgk_bf16 *qkv, const mgk_bf16 *q, const mgk_bf16 *kk,
-                        const mgk_bf16 *v, int64_t N, int64_t Hq, int64_t Hkv, int64_t D);
+void mgk_zero_h16(const mg_kctx *k, mgk_h16 *x, int64_t n);
+void mgk_add_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *a, const mgk_h16 *b,
+                 int64_t n);
+void mgk_linear_fwd_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *inp, const mgk_h16 *W,
+                        const mgk_h16 *bias, int64_t N, int64_t IN, int64_t OUT);
+void mgk_linear_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, float *dW, float *dbias,
+                        const mgk_h16 *dout, const mgk_h16 *inp, const mgk_h16 *W, int64_t N,
+                        int64_t IN, int64_t OUT);
+void mgk_embedding_fwd_h16(const mg_kctx *k, mgk_h16 *out, const int32_t *ids,
+                           const mgk_h16 *table, int64_t N, int64_t C, int64_t row0,
+                           int64_t nrows, int accumulate);
+void mgk_embedding_bwd_h16(const mg_kctx *k, float *dtable, const mgk_h16 *dout,
+                           const int32_t *ids, int64_t N, int64_t C, int64_t row0, int64_t nrows);
+void mgk_layernorm_fwd_h16(const mg_kctx *k, mgk_h16 *out, float *mean, float *rstd,
+                           const mgk_h16 *inp, const mgk_h16 *w, const mgk_h16 *b, int64_t N,
+                           int64_t C, float eps);
+void mgk_layernorm_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, float *dw, float *db,
+                           const mgk_h16 *dout, const mgk_h16 *inp, const mgk_h16 *w,
+                           const float *mean, const float *rstd, int64_t N, int64_t C);
+void mgk_rmsnorm_fwd_h16(const mg_kctx *k, mgk_h16 *out, float *rstd, const mgk_h16 *inp,
+                         const mgk_h16 *w, int64_t N, int64_t C, float eps);
+void mgk_rmsnorm_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, float *dw, const mgk_h16 *dout,
+                         const mgk_h16 *inp, const mgk_h16 *w, const float *rstd, int64_t N,
+                         int64_t C);
+void mgk_gelu_fwd_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *inp, int64_t n,
+                      mgk_gelu_kind kind);
+void mgk_gelu_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, const mgk_h16 *dout,
+                      const mgk_h16 *inp, int64_t n, mgk_gelu_kind kind);
+void mgk_swiglu_fwd_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *inp, int64_t N,
+                        int64_t F);
+void mgk_swiglu_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, const mgk_h16 *dout,
+                        const mgk_h16 *inp, int64_t N, int64_t F);
+void mgk_rope_fwd_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *inp, const int32_t *pos,
+                      int64_t B, int64_t T, int64_t H, int64_t D, int64_t rot_dim, float base);
+void mgk_rope_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, const mgk_h16 *dout,
+                      const int32_t *pos, int64_t B, int64_t T, int64_t H, int64_t D,
+                      int64_t rot_dim, float base);
+void mgk_qkv_split_h16(const mg_kctx *k, mgk_h16 *q, mgk_h16 *kk, mgk_h16 *v,
+                       const mgk_h16 *qkv, int64_t N, int64_t Hq, int64_t Hkv, int64_t D);
+void mgk_qkv_merge_h16(const mg_kctx *k, mgk_h16 *qkv, const mgk_h16 *q, const mgk_h16 *kk,
+                       const mgk_h16 *v, int64_t N, int64_t Hq, int64_t Hkv, int64_t D);
 /* saved and the backward's scratch: as mgk_attn_fwd / mgk_attn_bwd (fp32). */
-void mgk_attn_fwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out, float *saved,
-                       const mgk_bf16 *q, const mgk_bf16 *kk, const mgk_bf16 *v,
-                       const int32_t *seg);
-void mgk_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq, mgk_bf16 *dk,
-                       mgk_bf16 *dv, const mgk_bf16 *dout, const float *saved, const mgk_bf16 *q,
-                       const mgk_bf16 *kk, const mgk_bf16 *v, const int32_t *seg);
-void mgk_xent_fwd_bf16(const mg_kctx *k, float *loss, float *lse, const mgk_bf16 *logits,
-                       const int32_t *targets, int64_t N, int64_t Vp, int64_t vocab);
-void mgk_xent_bwd_bf16(const mg_kctx *k, mgk_bf16 *dlogits, const mgk_bf16 *logits,
-                       const float *lse, const int32_t *targets, const float *mask, float scale,
-                       int64_t N, int64_t Vl, int64_t col0, int64_t vocab);
-/* mgk_adamw on the fp32 master weights param, then param_bf16 = bf16(param). */
-void mgk_adamw_bf16(const mg_kctx *k, float *param, mgk_bf16 *param_bf16, float *m, float *v,
-                    const float *grad, int64_t n, const mgk_adamw_hp *hp, int decay);
+void mgk_attn_fwd_h16(const mg_kctx *k, const mgk_attn_dims *d, mgk_h16 *out, float *saved,
+                      const mgk_h16 *q, const mgk_h16 *kk, const mgk_h16 *v,
+                      const int32_t *seg);
+void mgk_attn_bwd_h16(const mg_kctx *k, const mgk_attn_dims *d, mgk_h16 *dq, mgk_h16 *dk,
+                      mgk_h16 *dv, const mgk_h16 *dout, const float *saved, const mgk_h16 *q,
+                      const mgk_h16 *kk, const mgk_h16 *v, const int32_t *seg);
+void mgk_xent_fwd_h16(const mg_kctx *k, float *loss, float *lse, const mgk_h16 *logits,
+                      const int32_t *targets, int64_t N, int64_t Vp, int64_t vocab);
+void mgk_xent_bwd_h16(const mg_kctx *k, mgk_h16 *dlogits, const mgk_h16 *logits,
+                      const float *lse, const int32_t *targets, const float *mask, float scale,
+                      int64_t N, int64_t Vl, int64_t col0, int64_t vocab);
+/* mgk_adamw on the fp32 master weights param, then param16 = param rounded to k->half. */
+void mgk_adamw_h16(const mg_kctx *k, float *param, mgk_h16 *param16, float *m, float *v,
+                   const float *grad, int64_t n, const mgk_adamw_hp *hp, int decay);
 
 /* ---- memory, streams and the device ---------------------------------------------------- */
 

@@ -141,7 +141,7 @@ mg_status mg_gpt_recompute_chunk(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx 
 {
     if (l >= a->rc_layers || ((l + 1) % a->rc_chunk && l + 1 < a->rc_layers)) return MG_OK;
     for (int64_t j = l / a->rc_chunk * a->rc_chunk; j <= l; j++) {
-        if (a->bf16) mg_gpt_layer_fwd_bf16(g, a, k, j);
+        if (a->h16) mg_gpt_layer_fwd_h16(g, a, k, j);
         else MG_FORWARD(mg_gpt_layer_fwd(g, a, k, j));
     }
     return MG_OK;
@@ -152,7 +152,7 @@ mg_status mg_gpt_backward(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double gr
     MG_ASSERT(a->owner == g);
     MG_RETURN_IF(!a->have_forward, MG_ERR_ARG, "model: backward without a forward pass");
     a->have_forward = 0;
-    if (a->bf16) return mg_gpt_backward_bf16(g, a, k, grad_scale);
+    if (a->h16) return mg_gpt_backward_h16(g, a, k, grad_scale);
     if (g->lay.last_stage) MG_FORWARD(head_bwd(g, a, k, grad_scale));
     for (int64_t l = a->L - 1; l >= 0; l--) {
         MG_FORWARD(mg_gpt_recompute_chunk(g, a, k, l));

@@ -8,13 +8,14 @@
 
 #include "mg/dtype_convert.h"
 
-static mg_status open_cuda(int64_t local_rank, mg_kctx *k, char *desc, size_t n)
+static mg_status open_cuda(const mg_train_opts *o, int64_t local_rank, mg_kctx *k, char *desc,
+                           size_t n)
 {
     int count = mgk_cuda_devices();
     MG_RETURN_IF(count < 1, MG_ERR_UNSUPPORTED, "--device cuda: no CUDA device is visible");
     int ordinal = (int)(local_rank % count);
     MG_FORWARD(mgk_cuda_select(ordinal));
-    MG_FORWARD(mgk_ctx_init(k, MGK_CUDA, 1));
+    MG_FORWARD(mgk_ctx_init_half(k, MGK_CUDA, 1, o->fp16 ? MGK_HALF_FP16 : MGK_HALF_BF16));
     char name[256];
     mgk_cuda_name(name, sizeof name);
     snprintf(desc, n, "cuda:%d (%s)", ordinal, name);
@@ -29,10 +30,10 @@ mg_status mg_device_open(const mg_train_opts *o, int64_t local_rank, mg_kctx *k,
         MG_RETURN_IF(built == MGK_CUDA_NONE, MG_ERR_UNSUPPORTED,
                      "--device cuda: this mg-train was built without CUDA (build it where "
                      "nvcc is, or `make emu` for the emulated device)");
-        return open_cuda(local_rank, k, desc, n);
+        return open_cuda(o, local_rank, k, desc, n);
     }
     if (o->device == MG_DEVICE_AUTO && built == MGK_CUDA_REAL && mgk_cuda_devices() > 0)
-        return open_cuda(local_rank, k, desc, n);
+        return open_cuda(o, local_rank, k, desc, n);
     snprintf(desc, n, "cpu");
     return mgk_ctx_init(k, MGK_CPU_FAST, 0);
 }
@@ -46,28 +47,29 @@ int mg_device_is_cpu(const mg_train_opts *o)
 
 static size_t floats(int64_t n) { return (size_t)n * sizeof(float); }
 
-/* d->params16 = bf16(host->params), converted here and uploaded. */
-static mg_status upload_bf16(mg_gpt *d, const mg_gpt *host, const mg_kctx *k)
+/* d->params16 = host->params rounded to k->half (nearest-even), converted here and uploaded. */
+static mg_status upload_h16(mg_gpt *d, const mg_gpt *host, const mg_kctx *k)
 {
-    size_t bytes = (size_t)host->numel * sizeof(mgk_bf16);
+    size_t bytes = (size_t)host->numel * sizeof(mgk_h16);
     d->params16 = mgk_alloc(k->backend, bytes);
-    mgk_bf16 *h = mg_calloc((size_t)host->numel + 1, sizeof(mgk_bf16));
+    mgk_h16 *h = mg_calloc((size_t)host->numel + 1, sizeof(mgk_h16));
     mg_status st = d->params16 && h ? MG_OK : MG_ERR_NOMEM;
-    for (int64_t i = 0; st == MG_OK && i < host->numel; i++) h[i] = mg_f32_to_bf16(host->params[i]);
+    uint16_t (*round16)(float) = k->half == MGK_HALF_FP16 ? mg_f32_to_f16 : mg_f32_to_bf16;
+    for (int64_t i = 0; st == MG_OK && i < host->numel; i++) h[i] = round16(host->params[i]);
     if (st == MG_OK) st = mgk_upload(k->backend, d->params16, h, bytes);
     free(h);
     return st;
 }
 
-mg_status mg_device_model(mg_gpt **dev, mg_gpt *host, const mg_kctx *k, int bf16)
+mg_status mg_device_model(mg_gpt **dev, mg_gpt *host, const mg_kctx *k, int h16)
 {
     *dev = host;
-    MG_ASSERT(!bf16 || k->backend == MGK_CUDA);
+    MG_ASSERT(!h16 || k->backend == MGK_CUDA);
     if (k->backend != MGK_CUDA) return MG_OK;
     mg_gpt *d = NULL;
     MG_FORWARD(mg_gpt_create_on(&d, &host->m, &host->lay, &host->opt, k->backend));
     mg_status st = mgk_upload(k->backend, d->params, host->params, floats(host->numel));
-    if (st == MG_OK && bf16) st = upload_bf16(d, host, k);
+    if (st == MG_OK && h16) st = upload_h16(d, host, k);
     if (st != MG_OK) {
         mg_gpt_free(d);
         return st;

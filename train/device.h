@@ -8,6 +8,7 @@
  *     when the build has no CUDA or no device is visible); auto is cuda when a real GPU is
  *     visible, else cpu. The emulation build's device (make emu, docs/CUDA_EMU.md) is taken
  *     only with --device cuda, never by auto. desc names the choice ("cpu", "cuda:0 (NAME)").
+ *     A CUDA context's 16-bit type (kernels.h mgk_half) is fp16 with --fp16, else bf16.
  *   - Buffers by group, each one allocation of the backend's memory (kernels.h mgk_alloc)
  *     carved into tensors with the CPU path's layout: parameters and gradients (model.c,
  *     mg_gpt_create_on), the optimizer state (step.c, mg_gpt_optim_create_on: m then v),
@@ -43,10 +44,10 @@ mg_status mg_device_open(const mg_train_opts *o, int64_t local_rank, mg_kctx *k,
 int mg_device_is_cpu(const mg_train_opts *o);
 
 /* *dev = host itself on a host backend, else a model with host's views whose parameters
- * and gradients live on k's device (parameters uploaded from host); bf16 adds their bf16
- * copy (params16, rounded to nearest-even on the host), which makes the passes and the
- * optimizer those of --bf16 (fp32 masters and gradients). */
-mg_status mg_device_model(mg_gpt **dev, mg_gpt *host, const mg_kctx *k, int bf16);
+ * and gradients live on k's device (parameters uploaded from host); h16 adds their 16-bit
+ * copy of k->half's type (params16, rounded to nearest-even on the host), which makes the
+ * passes and the optimizer those of --bf16 / --fp16 (fp32 masters and gradients). */
+mg_status mg_device_model(mg_gpt **dev, mg_gpt *host, const mg_kctx *k, int h16);
 /* *dev = host on a host backend, else device moments and step count uploaded from host. */
 mg_status mg_device_optim(mg_gpt_optim **dev, mg_gpt_optim *host, const mg_gpt *g,
                           const mg_kctx *k);

@@ -34,11 +34,11 @@ static float *take(float *base, int64_t *off, int64_t n)
     return p;
 }
 
-/* An activation (or activation gradient) of n values: n floats, or n bf16 values in a->bf16
- * arenas (forward_bf16.c); statistics and saved attention state stay take()'s floats. */
+/* An activation (or activation gradient) of n values: n floats, or n 16-bit values in a->h16
+ * arenas (forward_h16.c); statistics and saved attention state stay take()'s floats. */
 static float *take_act(const mg_gpt_acts *a, float *base, int64_t *off, int64_t n)
 {
-    return take(base, off, a->bf16 ? (n + 1) / 2 : n);
+    return take(base, off, a->h16 ? (n + 1) / 2 : n);
 }
 
 /* Sizes of this rank's share; sp = sequence parallel (tp > 1 only). */
@@ -194,20 +194,20 @@ int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int
 }
 
 int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
-                                    int bf16, int sequence_parallel)
+                                    int h16, int sequence_parallel)
 {
     mg_gpt_par par;
     memset(&par, 0, sizeof par);
     par.sequence_parallel = sequence_parallel;
-    return mg_gpt_acts_plan_bytes_par(g, k, B, T, bf16, &par);
+    return mg_gpt_acts_plan_bytes_par(g, k, B, T, h16, &par);
 }
 
 int64_t mg_gpt_acts_plan_bytes_par(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
-                                   int bf16, const mg_gpt_par *par)
+                                   int h16, const mg_gpt_par *par)
 {
     mg_gpt_acts a;
     memset(&a, 0, sizeof a);
-    a.bf16 = bf16;
+    a.h16 = h16;
     set_dims(&a, g, B, T, par && par->sequence_parallel);
     set_recompute(&a, par);
     return plan(&a, k, NULL) * (int64_t)sizeof(float) + a.N * (int64_t)sizeof(int32_t);
@@ -240,7 +240,7 @@ static void find_offsets(mg_gpt_acts *a, const mg_gpt *g)
 static mg_status alloc_acts(mg_gpt_acts *a, const mg_gpt *g, mg_kctx *k)
 {
     a->mem = k->backend;
-    a->bf16 = g->params16 != NULL;
+    a->h16 = g->params16 != NULL;
     a->la = mg_calloc((size_t)(a->L ? a->L : 1), sizeof(*a->la));
     a->x = mg_calloc((size_t)(a->L + 1), sizeof(*a->x));
     a->loff = mg_calloc((size_t)(a->L ? a->L : 1) * P_NLAYER, sizeof(*a->loff));
@@ -450,7 +450,7 @@ mg_status mg_gpt_forward(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
     a->batch = *b;
     a->pos = b->pos ? b->pos : a->pos_default;
     a->have_forward = 0;
-    MG_FORWARD(a->bf16 ? mg_gpt_forward_bf16(g, a, k) : stage_fwd(g, a, k));
+    MG_FORWARD(a->h16 ? mg_gpt_forward_h16(g, a, k) : stage_fwd(g, a, k));
     a->denom = b->loss_mask ? mgk_sum(k, b->loss_mask, NULL, a->N) : (double)a->N;
     *loss = 0.0;
     if (g->lay.last_stage) {

@@ -116,9 +116,10 @@ typedef struct mg_gpt {
     int64_t nparams;              /* sum of tensor sizes */
     float *params, *grads;        /* in the memory of backend `mem` (kernels.h mgk_alloc) */
     mgk_backend mem;              /* host (a CPU backend, mg_gpt_create) or MGK_CUDA */
-    /* --bf16 on the device (device.h): the bf16 copy of params the forward and backward
+    /* --bf16/--fp16 on the device (device.h): the 16-bit copy (of the kernel context's kind,
+     * kernels.h mgk_half) of params the forward and backward
      * read (numel entries, same offsets), refreshed by every optimizer step; else NULL */
-    mgk_bf16 *params16;
+    mgk_h16 *params16;
 } mg_gpt;
 
 /* The full single-process layout (TP = 1, all layers). */
@@ -195,14 +196,14 @@ void mg_gpt_acts_free(mg_gpt_acts *a); /* accepts NULL */
 int64_t mg_gpt_acts_bytes(const mg_gpt_acts *a);
 /* Arena bytes for (B, T) without allocating. */
 int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T);
-/* The same for an arena of bf16 activations (bf16: a model with params16) or fp32 ones,
+/* The same for an arena of 16-bit activations (h16: a model with params16) or fp32 ones,
  * with or without sequence parallelism (g's tensor-parallel layout). */
 int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
-                                    int bf16, int sequence_parallel);
+                                    int h16, int sequence_parallel);
 /* The same with par's sequence parallelism and recomputation (par NULL: neither): exactly
  * mg_gpt_acts_bytes() of the arena mg_gpt_acts_create_par(g, k, B, T, par) allocates. */
 int64_t mg_gpt_acts_plan_bytes_par(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
-                                   int bf16, const mg_gpt_par *par);
+                                   int h16, const mg_gpt_par *par);
 /* Pipeline stage boundaries: the residual stream's floats (rows of this rank x hidden),
  * the input a stage that is not the first reads, the output a stage that is not the last
  * writes, the gradient of that output (written by the caller before mg_gpt_backward) and

@@ -40,8 +40,8 @@ struct mg_gpt_acts {
     float *arena;                     /* in the memory of backend mem */
     int64_t arena_numel;
     mgk_backend mem;
-    int bf16;                         /* the owner has params16: the passes of *_bf16.c; the
-                                         activation buffers hold bf16 values (planned at half
+    int h16;                          /* the owner has params16: the passes of *_h16.c; the
+                                         activation buffers hold 16-bit values (planned at half
                                          the floats), the statistics stay fp32 */
     mg_layer_acts *la;                /* L entries */
     float **x;                        /* L + 1 residual streams (N, H) */
@@ -63,18 +63,18 @@ struct mg_gpt_acts {
     int have_forward;
 };
 
-/* Layer l's forward (attention and MLP blocks; forward.c, forward_bf16.c), and before layer
+/* Layer l's forward (attention and MLP blocks; forward.c, forward_h16.c), and before layer
  * l's backward the forward again of the recomputed chunk l ends, if any (backward.c; model.h
  * mg_gpt_recompute): both passes' backward call it. */
 mg_status mg_gpt_layer_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l);
-void mg_gpt_layer_fwd_bf16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l);
+void mg_gpt_layer_fwd_h16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l);
 mg_status mg_gpt_recompute_chunk(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
                                  int64_t l);
 
-/* The passes with bf16 activations and weights (forward_bf16.c, backward_bf16.c; a->bf16):
+/* The passes with 16-bit activations and weights (forward_h16.c, backward_h16.c; a->h16):
  * the whole model on one rank (tp = 1, one pipeline stage); the loss in a->loss (fp32). */
-mg_status mg_gpt_forward_bf16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k);
-mg_status mg_gpt_backward_bf16(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale);
+mg_status mg_gpt_forward_h16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k);
+mg_status mg_gpt_backward_h16(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale);
 
 /* Parameter (or gradient) pointer of a slot, NULL when absent. */
 static inline float *mg_lp(float *base, const struct mg_gpt_acts *a, int64_t l, int slot)
@@ -88,16 +88,16 @@ static inline float *mg_gp(float *base, const struct mg_gpt_acts *a, int slot)
     return o < 0 ? NULL : base + o;
 }
 
-/* --bf16: an arena buffer (planned in floats) holding bf16 values, and a slot's bf16 weights
- * (g->params16 at the slot's offset, NULL when absent). */
-static inline mgk_bf16 *mg_bf(float *p) { return (mgk_bf16 *)(void *)p; }
-static inline const mgk_bf16 *mg_lw16(const mg_gpt *g, const struct mg_gpt_acts *a, int64_t l,
-                                      int slot)
+/* --bf16/--fp16: an arena buffer (planned in floats) holding 16-bit values, and a slot's
+ * 16-bit weights (g->params16 at the slot's offset, NULL when absent). */
+static inline mgk_h16 *mg_h16(float *p) { return (mgk_h16 *)(void *)p; }
+static inline const mgk_h16 *mg_lw16(const mg_gpt *g, const struct mg_gpt_acts *a, int64_t l,
+                                     int slot)
 {
     int64_t o = a->loff[l * P_NLAYER + slot];
     return o < 0 ? NULL : g->params16 + o;
 }
-static inline const mgk_bf16 *mg_gw16(const mg_gpt *g, const struct mg_gpt_acts *a, int slot)
+static inline const mgk_h16 *mg_gw16(const mg_gpt *g, const struct mg_gpt_acts *a, int slot)
 {
     int64_t o = a->poff[slot];
     return o < 0 ? NULL : g->params16 + o;

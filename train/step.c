@@ -79,9 +79,9 @@ static void adamw_all(mg_gpt *g, mg_gpt_optim *o, const mg_kctx *k, const mg_ste
     mgk_adamw_hp a = {hp->lr, hp->beta1, hp->beta2, hp->eps, hp->weight_decay, o->step, scale};
     for (size_t i = 0; i < g->nt; i++) {
         const mg_gpt_tensor *t = &g->t[i];
-        if (g->params16) /* --bf16: the fp32 masters, then their bf16 copy */
-            mgk_adamw_bf16(k, g->params + t->offset, g->params16 + t->offset, o->m + t->offset,
-                           o->v + t->offset, g->grads + t->offset, t->numel, &a, t->decay);
+        if (g->params16) /* --bf16/--fp16: the fp32 masters, then their 16-bit copy */
+            mgk_adamw_h16(k, g->params + t->offset, g->params16 + t->offset, o->m + t->offset,
+                          o->v + t->offset, g->grads + t->offset, t->numel, &a, t->decay);
         else
             mgk_adamw(k, g->params + t->offset, o->m + t->offset, o->v + t->offset,
                       g->grads + t->offset, t->numel, &a, t->decay);

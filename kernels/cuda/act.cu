@@ -188,26 +188,29 @@ extern "C" void mgk_cuda_swiglu_bwd(const mg_kctx *k, float *dinp, const float *
     swiglu_bwd(k, dinp, dout, inp, N, F);
 }
 
-extern "C" void mgk_cuda_gelu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp,
-                                       int64_t n, mgk_gelu_kind kind)
+extern "C" void mgk_cuda_gelu_fwd_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *inp,
+                                      int64_t n, mgk_gelu_kind kind)
 {
-    gelu_launch(k, mgk_bf(out), (const bf16 *)NULL, mgk_bf(inp), n, kind);
+    MGK_BY_HALF(k, T16,
+                gelu_launch(k, mgk_as<T16>(out), (const T16 *)NULL, mgk_as<T16>(inp), n, kind));
 }
 
-extern "C" void mgk_cuda_gelu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
-                                       const mgk_bf16 *inp, int64_t n, mgk_gelu_kind kind)
+extern "C" void mgk_cuda_gelu_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, const mgk_h16 *dout,
+                                      const mgk_h16 *inp, int64_t n, mgk_gelu_kind kind)
 {
-    gelu_launch(k, mgk_bf(dinp), mgk_bf(dout), mgk_bf(inp), n, kind);
+    MGK_BY_HALF(k, T16,
+                gelu_launch(k, mgk_as<T16>(dinp), mgk_as<T16>(dout), mgk_as<T16>(inp), n, kind));
 }
 
-extern "C" void mgk_cuda_swiglu_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp,
-                                         int64_t N, int64_t F)
+extern "C" void mgk_cuda_swiglu_fwd_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *inp,
+                                        int64_t N, int64_t F)
 {
-    swiglu_fwd(k, mgk_bf(out), mgk_bf(inp), N, F);
+    MGK_BY_HALF(k, T16, swiglu_fwd(k, mgk_as<T16>(out), mgk_as<T16>(inp), N, F));
 }
 
-extern "C" void mgk_cuda_swiglu_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
-                                         const mgk_bf16 *inp, int64_t N, int64_t F)
+extern "C" void mgk_cuda_swiglu_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, const mgk_h16 *dout,
+                                        const mgk_h16 *inp, int64_t N, int64_t F)
 {
-    swiglu_bwd(k, mgk_bf(dinp), mgk_bf(dout), mgk_bf(inp), N, F);
+    MGK_BY_HALF(k, T16,
+                swiglu_bwd(k, mgk_as<T16>(dinp), mgk_as<T16>(dout), mgk_as<T16>(inp), N, F));
 }

@@ -351,21 +351,24 @@ extern "C" void mgk_cuda_attn_bwd(const mg_kctx *k, const mgk_attn_dims *d, floa
     attn_bwd(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
 }
 
-extern "C" void mgk_cuda_attn_fwd_bf16_portable(const mg_kctx *k, const mgk_attn_dims *d,
-                                                mgk_bf16 *out, float *saved, const mgk_bf16 *q,
-                                                const mgk_bf16 *kk, const mgk_bf16 *v,
-                                                const int32_t *seg)
+extern "C" void mgk_cuda_attn_fwd_h16_portable(const mg_kctx *k, const mgk_attn_dims *d,
+                                               mgk_h16 *out, float *saved, const mgk_h16 *q,
+                                               const mgk_h16 *kk, const mgk_h16 *v,
+                                               const int32_t *seg)
 {
-    attn_fwd(k, d, mgk_bf(out), saved, mgk_bf(q), mgk_bf(kk), mgk_bf(v), seg);
+    MGK_BY_HALF(k, T16,
+                attn_fwd(k, d, mgk_as<T16>(out), saved, mgk_as<T16>(q), mgk_as<T16>(kk),
+                         mgk_as<T16>(v), seg));
 }
 
-extern "C" void mgk_cuda_attn_bwd_bf16_portable(const mg_kctx *k, const mgk_attn_dims *d,
-                                                mgk_bf16 *dq, mgk_bf16 *dk, mgk_bf16 *dv,
-                                                const mgk_bf16 *dout, const float *saved,
-                                                const mgk_bf16 *q, const mgk_bf16 *kk,
-                                                const mgk_bf16 *v, const int32_t *seg)
+extern "C" void mgk_cuda_attn_bwd_h16_portable(const mg_kctx *k, const mgk_attn_dims *d,
+                                               mgk_h16 *dq, mgk_h16 *dk, mgk_h16 *dv,
+                                               const mgk_h16 *dout, const float *saved,
+                                               const mgk_h16 *q, const mgk_h16 *kk,
+                                               const mgk_h16 *v, const int32_t *seg)
 {
     MG_ASSERT(k->scratch_numel >= mgk_cuda_attn_scratch_numel(d));
-    attn_bwd(k, d, mgk_bf(dq), mgk_bf(dk), mgk_bf(dv), mgk_bf(dout), saved, mgk_bf(q), mgk_bf(kk),
-             mgk_bf(v), seg);
+    MGK_BY_HALF(k, T16,
+                attn_bwd(k, d, mgk_as<T16>(dq), mgk_as<T16>(dk), mgk_as<T16>(dv), mgk_as<T16>(dout),
+                         saved, mgk_as<T16>(q), mgk_as<T16>(kk), mgk_as<T16>(v), seg));
 }

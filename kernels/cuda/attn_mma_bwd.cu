@@ -1,5 +1,5 @@
 /* attn_mma_bwd.cu — the bf16 attention backward on tensor cores with register accumulators
- * (attn_mma.cuh), the default of mgk_cuda_attn_bwd_bf16 where it serves. delta = rowsum(dout *
+ * (attn_mma.cuh), the default of mgk_cuda_attn_bwd_h16 where it serves. delta = rowsum(dout *
  * out) first (attn_common.cuh), then two passes without atomics (7 T x T products instead of
  * FlashAttention-2's 5):
  *   dK, dV   grid (ceil(T/64), B*Hkv): warp w owns keys 16w..16w+15 of the block's 64; over
@@ -279,15 +279,15 @@ static void attn_bwd_mma(const mg_kctx *k, const attn_args &a, bf16 *dq, bf16 *d
     MGK_LAUNCH_CHECK();
 }
 
-extern "C" void mgk_cuda_attn_bwd_bf16_mma(const mg_kctx *k, const mgk_attn_dims *d,
-                                           mgk_bf16 *dq, mgk_bf16 *dk, mgk_bf16 *dv,
-                                           const mgk_bf16 *dout, const float *saved,
-                                           const mgk_bf16 *q, const mgk_bf16 *kk,
-                                           const mgk_bf16 *v, const int32_t *seg)
+extern "C" void mgk_cuda_attn_bwd_h16_mma(const mg_kctx *k, const mgk_attn_dims *d,
+                                          mgk_h16 *dq, mgk_h16 *dk, mgk_h16 *dv,
+                                          const mgk_h16 *dout, const float *saved,
+                                          const mgk_h16 *q, const mgk_h16 *kk,
+                                          const mgk_h16 *v, const int32_t *seg)
 {
-    if (!mma_serves(d, dout, q, kk, v) || !mgk_aligned16(dq) || !mgk_aligned16(dk) ||
-        !mgk_aligned16(dv)) {
-        mgk_cuda_attn_bwd_bf16_portable(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
+    if (k->half != MGK_HALF_BF16 || !mma_serves(d, dout, q, kk, v) || !mgk_aligned16(dq) ||
+        !mgk_aligned16(dk) || !mgk_aligned16(dv)) {
+        mgk_cuda_attn_bwd_h16_portable(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
         return;
     }
     if (d->B * d->T * d->Hq <= 0) return;
@@ -304,10 +304,10 @@ extern "C" void mgk_cuda_attn_bwd_bf16_mma(const mg_kctx *k, const mgk_attn_dims
 
 /* The bf16 attention backward of the GPU path: these kernels where they serve, else the
  * portable ones. */
-extern "C" void mgk_cuda_attn_bwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *dq,
-                                       mgk_bf16 *dk, mgk_bf16 *dv, const mgk_bf16 *dout,
-                                       const float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
-                                       const mgk_bf16 *v, const int32_t *seg)
+extern "C" void mgk_cuda_attn_bwd_h16(const mg_kctx *k, const mgk_attn_dims *d, mgk_h16 *dq,
+                                      mgk_h16 *dk, mgk_h16 *dv, const mgk_h16 *dout,
+                                      const float *saved, const mgk_h16 *q, const mgk_h16 *kk,
+                                      const mgk_h16 *v, const int32_t *seg)
 {
-    mgk_cuda_attn_bwd_bf16_mma(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
+    mgk_cuda_attn_bwd_h16_mma(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
 }

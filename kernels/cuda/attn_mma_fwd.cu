@@ -1,5 +1,5 @@
 /* attn_mma_fwd.cu — the bf16 attention forward on tensor cores with register accumulators
- * (attn_mma.cuh), the default of mgk_cuda_attn_fwd_bf16 where it serves.
+ * (attn_mma.cuh), the default of mgk_cuda_attn_fwd_h16 where it serves.
  *
  * Grid (ceil(T/128), B*Hq), heaviest query tiles first; warp w owns query rows 32w..32w+31 (two
  * accumulator tiles, so every K and V fragment read from shared memory feeds two products);
@@ -180,13 +180,13 @@ extern "C" int mgk_cuda_attn_mma_serves(const mgk_attn_dims *d)
     return (d->D == 64 || d->D == 128) && device_has_mma();
 }
 
-extern "C" void mgk_cuda_attn_fwd_bf16_mma(const mg_kctx *k, const mgk_attn_dims *d,
-                                           mgk_bf16 *out, float *saved, const mgk_bf16 *q,
-                                           const mgk_bf16 *kk, const mgk_bf16 *v,
-                                           const int32_t *seg)
+extern "C" void mgk_cuda_attn_fwd_h16_mma(const mg_kctx *k, const mgk_attn_dims *d,
+                                          mgk_h16 *out, float *saved, const mgk_h16 *q,
+                                          const mgk_h16 *kk, const mgk_h16 *v,
+                                          const int32_t *seg)
 {
-    if (!mma_serves(d, out, q, kk, v)) {
-        mgk_cuda_attn_fwd_bf16_portable(k, d, out, saved, q, kk, v, seg);
+    if (k->half != MGK_HALF_BF16 || !mma_serves(d, out, q, kk, v)) {
+        mgk_cuda_attn_fwd_h16_portable(k, d, out, saved, q, kk, v, seg);
         return;
     }
     if (d->B * d->T * d->Hq <= 0) return;
@@ -198,9 +198,9 @@ extern "C" void mgk_cuda_attn_fwd_bf16_mma(const mg_kctx *k, const mgk_attn_dims
 }
 
 /* The bf16 attention of the GPU path: these kernels where they serve, else the portable ones. */
-extern "C" void mgk_cuda_attn_fwd_bf16(const mg_kctx *k, const mgk_attn_dims *d, mgk_bf16 *out,
-                                       float *saved, const mgk_bf16 *q, const mgk_bf16 *kk,
-                                       const mgk_bf16 *v, const int32_t *seg)
+extern "C" void mgk_cuda_attn_fwd_h16(const mg_kctx *k, const mgk_attn_dims *d, mgk_h16 *out,
+                                      float *saved, const mgk_h16 *q, const mgk_h16 *kk,
+                                      const mgk_h16 *v, const int32_t *seg)
 {
-    mgk_cuda_attn_fwd_bf16_mma(k, d, out, saved, q, kk, v, seg);
+    mgk_cuda_attn_fwd_h16_mma(k, d, out, saved, q, kk, v, seg);
 }

@@ -205,14 +205,14 @@ static void attn_fwd_wmma(const mg_kctx *k, const attn_args &a, bf16 *out, float
     MGK_LAUNCH_CHECK();
 }
 
-extern "C" void mgk_cuda_attn_fwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dims *d,
-                                            mgk_bf16 *out, float *saved, const mgk_bf16 *q,
-                                            const mgk_bf16 *kk, const mgk_bf16 *v,
-                                            const int32_t *seg)
+extern "C" void mgk_cuda_attn_fwd_h16_wmma(const mg_kctx *k, const mgk_attn_dims *d,
+                                           mgk_h16 *out, float *saved, const mgk_h16 *q,
+                                           const mgk_h16 *kk, const mgk_h16 *v,
+                                           const int32_t *seg)
 {
-    if ((d->D != 64 && d->D != 128) || !mgk_aligned16(q) || !mgk_aligned16(kk) ||
-        !mgk_aligned16(v)) {
-        mgk_cuda_attn_fwd_bf16_portable(k, d, out, saved, q, kk, v, seg);
+    if (k->half != MGK_HALF_BF16 || (d->D != 64 && d->D != 128) || !mgk_aligned16(q) ||
+        !mgk_aligned16(kk) || !mgk_aligned16(v)) {
+        mgk_cuda_attn_fwd_h16_portable(k, d, out, saved, q, kk, v, seg);
         return;
     }
     if (d->B * d->T * d->Hq <= 0) return;
@@ -377,15 +377,15 @@ static void attn_bwd_wmma(const mg_kctx *k, const attn_args &a, bf16 *dq, bf16 *
     MGK_LAUNCH_CHECK();
 }
 
-extern "C" void mgk_cuda_attn_bwd_bf16_wmma(const mg_kctx *k, const mgk_attn_dims *d,
-                                            mgk_bf16 *dq, mgk_bf16 *dk, mgk_bf16 *dv,
-                                            const mgk_bf16 *dout, const float *saved,
-                                            const mgk_bf16 *q, const mgk_bf16 *kk,
-                                            const mgk_bf16 *v, const int32_t *seg)
+extern "C" void mgk_cuda_attn_bwd_h16_wmma(const mg_kctx *k, const mgk_attn_dims *d,
+                                           mgk_h16 *dq, mgk_h16 *dk, mgk_h16 *dv,
+                                           const mgk_h16 *dout, const float *saved,
+                                           const mgk_h16 *q, const mgk_h16 *kk,
+                                           const mgk_h16 *v, const int32_t *seg)
 {
-    if ((d->D != 64 && d->D != 128) || !mgk_aligned16(q) || !mgk_aligned16(kk) ||
-        !mgk_aligned16(v) || !mgk_aligned16(dout)) {
-        mgk_cuda_attn_bwd_bf16_portable(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
+    if (k->half != MGK_HALF_BF16 || (d->D != 64 && d->D != 128) || !mgk_aligned16(q) ||
+        !mgk_aligned16(kk) || !mgk_aligned16(v) || !mgk_aligned16(dout)) {
+        mgk_cuda_attn_bwd_h16_portable(k, d, dq, dk, dv, dout, saved, q, kk, v, seg);
         return;
     }
     if (d->B * d->T * d->Hq <= 0) return;

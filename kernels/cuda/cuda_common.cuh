@@ -1,7 +1,7 @@
 /* cuda_common.cuh — device and launcher helpers shared by kernels/cuda/NAME.cu (included after
- * cuda_portable.h): the backend state behind mg_kctx.cuda, launch checking, fp32/bf16 element
- * access, correctly rounded float operations, and fixed-order (deterministic) warp and block
- * reductions.
+ * cuda_portable.h): the backend state behind mg_kctx.cuda, launch checking, fp32/bf16/fp16
+ * element access (MGK_BY_HALF: a context's 16-bit type), correctly rounded float operations,
+ * and fixed-order (deterministic) warp and block reductions.
  *
  * Contract: the reductions combine values in an order fixed by thread indices only, and every
  * thread of the block (or warp) gets the same bits. Block reductions take a shared scratch of
@@ -20,6 +20,7 @@
 #include "kernels_cuda.h"
 
 typedef __nv_bfloat16 bf16;
+typedef __half f16; /* IEEE binary16 (cuda_fp16.h) */
 
 /* What an MGK_CUDA context owns (kernels/cuda/runtime.cu). */
 struct mgk_cuda_state {
@@ -104,6 +105,14 @@ static __device__ inline void mgk_st(bf16 *p, float v)
 {
     *p = __float2bfloat16(v);
 }
+static __device__ inline float mgk_ld(const f16 *p)
+{
+    return __half2float(*p);
+}
+static __device__ inline void mgk_st(f16 *p, float v)
+{
+    *p = __float2half_rn(v);
+}
 
 /* The C API's bf16 pointers (kernels_cuda.h) as NVIDIA's type. */
 static inline bf16 *mgk_bf(mgk_bf16 *p)
@@ -114,6 +123,29 @@ static inline const bf16 *mgk_bf(const mgk_bf16 *p)
 {
     return reinterpret_cast<const bf16 *>(p);
 }
+/* The C API's 16-bit pointers (kernels_cuda.h mgk_h16) as T, the device type of the
+ * context's k->half (MGK_BY_HALF). */
+template <typename T>
+static inline T *mgk_as(mgk_h16 *p)
+{
+    return reinterpret_cast<T *>(p);
+}
+template <typename T>
+static inline const T *mgk_as(const mgk_h16 *p)
+{
+    return reinterpret_cast<const T *>(p);
+}
+/* Runs the statement `...` with the type name T bound to the device type of k->half. */
+#define MGK_BY_HALF(k, T, ...)                                                                \
+    do {                                                                                      \
+        if ((k)->half == MGK_HALF_FP16) {                                                     \
+            typedef f16 T;                                                                    \
+            __VA_ARGS__;                                                                      \
+        } else {                                                                              \
+            typedef bf16 T;                                                                   \
+            __VA_ARGS__;                                                                      \
+        }                                                                                     \
+    } while (0)
 /* v rounded to T's precision. */
 template <typename T>
 static __device__ inline float mgk_round(float v)
@@ -137,7 +169,8 @@ static __device__ inline float mgk_fsub(float a, float b) { return __fsub_rn(a, 
 static __device__ inline float mgk_fdiv(float a, float b) { return __fdiv_rn(a, b); }
 #endif
 
-/* 16 bytes of T as floats: vec16<T>::N elements (4 fp32 or 8 bf16); p 16-byte aligned. */
+/* 16 bytes of T as floats: vec16<T>::N elements (4 fp32, 8 bf16 or 8 fp16); p 16-byte
+ * aligned. */
 template <typename T>
 struct vec16;
 template <>
@@ -153,9 +186,8 @@ struct vec16<float> {
         *reinterpret_cast<float4 *>(p) = make_float4(x[0], x[1], x[2], x[3]);
     }
 };
-template <>
-struct vec16<bf16> {
-    enum { N = 8 };
+/* The bits of a 16-bit type: element 0 / 1 of a 32-bit pair, and a rounded pair. */
+struct bf16_bits {
     static __device__ inline float lo(unsigned u)
     {
         return __uint_as_float(u << 16);
@@ -169,17 +201,44 @@ struct vec16<bf16> {
         return (unsigned)__bfloat16_as_ushort(__float2bfloat16(a)) |
                ((unsigned)__bfloat16_as_ushort(__float2bfloat16(b)) << 16);
     }
-    static __device__ inline void load(float (&x)[8], const bf16 *p)
+};
+struct f16_bits {
+    static __device__ inline float lo(unsigned u)
+    {
+        return __half2float(__ushort_as_half((unsigned short)(u & 0xffffu)));
+    }
+    static __device__ inline float hi(unsigned u)
+    {
+        return __half2float(__ushort_as_half((unsigned short)(u >> 16)));
+    }
+    static __device__ inline unsigned pack(float a, float b)
+    {
+        return (unsigned)__half_as_ushort(__float2half_rn(a)) |
+               ((unsigned)__half_as_ushort(__float2half_rn(b)) << 16);
+    }
+};
+/* 8 values of a 16-bit type T whose bits Bits converts. */
+template <typename T, typename Bits>
+struct vec16_of16 {
+    enum { N = 8 };
+    static __device__ inline void load(float (&x)[8], const T *p)
     {
         uint4 v = *reinterpret_cast<const uint4 *>(p);
-        x[0] = lo(v.x), x[1] = hi(v.x), x[2] = lo(v.y), x[3] = hi(v.y);
-        x[4] = lo(v.z), x[5] = hi(v.z), x[6] = lo(v.w), x[7] = hi(v.w);
+        x[0] = Bits::lo(v.x), x[1] = Bits::hi(v.x), x[2] = Bits::lo(v.y), x[3] = Bits::hi(v.y);
+        x[4] = Bits::lo(v.z), x[5] = Bits::hi(v.z), x[6] = Bits::lo(v.w), x[7] = Bits::hi(v.w);
     }
-    static __device__ inline void store(bf16 *p, const float (&x)[8])
+    static __device__ inline void store(T *p, const float (&x)[8])
     {
-        *reinterpret_cast<uint4 *>(p) = make_uint4(pack(x[0], x[1]), pack(x[2], x[3]),
-                                                   pack(x[4], x[5]), pack(x[6], x[7]));
+        *reinterpret_cast<uint4 *>(p) =
+            make_uint4(Bits::pack(x[0], x[1]), Bits::pack(x[2], x[3]), Bits::pack(x[4], x[5]),
+                       Bits::pack(x[6], x[7]));
     }
+};
+template <>
+struct vec16<bf16> : vec16_of16<bf16, bf16_bits> {
+};
+template <>
+struct vec16<f16> : vec16_of16<f16, f16_bits> {
 };
 
 /* p is 16-byte aligned (or NULL). */

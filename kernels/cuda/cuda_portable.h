@@ -16,8 +16,8 @@
  *     blockDim.x a multiple of 32 wherever they are used. No implicit warp-synchronous code.
  *   - Atomics: atomicAdd (int, unsigned, unsigned long long, float), atomicMax/atomicMin
  *     (int, unsigned), atomicCAS (32 and 64 bit), atomicExch. No spin-waits on other blocks.
- *   - Types: float, __nv_bfloat16/__nv_bfloat162 from NVIDIA's cuda_bf16.h (arithmetic in
- *     float); float4 loads on 16-byte-aligned pointers; 64-bit indexing (int64_t/size_t).
+ *   - Types: float, __nv_bfloat16/__nv_bfloat162 from NVIDIA's cuda_bf16.h and __half from
+ *     cuda_fp16.h (arithmetic in float: conversions only); float4 loads on 16-byte-aligned pointers; 64-bit indexing (int64_t/size_t).
  *   - Math: expf logf sqrtf rsqrtf tanhf erff fmaxf fminf fmaf __expf __fdividef.
  *   - Tensor cores: nvcuda::wmma bf16 16x16x16 fragments (the emulator holds fragments its own
  *     way: code may apply an operation uniformly to every x[i] of a fragment, never assume
@@ -78,5 +78,6 @@
 #endif
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #endif

@@ -199,9 +199,9 @@ extern "C" void mgk_cuda_copy(const mg_kctx *k, float *dst, const float *src, in
                                        cudaMemcpyDeviceToDevice, mgk_stream(k)));
 }
 
-extern "C" void mgk_cuda_zero_bf16(const mg_kctx *k, mgk_bf16 *x, int64_t n)
+extern "C" void mgk_cuda_zero_h16(const mg_kctx *k, mgk_h16 *x, int64_t n)
 {
-    if (n > 0) MGK_CUDA_CHECK(cudaMemsetAsync(x, 0, (size_t)n * sizeof(mgk_bf16), mgk_stream(k)));
+    if (n > 0) MGK_CUDA_CHECK(cudaMemsetAsync(x, 0, (size_t)n * sizeof(mgk_h16), mgk_stream(k)));
 }
 
 extern "C" void mgk_cuda_add(const mg_kctx *k, float *out, const float *a, const float *b,
@@ -242,20 +242,20 @@ extern "C" double mgk_cuda_sum(const mg_kctx *k, const float *x, const float *ma
     return chunked_sum(k, x, mask, n, 0);
 }
 
-extern "C" void mgk_cuda_add_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *a,
-                                  const mgk_bf16 *b, int64_t n)
+extern "C" void mgk_cuda_add_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *a,
+                                 const mgk_h16 *b, int64_t n)
 {
-    add_launch(k, mgk_bf(out), mgk_bf(a), mgk_bf(b), n);
+    MGK_BY_HALF(k, T16, add_launch(k, mgk_as<T16>(out), mgk_as<T16>(a), mgk_as<T16>(b), n));
 }
 
-extern "C" void mgk_cuda_bias_add_bf16(const mg_kctx *k, mgk_bf16 *x, const mgk_bf16 *bias,
+extern "C" void mgk_cuda_bias_add_h16(const mg_kctx *k, mgk_h16 *x, const mgk_h16 *bias, int64_t N,
+                                      int64_t C)
+{
+    MGK_BY_HALF(k, T16, bias_add_launch(k, mgk_as<T16>(x), mgk_as<T16>(bias), N, C));
+}
+
+extern "C" void mgk_cuda_bias_grad_h16(const mg_kctx *k, float *dbias, const mgk_h16 *dout,
                                        int64_t N, int64_t C)
 {
-    bias_add_launch(k, mgk_bf(x), mgk_bf(bias), N, C);
-}
-
-extern "C" void mgk_cuda_bias_grad_bf16(const mg_kctx *k, float *dbias, const mgk_bf16 *dout,
-                                        int64_t N, int64_t C)
-{
-    bias_grad_launch(k, dbias, mgk_bf(dout), N, C);
+    MGK_BY_HALF(k, T16, bias_grad_launch(k, dbias, mgk_as<T16>(dout), N, C));
 }

@@ -212,16 +212,18 @@ extern "C" void mgk_cuda_embedding_bwd(const mg_kctx *k, float *dtable, const fl
     embedding_bwd(k, dtable, dout, ids, N, C, row0, nrows);
 }
 
-extern "C" void mgk_cuda_embedding_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const int32_t *ids,
-                                            const mgk_bf16 *table, int64_t N, int64_t C,
-                                            int64_t row0, int64_t nrows, int accumulate)
+extern "C" void mgk_cuda_embedding_fwd_h16(const mg_kctx *k, mgk_h16 *out, const int32_t *ids,
+                                           const mgk_h16 *table, int64_t N, int64_t C,
+                                           int64_t row0, int64_t nrows, int accumulate)
 {
-    embedding_fwd(k, mgk_bf(out), ids, mgk_bf(table), N, C, row0, nrows, accumulate);
+    MGK_BY_HALF(
+        k, T16,
+        embedding_fwd(k, mgk_as<T16>(out), ids, mgk_as<T16>(table), N, C, row0, nrows, accumulate));
 }
 
-extern "C" void mgk_cuda_embedding_bwd_bf16(const mg_kctx *k, float *dtable, const mgk_bf16 *dout,
-                                            const int32_t *ids, int64_t N, int64_t C,
-                                            int64_t row0, int64_t nrows)
+extern "C" void mgk_cuda_embedding_bwd_h16(const mg_kctx *k, float *dtable, const mgk_h16 *dout,
+                                           const int32_t *ids, int64_t N, int64_t C, int64_t row0,
+                                           int64_t nrows)
 {
-    embedding_bwd(k, dtable, mgk_bf(dout), ids, N, C, row0, nrows);
+    MGK_BY_HALF(k, T16, embedding_bwd(k, dtable, mgk_as<T16>(dout), ids, N, C, row0, nrows));
 }

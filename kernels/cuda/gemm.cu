@@ -1,6 +1,7 @@
 /* gemm.cu — matrix products through cuBLASLt: mgk_gemm and the linear layers of kernels.h
- * (fp32 in, fp32 accumulate: CUBLAS_COMPUTE_32F, no TF32), and the bf16 products of the
- * GPU path (bf16 in, fp32 accumulate, bf16 or fp32 out, bias / GeLU epilogues).
+ * (fp32 in, fp32 accumulate: CUBLAS_COMPUTE_32F, no TF32), and the 16-bit products of the
+ * GPU path (bf16 or fp16 in as k->half says, fp32 accumulate, 16-bit or fp32 out, bias / GeLU
+ * epilogues).
  *
  * Row-major C (M x N) = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T, so
  * every operand is passed as stored, with its own leading dimension: cuBLASLt's m = N, n = M.
@@ -150,29 +151,37 @@ extern "C" void mgk_cuda_linear_bwd(const mg_kctx *k, float *dinp, float *dW, fl
     if (dbias) mgk_cuda_bias_grad(k, dbias, dout, N, OUT);
 }
 
-static mm_call mm_bf16(void *C, int64_t ldc, cudaDataType_t ctype, const mgk_bf16 *A, int64_t lda,
-                       const mgk_bf16 *B, int64_t ldb, int64_t M, int64_t N, int64_t K, int ta,
-                       int tb, float alpha, float beta)
+/* cuBLASLt's type of k's 16-bit values. */
+static cudaDataType_t h16_type(const mg_kctx *k)
 {
-    mm_call c = {C, ldc, ctype, A, B, lda, ldb, CUDA_R_16BF, M, N, K, ta, tb, alpha, beta,
+    return k->half == MGK_HALF_FP16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+/* A and B of k's 16-bit type; C fp32 (c32) or of that type. */
+static mm_call mm_h16(const mg_kctx *k, void *C, int64_t ldc, int c32, const mgk_h16 *A,
+                      int64_t lda, const mgk_h16 *B, int64_t ldb, int64_t M, int64_t N, int64_t K,
+                      int ta, int tb, float alpha, float beta)
+{
+    cudaDataType_t ab = h16_type(k);
+    mm_call c = {C, ldc, c32 ? CUDA_R_32F : ab, A, B, lda, ldb, ab, M, N, K, ta, tb, alpha, beta,
                  CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0};
     return c;
 }
 
-extern "C" void mgk_cuda_gemm_bf16(const mg_kctx *k, mgk_bf16 *C, int64_t ldc, const mgk_bf16 *A,
-                                   int64_t lda, const mgk_bf16 *B, int64_t ldb, int64_t M,
-                                   int64_t N, int64_t K, int ta, int tb, float alpha, float beta)
+extern "C" void mgk_cuda_gemm_h16(const mg_kctx *k, mgk_h16 *C, int64_t ldc, const mgk_h16 *A,
+                                  int64_t lda, const mgk_h16 *B, int64_t ldb, int64_t M,
+                                  int64_t N, int64_t K, int ta, int tb, float alpha, float beta)
 {
-    mm_call c = mm_bf16(C, ldc, CUDA_R_16BF, A, lda, B, ldb, M, N, K, ta, tb, alpha, beta);
+    mm_call c = mm_h16(k, C, ldc, 0, A, lda, B, ldb, M, N, K, ta, tb, alpha, beta);
     mm_run(k, &c);
 }
 
-extern "C" void mgk_cuda_gemm_bf16_f32(const mg_kctx *k, float *C, int64_t ldc,
-                                       const mgk_bf16 *A, int64_t lda, const mgk_bf16 *B,
-                                       int64_t ldb, int64_t M, int64_t N, int64_t K, int ta,
-                                       int tb, float alpha, float beta)
+extern "C" void mgk_cuda_gemm_h16_f32(const mg_kctx *k, float *C, int64_t ldc,
+                                      const mgk_h16 *A, int64_t lda, const mgk_h16 *B,
+                                      int64_t ldb, int64_t M, int64_t N, int64_t K, int ta,
+                                      int tb, float alpha, float beta)
 {
-    mm_call c = mm_bf16(C, ldc, CUDA_R_32F, A, lda, B, ldb, M, N, K, ta, tb, alpha, beta);
+    mm_call c = mm_h16(k, C, ldc, 1, A, lda, B, ldb, M, N, K, ta, tb, alpha, beta);
     mm_run(k, &c);
 }
 
@@ -184,12 +193,12 @@ static cublasLtEpilogue_t linear_epilogue(int bias, int gelu, int aux)
     return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
 }
 
-extern "C" void mgk_cuda_linear_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, mgk_bf16 *pre,
-                                         const mgk_bf16 *inp, const mgk_bf16 *W,
-                                         const mgk_bf16 *bias, int64_t N, int64_t IN,
-                                         int64_t OUT, int gelu)
+extern "C" void mgk_cuda_linear_fwd_h16(const mg_kctx *k, mgk_h16 *out, mgk_h16 *pre,
+                                        const mgk_h16 *inp, const mgk_h16 *W,
+                                        const mgk_h16 *bias, int64_t N, int64_t IN,
+                                        int64_t OUT, int gelu)
 {
-    mm_call c = mm_bf16(out, OUT, CUDA_R_16BF, inp, IN, W, IN, N, OUT, IN, 0, 1, 1.0f, 0.0f);
+    mm_call c = mm_h16(k, out, OUT, 0, inp, IN, W, IN, N, OUT, IN, 0, 1, 1.0f, 0.0f);
     c.epi = linear_epilogue(bias != NULL, gelu, gelu && pre);
     c.bias = bias;
     if (gelu && pre) {
@@ -199,17 +208,17 @@ extern "C" void mgk_cuda_linear_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, mgk_bf
     mm_run(k, &c);
 }
 
-extern "C" void mgk_cuda_linear_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dW,
-                                         float *dbias, const mgk_bf16 *dout, const mgk_bf16 *inp,
-                                         const mgk_bf16 *W, int64_t N, int64_t IN, int64_t OUT)
+extern "C" void mgk_cuda_linear_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, float *dW,
+                                        float *dbias, const mgk_h16 *dout, const mgk_h16 *inp,
+                                        const mgk_h16 *W, int64_t N, int64_t IN, int64_t OUT)
 {
     if (dinp) {
-        mm_call c = mm_bf16(dinp, IN, CUDA_R_16BF, dout, OUT, W, IN, N, IN, OUT, 0, 0, 1.0f, 1.0f);
+        mm_call c = mm_h16(k, dinp, IN, 0, dout, OUT, W, IN, N, IN, OUT, 0, 0, 1.0f, 1.0f);
         mm_run(k, &c);
     }
     if (dW) {
-        mm_call c = mm_bf16(dW, IN, CUDA_R_32F, dout, OUT, inp, IN, OUT, IN, N, 1, 0, 1.0f, 1.0f);
+        mm_call c = mm_h16(k, dW, IN, 1, dout, OUT, inp, IN, OUT, IN, N, 1, 0, 1.0f, 1.0f);
         mm_run(k, &c);
     }
-    if (dbias) mgk_cuda_bias_grad_bf16(k, dbias, dout, N, OUT);
+    if (dbias) mgk_cuda_bias_grad_h16(k, dbias, dout, N, OUT);
 }

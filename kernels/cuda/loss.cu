@@ -242,25 +242,29 @@ extern "C" void mgk_cuda_xent_bwd(const mg_kctx *k, float *dlogits, const float 
     xent_bwd(k, dlogits, logits, lse, targets, mask, scale, N, Vl, col0, vocab);
 }
 
-extern "C" void mgk_cuda_xent_partial_bf16(const mg_kctx *k, float *rowmax, float *rowsum,
-                                           float *tgt, const mgk_bf16 *logits,
-                                           const int32_t *targets, int64_t N, int64_t Vl,
-                                           int64_t col0, int64_t vocab)
+extern "C" void mgk_cuda_xent_partial_h16(const mg_kctx *k, float *rowmax, float *rowsum,
+                                          float *tgt, const mgk_h16 *logits,
+                                          const int32_t *targets, int64_t N, int64_t Vl,
+                                          int64_t col0, int64_t vocab)
 {
-    xent_partial(k, rowmax, rowsum, tgt, mgk_bf(logits), targets, N, Vl, col0, vocab);
+    MGK_BY_HALF(
+        k, T16,
+        xent_partial(k, rowmax, rowsum, tgt, mgk_as<T16>(logits), targets, N, Vl, col0, vocab));
 }
 
-extern "C" void mgk_cuda_xent_fwd_bf16(const mg_kctx *k, float *loss, float *lse,
-                                       const mgk_bf16 *logits, const int32_t *targets, int64_t N,
-                                       int64_t Vp, int64_t vocab)
+extern "C" void mgk_cuda_xent_fwd_h16(const mg_kctx *k, float *loss, float *lse,
+                                      const mgk_h16 *logits, const int32_t *targets, int64_t N,
+                                      int64_t Vp, int64_t vocab)
 {
-    xent_fwd(k, loss, lse, mgk_bf(logits), targets, N, Vp, vocab);
+    MGK_BY_HALF(k, T16, xent_fwd(k, loss, lse, mgk_as<T16>(logits), targets, N, Vp, vocab));
 }
 
-extern "C" void mgk_cuda_xent_bwd_bf16(const mg_kctx *k, mgk_bf16 *dlogits, const mgk_bf16 *logits,
-                                       const float *lse, const int32_t *targets, const float *mask,
-                                       float scale, int64_t N, int64_t Vl, int64_t col0,
-                                       int64_t vocab)
+extern "C" void mgk_cuda_xent_bwd_h16(const mg_kctx *k, mgk_h16 *dlogits, const mgk_h16 *logits,
+                                      const float *lse, const int32_t *targets, const float *mask,
+                                      float scale, int64_t N, int64_t Vl, int64_t col0,
+                                      int64_t vocab)
 {
-    xent_bwd(k, mgk_bf(dlogits), mgk_bf(logits), lse, targets, mask, scale, N, Vl, col0, vocab);
+    MGK_BY_HALF(k, T16,
+                xent_bwd(k, mgk_as<T16>(dlogits), mgk_as<T16>(logits), lse, targets, mask, scale, N,
+                         Vl, col0, vocab));
 }

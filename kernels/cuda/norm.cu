@@ -439,54 +439,64 @@ extern "C" void mgk_cuda_residual_rmsnorm_fwd(const mg_kctx *k, float *resid, fl
              eps, 0);
 }
 
-extern "C" void mgk_cuda_residual_layernorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *resid,
-                                                     mgk_bf16 *out, float *mean, float *rstd,
-                                                     const mgk_bf16 *a, const mgk_bf16 *b,
-                                                     const mgk_bf16 *w, const mgk_bf16 *bias,
-                                                     int64_t N, int64_t C, float eps)
+extern "C" void mgk_cuda_residual_layernorm_fwd_h16(const mg_kctx *k, mgk_h16 *resid,
+                                                    mgk_h16 *out, float *mean, float *rstd,
+                                                    const mgk_h16 *a, const mgk_h16 *b,
+                                                    const mgk_h16 *w, const mgk_h16 *bias,
+                                                    int64_t N, int64_t C, float eps)
 {
-    norm_fwd(k, mgk_bf(out), mean, rstd, residual(mgk_bf(resid), mgk_bf(a), mgk_bf(b)), mgk_bf(w),
-             mgk_bf(bias), N, C, eps, 1);
+    MGK_BY_HALF(k, T16,
+                norm_fwd(k, mgk_as<T16>(out), mean, rstd,
+                         residual(mgk_as<T16>(resid), mgk_as<T16>(a), mgk_as<T16>(b)),
+                         mgk_as<T16>(w), mgk_as<T16>(bias), N, C, eps, 1));
 }
 
-extern "C" void mgk_cuda_residual_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *resid,
-                                                   mgk_bf16 *out, float *rstd, const mgk_bf16 *a,
-                                                   const mgk_bf16 *b, const mgk_bf16 *w,
-                                                   int64_t N, int64_t C, float eps)
+extern "C" void mgk_cuda_residual_rmsnorm_fwd_h16(const mg_kctx *k, mgk_h16 *resid,
+                                                  mgk_h16 *out, float *rstd, const mgk_h16 *a,
+                                                  const mgk_h16 *b, const mgk_h16 *w,
+                                                  int64_t N, int64_t C, float eps)
 {
-    norm_fwd(k, mgk_bf(out), (float *)NULL, rstd, residual(mgk_bf(resid), mgk_bf(a), mgk_bf(b)),
-             mgk_bf(w), (const bf16 *)NULL, N, C, eps, 0);
+    MGK_BY_HALF(k, T16,
+                norm_fwd(k, mgk_as<T16>(out), (float *)NULL, rstd,
+                         residual(mgk_as<T16>(resid), mgk_as<T16>(a), mgk_as<T16>(b)),
+                         mgk_as<T16>(w), (const T16 *)NULL, N, C, eps, 0));
 }
 
-extern "C" void mgk_cuda_layernorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *mean,
-                                            float *rstd, const mgk_bf16 *inp, const mgk_bf16 *w,
-                                            const mgk_bf16 *b, int64_t N, int64_t C, float eps)
+extern "C" void mgk_cuda_layernorm_fwd_h16(const mg_kctx *k, mgk_h16 *out, float *mean,
+                                           float *rstd, const mgk_h16 *inp, const mgk_h16 *w,
+                                           const mgk_h16 *b, int64_t N, int64_t C, float eps)
 {
-    norm_fwd(k, mgk_bf(out), mean, rstd, plain(mgk_bf(inp)), mgk_bf(w), mgk_bf(b), N, C, eps, 1);
+    MGK_BY_HALF(k, T16,
+                norm_fwd(k, mgk_as<T16>(out), mean, rstd, plain(mgk_as<T16>(inp)), mgk_as<T16>(w),
+                         mgk_as<T16>(b), N, C, eps, 1));
 }
 
-extern "C" void mgk_cuda_layernorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw,
-                                            float *db, const mgk_bf16 *dout, const mgk_bf16 *inp,
-                                            const mgk_bf16 *w, const float *mean,
-                                            const float *rstd, int64_t N, int64_t C)
+extern "C" void mgk_cuda_layernorm_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, float *dw, float *db,
+                                           const mgk_h16 *dout, const mgk_h16 *inp,
+                                           const mgk_h16 *w, const float *mean, const float *rstd,
+                                           int64_t N, int64_t C)
 {
     MG_ASSERT(mean != NULL);
-    norm_bwd(k, mgk_bf(dinp), dw, db, mgk_bf(dout), mgk_bf(inp), mgk_bf(w), mean, rstd, N, C);
+    MGK_BY_HALF(k, T16,
+                norm_bwd(k, mgk_as<T16>(dinp), dw, db, mgk_as<T16>(dout), mgk_as<T16>(inp),
+                         mgk_as<T16>(w), mean, rstd, N, C));
 }
 
-extern "C" void mgk_cuda_rmsnorm_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, float *rstd,
-                                          const mgk_bf16 *inp, const mgk_bf16 *w, int64_t N,
-                                          int64_t C, float eps)
+extern "C" void mgk_cuda_rmsnorm_fwd_h16(const mg_kctx *k, mgk_h16 *out, float *rstd,
+                                         const mgk_h16 *inp, const mgk_h16 *w, int64_t N,
+                                         int64_t C, float eps)
 {
-    norm_fwd(k, mgk_bf(out), (float *)NULL, rstd, plain(mgk_bf(inp)), mgk_bf(w),
-             (const bf16 *)NULL, N, C, eps, 0);
+    MGK_BY_HALF(k, T16,
+                norm_fwd(k, mgk_as<T16>(out), (float *)NULL, rstd, plain(mgk_as<T16>(inp)),
+                         mgk_as<T16>(w), (const T16 *)NULL, N, C, eps, 0));
 }
 
-extern "C" void mgk_cuda_rmsnorm_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, float *dw,
-                                          const mgk_bf16 *dout, const mgk_bf16 *inp,
-                                          const mgk_bf16 *w, const float *rstd, int64_t N,
-                                          int64_t C)
+extern "C" void mgk_cuda_rmsnorm_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, float *dw,
+                                         const mgk_h16 *dout, const mgk_h16 *inp,
+                                         const mgk_h16 *w, const float *rstd, int64_t N,
+                                         int64_t C)
 {
-    norm_bwd(k, mgk_bf(dinp), dw, (float *)NULL, mgk_bf(dout), mgk_bf(inp), mgk_bf(w),
-             (const float *)NULL, rstd, N, C);
+    MGK_BY_HALF(k, T16,
+                norm_bwd(k, mgk_as<T16>(dinp), dw, (float *)NULL, mgk_as<T16>(dout),
+                         mgk_as<T16>(inp), mgk_as<T16>(w), (const float *)NULL, rstd, N, C));
 }

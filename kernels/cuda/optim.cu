@@ -1,5 +1,5 @@
-/* optim.cu — AdamW on fp32 master weights (kernels.h semantics), and its bf16 variant that
- * also writes the bf16 copy of the parameters the model computes with.
+/* optim.cu — AdamW on fp32 master weights (kernels.h semantics), and its 16-bit variant that
+ * also writes the 16-bit copy (bf16 or fp16) of the parameters the model computes with.
  *
  * Kernel: grid-stride loop (block 256, at most 8192 blocks) over 16-byte vectors of the four
  * fp32 arrays where they are aligned (the last n % 4 one by one), the reference's element update
@@ -27,10 +27,10 @@ static __device__ inline void adamw_elem(const mgk_adamw_coef c, float *p, float
     *v = vi;
 }
 
-/* param_lp (may be NULL): the bf16 copy of the updated parameters. W parameters at a time
+/* param_lp (may be NULL): the 16-bit copy of the updated parameters. W parameters at a time
  * (16-byte vectors when W = 4: param, m, v, grad aligned), then the n % W last ones. */
-template <int W>
-static __global__ void adamw_kernel(float *param, bf16 *param_lp, float *m, float *v,
+template <typename T, int W>
+static __global__ void adamw_kernel(float *param, T *param_lp, float *m, float *v,
                                     const float *grad, int64_t n, const mgk_adamw_coef c)
 {
     MGK_FOR_EACH(i, n / W) {
@@ -44,25 +44,26 @@ static __global__ void adamw_kernel(float *param, bf16 *param_lp, float *m, floa
         mgk_stw<float, W>(m + i * W, mi);
         mgk_stw<float, W>(v + i * W, vi);
         if (param_lp)
-            for (int e = 0; e < W; e++) param_lp[i * W + e] = __float2bfloat16(p[e]);
+            for (int e = 0; e < W; e++) mgk_st(param_lp + i * W + e, p[e]);
     }
     MGK_FOR_EACH(i, n % W) {
         int64_t j = n / W * W + i;
         adamw_elem(c, param + j, m + j, v + j, grad[j]);
-        if (param_lp) param_lp[j] = __float2bfloat16(param[j]);
+        if (param_lp) mgk_st(param_lp + j, param[j]);
     }
 }
 
-static void adamw_launch(const mg_kctx *k, float *param, bf16 *param_lp, float *m, float *v,
+template <typename T>
+static void adamw_launch(const mg_kctx *k, float *param, T *param_lp, float *m, float *v,
                          const float *grad, int64_t n, const mgk_adamw_hp *hp, int decay)
 {
     if (n <= 0) return;
     mgk_adamw_coef c = mgk_adamw_coefs(hp, decay);
     if (mgk_aligned16(param) && mgk_aligned16(m) && mgk_aligned16(v) && mgk_aligned16(grad))
-        MGK_LAUNCH(adamw_kernel<4>, mgk_grid(n / 4 + 1, THREADS, MGK_GRID_CAP), THREADS, 0,
+        MGK_LAUNCH((adamw_kernel<T, 4>), mgk_grid(n / 4 + 1, THREADS, MGK_GRID_CAP), THREADS, 0,
                    mgk_stream(k), param, param_lp, m, v, grad, n, c);
     else
-        MGK_LAUNCH(adamw_kernel<1>, mgk_grid(n, THREADS, MGK_GRID_CAP), THREADS, 0,
+        MGK_LAUNCH((adamw_kernel<T, 1>), mgk_grid(n, THREADS, MGK_GRID_CAP), THREADS, 0,
                    mgk_stream(k), param, param_lp, m, v, grad, n, c);
     MGK_LAUNCH_CHECK();
 }
@@ -73,9 +74,9 @@ extern "C" void mgk_cuda_adamw(const mg_kctx *k, float *param, float *m, float *
     adamw_launch(k, param, (bf16 *)NULL, m, v, grad, n, hp, decay);
 }
 
-extern "C" void mgk_cuda_adamw_bf16(const mg_kctx *k, float *param, mgk_bf16 *param_bf16, float *m,
-                                    float *v, const float *grad, int64_t n,
-                                    const mgk_adamw_hp *hp, int decay)
+extern "C" void mgk_cuda_adamw_h16(const mg_kctx *k, float *param, mgk_h16 *param16, float *m,
+                                   float *v, const float *grad, int64_t n,
+                                   const mgk_adamw_hp *hp, int decay)
 {
-    adamw_launch(k, param, mgk_bf(param_bf16), m, v, grad, n, hp, decay);
+    MGK_BY_HALF(k, T16, adamw_launch(k, param, mgk_as<T16>(param16), m, v, grad, n, hp, decay));
 }

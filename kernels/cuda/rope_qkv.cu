@@ -182,30 +182,38 @@ extern "C" void mgk_cuda_qkv_merge(const mg_kctx *k, float *qkv, const float *q,
     qkv_merge(k, qkv, q, kk, v, N, Hq, Hkv, D);
 }
 
-extern "C" void mgk_cuda_rope_fwd_bf16(const mg_kctx *k, mgk_bf16 *out, const mgk_bf16 *inp,
-                                       const int32_t *pos, int64_t B, int64_t T, int64_t H,
-                                       int64_t D, int64_t rot_dim, float base)
+extern "C" void mgk_cuda_rope_fwd_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *inp,
+                                      const int32_t *pos, int64_t B, int64_t T, int64_t H,
+                                      int64_t D, int64_t rot_dim, float base)
 {
-    rope_launch(k, mgk_bf(out), mgk_bf(inp), pos, B, T, H, D, rot_dim, base, 1);
+    MGK_BY_HALF(
+        k, T16,
+        rope_launch(k, mgk_as<T16>(out), mgk_as<T16>(inp), pos, B, T, H, D, rot_dim, base, 1));
 }
 
-extern "C" void mgk_cuda_rope_bwd_bf16(const mg_kctx *k, mgk_bf16 *dinp, const mgk_bf16 *dout,
-                                       const int32_t *pos, int64_t B, int64_t T, int64_t H,
-                                       int64_t D, int64_t rot_dim, float base)
+extern "C" void mgk_cuda_rope_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, const mgk_h16 *dout,
+                                      const int32_t *pos, int64_t B, int64_t T, int64_t H,
+                                      int64_t D, int64_t rot_dim, float base)
 {
-    rope_launch(k, mgk_bf(dinp), mgk_bf(dout), pos, B, T, H, D, rot_dim, base, -1);
+    MGK_BY_HALF(
+        k, T16,
+        rope_launch(k, mgk_as<T16>(dinp), mgk_as<T16>(dout), pos, B, T, H, D, rot_dim, base, -1));
 }
 
-extern "C" void mgk_cuda_qkv_split_bf16(const mg_kctx *k, mgk_bf16 *q, mgk_bf16 *kk, mgk_bf16 *v,
-                                        const mgk_bf16 *qkv, int64_t N, int64_t Hq, int64_t Hkv,
-                                        int64_t D)
+extern "C" void mgk_cuda_qkv_split_h16(const mg_kctx *k, mgk_h16 *q, mgk_h16 *kk, mgk_h16 *v,
+                                       const mgk_h16 *qkv, int64_t N, int64_t Hq, int64_t Hkv,
+                                       int64_t D)
 {
-    qkv_split(k, mgk_bf(q), mgk_bf(kk), mgk_bf(v), mgk_bf(qkv), N, Hq, Hkv, D);
+    MGK_BY_HALF(k, T16,
+                qkv_split(k, mgk_as<T16>(q), mgk_as<T16>(kk), mgk_as<T16>(v), mgk_as<T16>(qkv), N,
+                          Hq, Hkv, D));
 }
 
-extern "C" void mgk_cuda_qkv_merge_bf16(const mg_kctx *k, mgk_bf16 *qkv, const mgk_bf16 *q,
-                                        const mgk_bf16 *kk, const mgk_bf16 *v, int64_t N,
-                                        int64_t Hq, int64_t Hkv, int64_t D)
+extern "C" void mgk_cuda_qkv_merge_h16(const mg_kctx *k, mgk_h16 *qkv, const mgk_h16 *q,
+                                       const mgk_h16 *kk, const mgk_h16 *v, int64_t N, int64_t Hq,
+                                       int64_t Hkv, int64_t D)
 {
-    qkv_merge(k, mgk_bf(qkv), mgk_bf(q), mgk_bf(kk), mgk_bf(v), N, Hq, Hkv, D);
+    MGK_BY_HALF(k, T16,
+                qkv_merge(k, mgk_as<T16>(qkv), mgk_as<T16>(q), mgk_as<T16>(kk), mgk_as<T16>(v), N,
+                          Hq, Hkv, D));
 }

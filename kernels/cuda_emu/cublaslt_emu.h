@@ -5,10 +5,10 @@
  * Contract of the shim (cuda_portable.h lists the calls it serves):
  *   - D = epilogue(alpha * op(A) op(B) + beta * C) per batch, as cuBLASLt defines it:
  *     column-major unless a layout says CUBLASLT_ORDER_ROW, op = N or T, A and B both
- *     CUDA_R_32F or both CUDA_R_16BF, C and D of one type (CUDA_R_32F, or CUDA_R_16BF with
- *     bf16 inputs), compute CUBLAS_COMPUTE_32F with CUDA_R_32F scales on the host. Products
- *     accumulate in fp32 (mgk_gemm of the fast CPU backend); bf16 results are rounded to
- *     nearest even. beta == 0 never reads C; C may be D.
+ *     CUDA_R_32F, both CUDA_R_16BF or both CUDA_R_16F, C and D of one type (CUDA_R_32F, or
+ *     the inputs' 16-bit type), compute CUBLAS_COMPUTE_32F with CUDA_R_32F scales on the host.
+ *     Products accumulate in fp32 (mgk_gemm of the fast CPU backend); 16-bit results are
+ *     rounded to nearest even. beta == 0 never reads C; C may be D.
  *   - Epilogues: DEFAULT, BIAS (bias[m] added to every column), GELU and GELU_BIAS (tanh
  *     form), GELU_AUX and GELU_AUX_BIAS (the GELU input stored in the aux matrix, D's type
  *     and order, ld >= D's leading extent and divisible by 8), DGELU (D *= gelu'(aux)),
@@ -67,7 +67,7 @@ struct lt_pref {
 cublasStatus_t refuse(const char *call, const char *what, long long value);
 /* "CALL: WHAT" on stderr; returns CUBLAS_STATUS_INVALID_VALUE. */
 cublasStatus_t invalid(const char *call, const char *what);
-inline bool emu_type(int t) { return t == CUDA_R_32F || t == CUDA_R_16BF; }
+inline bool emu_type(int t) { return t == CUDA_R_32F || t == CUDA_R_16BF || t == CUDA_R_16F; }
 
 } /* namespace mgk_emu */
 

@@ -17,12 +17,14 @@ static size_t type_size(int t) { return t == CUDA_R_32F ? 4 : 2; }
 static float load(int t, const void *base, size_t i)
 {
     if (t == CUDA_R_32F) return ((const float *)base)[i];
+    if (t == CUDA_R_16F) return __half2float(((const __half *)base)[i]);
     return __bfloat162float(((const __nv_bfloat16 *)base)[i]);
 }
 
 static void store(int t, void *base, size_t i, float v)
 {
     if (t == CUDA_R_32F) ((float *)base)[i] = v;
+    else if (t == CUDA_R_16F) ((__half *)base)[i] = __float2half_rn(v);
     else ((__nv_bfloat16 *)base)[i] = __float2bfloat16_rn(v);
 }
 
@@ -77,6 +79,8 @@ static cublasStatus_t check_types(const char *call, const problem *p)
     if (p->c->type != p->dd->type) return invalid(call, "C and D of different types");
     if (p->a->type == CUDA_R_32F && p->dd->type != CUDA_R_32F)
         return refuse(call, "fp32 inputs with output type", p->dd->type);
+    if (p->dd->type != CUDA_R_32F && p->dd->type != p->a->type)
+        return refuse(call, "16-bit inputs with the other 16-bit output type", p->dd->type);
     if (!emu_type(p->bias_type)) return refuse(call, "bias data type", p->bias_type);
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -102,10 +102,56 @@ static uint8_t rule_class(const mg_spm_normalizer *nz, uint32_t b)
     return 2;
 }
 
+/* Walk states of find_plain_mb: a unit of the charsmap trie, NO_RULE (the bytes so far
+ * begin no key) or A_RULE (a key ends within them). */
+enum { NO_RULE = -1, A_RULE = -2 };
+
+/* The state after byte b from state pos (the walk of longest_rule). */
+static long rule_step(const mg_spm_normalizer *nz, long pos, uint8_t b)
+{
+    if (pos < 0) return pos;
+    size_t p = (size_t)pos ^ b;
+    if (p >= nz->n_units || unit_label(nz->units[p]) != b) return NO_RULE;
+    uint32_t u = nz->units[p];
+    return unit_has_leaf(u) ? A_RULE : (long)(p ^ unit_offset(u));
+}
+
+/* Marks code point cp plain when the walk over all its bytes ended in NO_RULE (a unit left
+ * means keys go on past the character). */
+static void mark_plain(mg_spm_normalizer *nz, uint32_t cp, long state)
+{
+    if (state == NO_RULE) nz->plain_mb[cp >> 6] |= 1ull << (cp & 63);
+}
+
+/* nz->plain_mb (see spm_proto.h): the 2- and 3-byte characters, walked a byte level at a
+ * time; a lead byte some user-defined symbol starts with makes none of its characters
+ * plain. */
+static void find_plain_mb(mg_spm_normalizer *nz)
+{
+    memset(nz->plain_mb, 0, sizeof nz->plain_mb);
+    long root = nz->n_units ? (long)unit_offset(nz->units[0]) : NO_RULE;
+    for (uint32_t lead = 0xC2; lead < 0xF0; lead++) {
+        if (nz->user && mg_spm_trie_step(nz->user, 0, (uint8_t)lead) >= 0) continue;
+        long s1 = rule_step(nz, root, (uint8_t)lead);
+        for (uint32_t b1 = 0x80; b1 < 0xC0; b1++) {
+            long s2 = rule_step(nz, s1, (uint8_t)b1);
+            if (lead < 0xE0) {
+                mark_plain(nz, (lead & 0x1F) << 6 | (b1 & 0x3F), s2);
+                continue;
+            }
+            uint32_t hi = (lead & 0x0F) << 12 | (b1 & 0x3F) << 6;
+            if (hi < 0x800 || (hi >= 0xD800 && hi < 0xE000)) continue; /* overlong, surrogate */
+            for (uint32_t b2 = 0x80; b2 < 0xC0; b2++)
+                mark_plain(nz, hi | (b2 & 0x3F), rule_step(nz, s2, (uint8_t)b2));
+        }
+    }
+}
+
 /* plain[b] (see spm_proto.h): the rule class of ASCII bytes no user-defined symbol starts
- * with; fast[b], out[b], out_len[b]. */
+ * with; fast[b], out[b], out_len[b]; plain_mb. */
 static void find_plain_bytes(mg_spm_normalizer *nz)
 {
+    find_plain_mb(nz);
     for (uint32_t b = 0; b < 0x80; b++) {
         int user = nz->user && mg_spm_trie_step(nz->user, 0, (uint8_t)b) >= 0;
         nz->plain[b] = user ? 0 : rule_class(nz, b);
@@ -270,6 +316,43 @@ static inline size_t printable_run(const uint8_t *in)
 #endif
 }
 
+/* The length of the character at in[0, n) (in[0] >= 0x80) if it is a valid 2- or 3-byte
+ * one set in nz->plain_mb, else 0. */
+static inline size_t plain_mb_char(const mg_spm_normalizer *nz, const uint8_t *in, size_t n)
+{
+    uint32_t c = in[0], cp;
+    size_t k;
+    if (c >= 0xE0 && c < 0xF0 && n >= 3) {
+        if (((in[1] ^ 0x80) | (in[2] ^ 0x80)) >= 0x40) return 0; /* not continuations */
+        cp = (c & 0x0F) << 12 | (uint32_t)(in[1] & 0x3F) << 6 | (in[2] & 0x3F);
+        if (cp < 0x800) return 0; /* overlong (surrogates are not in plain_mb) */
+        k = 3;
+    } else if (c >= 0xC2 && c < 0xE0 && n >= 2) {
+        if ((in[1] ^ 0x80) >= 0x40) return 0;
+        cp = (c & 0x1F) << 6 | (in[1] & 0x3F);
+        k = 2;
+    } else {
+        return 0;
+    }
+    return nz->plain_mb[cp >> 6] >> (cp & 63) & 1 ? k : 0;
+}
+
+/* The bytes of the run of plain_mb characters at in[0, n), copied to *wp. */
+static inline size_t plain_mb_run(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
+                                  uint8_t **wp)
+{
+    size_t i = 0, k;
+    uint8_t *w = *wp;
+    while (i < n && in[i] >= 0x80 && (k = plain_mb_char(nz, in + i, n - i)) > 0) {
+        if (k == 3) memcpy(w, in + i, 3);
+        else memcpy(w, in + i, 2);
+        w += k;
+        i += k;
+    }
+    *wp = w;
+    return i;
+}
+
 /* The plain ASCII bytes at in[0, n - 1) (the last one is left to the caller), without
  * branches per byte: each writes 4 bytes (room: 3 per input byte + 1) and advances by its
  * length, 0 for a space after a collapsed one; runs of 0x21..0x7E are copied 16 bytes at
@@ -321,6 +404,12 @@ static mg_status normalize_body(const mg_spm_normalizer *nz, const uint8_t *in, 
         if (k > 0) {
             in += k;
             n -= k;
+            continue;
+        }
+        if (in[0] >= 0x80 && (k = plain_mb_run(nz, in, n, &w)) > 0) {
+            in += k;
+            n -= k;
+            prev_space = 0;
             continue;
         }
         k = 1;

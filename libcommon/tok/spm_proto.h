@@ -204,6 +204,10 @@ typedef struct {
     uint8_t fast[256], out_len[256];
     uint32_t out[256];
     int printable_ok; /* every byte 0x21..0x7E has FAST_OK: runs of them are copied 16 at a time */
+    /* bit cp of plain_mb (cp in U+0080..U+FFFF, no surrogate): no rule key and no
+     * user-defined symbol begins with a prefix of cp's UTF-8 bytes, nor extends them, so
+     * the character is copied as is whatever follows it (CJK text, most of it) */
+    uint64_t plain_mb[1024];
 } mg_spm_normalizer;
 
 mg_status mg_spm_normalizer_init(mg_spm_normalizer *nz, const mg_spm_model *md);

@@ -19,7 +19,8 @@
  *     this rebasing. Speed: the trie is a double array (mg_unigram_dat: XOR bases, each
  *     unit holding its parent, piece id and score). Usually (finite scores, pieces of at
  *     most 255 bytes) the live scores sit in a ring and each end position keeps only
- *     the start and id of its best piece (run_packed); otherwise nodes (float score,
+ *     the start and id of its best piece (run_packed; a start at a 3-byte character takes
+ *     its unit from a table, after3, instead of three steps); otherwise nodes (float score,
  *     start, id) as sentencepiece's, set unreached in blocks just ahead of the starts
  *     (run_nodes). The best path is written backwards, straight as ids for _ids.
  *   - HF (mg_unigram_viterbi, f64 scores): every piece is a candidate; sums in f64, no
@@ -67,7 +68,18 @@ struct mg_unigram_dat {
     dat_unit *u;
     size_t n;   /* units, a multiple of 256 */
     int finite; /* every piece score is finite and at most 1e30 in magnitude */
+    /* after3[three_index(b)]: the unit reached from the root by the three bytes b0 b1 b2
+     * (b0 in E0..EF, b1 and b2 continuation bytes), -1 if the walk leaves the trie; NULL
+     * when a node on the way after one or two such bytes ends a piece (then every start
+     * walks byte by byte) */
+    int32_t *after3;
 };
+
+/* The index of three bytes E0..EF, 80..BF, 80..BF in after3 (a bijection onto 0..65535). */
+static inline uint32_t three_index(const uint8_t *b)
+{
+    return (uint32_t)(b[0] & 0x0F) << 12 | (uint32_t)(b[1] & 0x3F) << 6 | (b[2] & 0x3F);
+}
 
 typedef struct {
     dat_unit *u;
@@ -174,6 +186,41 @@ static mg_status place_children(dat_build *b, const mg_spm_frozen *f, const floa
     return MG_OK;
 }
 
+/* The child of unit s by byte b, -1 if none. */
+static int32_t dat_child(const dat_unit *u, int32_t s, uint8_t b)
+{
+    int32_t c = u[s].base ^ b;
+    return u[c].check == s ? c : -1;
+}
+
+/* The child of c by b (-1 if c is -1 or has none); *ends: it ends a piece. */
+static int32_t child_of(const dat_unit *u, int32_t c, uint8_t b, int *ends)
+{
+    c = c >= 0 ? dat_child(u, c, b) : -1;
+    *ends |= c >= 0 && u[c].id >= 0;
+    return c;
+}
+
+/* d->after3 (see mg_unigram_dat); left NULL if a piece ends inside a 3-byte character. */
+static mg_status build_after3(mg_unigram_dat *d)
+{
+    int32_t *a = mg_malloc(65536 * sizeof *a);
+    if (!a) return MG_ERR_NOMEM;
+    int inside = 0;
+    for (uint32_t b0 = 0; b0 < 16; b0++) {
+        int32_t c1 = child_of(d->u, 0, (uint8_t)(0xE0 | b0), &inside);
+        for (uint32_t b1 = 0; b1 < 64; b1++) {
+            int32_t c2 = child_of(d->u, c1, (uint8_t)(0x80 | b1), &inside);
+            int32_t *row = a + (b0 << 12 | b1 << 6);
+            for (uint32_t b2 = 0; b2 < 64; b2++)
+                row[b2] = c2 >= 0 ? dat_child(d->u, c2, (uint8_t)(0x80 | b2)) : -1;
+        }
+    }
+    if (inside) free(a);
+    else d->after3 = a;
+    return MG_OK;
+}
+
 mg_status mg_unigram_dat_build(const mg_spm_trie *trie, const float *score,
                                mg_unigram_dat **out)
 {
@@ -201,6 +248,11 @@ mg_status mg_unigram_dat_build(const mg_spm_trie *trie, const float *score,
     d->finite = 1;
     for (size_t i = 0; i < d->n; i++)
         if (d->u[i].id >= 0 && !(fabsf(d->u[i].score) <= 1e30f)) d->finite = 0;
+    st = build_after3(d);
+    if (st != MG_OK) {
+        mg_unigram_dat_free(d);
+        return st;
+    }
     *out = d;
     return MG_OK;
 }
@@ -209,6 +261,7 @@ void mg_unigram_dat_free(mg_unigram_dat *d)
 {
     if (!d) return;
     free(d->u);
+    free(d->after3);
     free(d);
 }
 
@@ -291,9 +344,55 @@ typedef struct {
     int32_t id;
 } bp_entry;
 
-static void run_packed(const dat_unit *u, bp_entry *bp, const uint8_t *t, size_t n,
+/* The piece of unit c (id >= 0) from start to end as a candidate. */
+static inline void packed_candidate(const dat_unit *u, int32_t c, bp_entry *bp, float *ring,
+                                    size_t start, size_t end, float till)
+{
+    float cand = u[c].score + till, *e = &ring[end % RING];
+    if (cand > *e) {
+        *e = cand;
+        bp[end] = (bp_entry){(uint32_t)start, u[c].id};
+    }
+}
+
+/* The candidates of the pieces starting at `start` whose walk has reached unit s0 at byte
+ * k0 (s0 = 0, k0 = start: from the root; k0 < n); with track_single (a constant at each
+ * call), returns whether one spans exactly mblen bytes. An ASCII start does not track it:
+ * its one-byte piece is the first node of the walk. */
+static inline int packed_candidates(const dat_unit *u, bp_entry *bp, float *ring,
+                                    const uint8_t *t, size_t n, size_t start, int32_t s0,
+                                    size_t k0, size_t mblen, float till, int track_single)
+{
+    int single = 0;
+    size_t k = k0;
+    for (int32_t s = s0, c = u[s0].base ^ t[k0]; u[c].check == s; c = u[s].base ^ t[k]) {
+        s = c;
+        if (u[c].id >= 0) {
+            packed_candidate(u, c, bp, ring, start, k + 1, till);
+            if (track_single) single |= k + 1 - start == mblen;
+        }
+        if (++k == n) break;
+    }
+    return single;
+}
+
+/* A start at a 3-byte character (t[start, start + 3), continuation bytes checked): its
+ * unit from after3, then the walk on; returns whether a piece is that character alone. */
+static inline int packed_three(const mg_unigram_dat *d, bp_entry *bp, float *ring,
+                               const uint8_t *t, size_t n, size_t start, float till)
+{
+    int32_t c = d->after3[three_index(t + start)];
+    if (c < 0) return 0;
+    int single = d->u[c].id >= 0;
+    if (single) packed_candidate(d->u, c, bp, ring, start, start + 3, till);
+    if (start + 3 < n) packed_candidates(d->u, bp, ring, t, n, start, c, start + 3, 3, till, 0);
+    return single;
+}
+
+static void run_packed(const mg_unigram_dat *d, bp_entry *bp, const uint8_t *t, size_t n,
                        size_t reach, float unk_score, int32_t unk_id)
 {
+    const dat_unit *u = d->u;
     float ring[RING]; /* unreached (-inf) until reached; a slot is reset once passed */
     for (size_t i = 1; i < RING; i++) ring[i] = -INFINITY;
     ring[0] = 0.0f;
@@ -306,21 +405,18 @@ static void run_packed(const dat_unit *u, bp_entry *bp, const uint8_t *t, size_t
             till = 0.0f;
         }
         uint8_t b0 = t[start];
-        size_t mblen = b0 < 0x80 ? 1 : char_len(b0), k = start;
+        size_t mblen = b0 < 0x80 ? 1 : char_len(b0);
         if (mblen > n - start) mblen = n - start;
-        int single = 0;
-        for (int32_t s = 0, c = u[0].base ^ b0; u[c].check == s; c = u[s].base ^ t[k]) {
-            s = c;
-            int32_t id = u[c].id;
-            if (id >= 0) {
-                float cand = u[c].score + till, *e = &ring[(k + 1) % RING];
-                if (cand > *e) {
-                    *e = cand;
-                    bp[k + 1] = (bp_entry){(uint32_t)start, id};
-                }
-                single |= k + 1 - start == mblen;
-            }
-            if (++k == n) break;
+        int single;
+        if (mblen == 1) {
+            int32_t c = u[0].base ^ b0;
+            single = u[c].check == 0 && u[c].id >= 0;
+            packed_candidates(u, bp, ring, t, n, start, 0, start, 1, till, 0);
+        } else if (mblen == 3 && d->after3 && b0 < 0xF0 &&
+                   ((t[start + 1] ^ 0x80) | (t[start + 2] ^ 0x80)) < 0x40) {
+            single = packed_three(d, bp, ring, t, n, start, till);
+        } else {
+            single = packed_candidates(u, bp, ring, t, n, start, 0, start, mblen, till, 1);
         }
         float cand = unk_score + till, *e = &ring[(start + mblen) % RING];
         if (!single && cand > *e) {
@@ -354,7 +450,7 @@ static mg_status spm_viterbi(const mg_spm_model *md, mg_spm_scratch *s, const ui
     size_t reach = lattice_reach(md);
     MG_FORWARD(ensure_scratch(s, (n + 1) * (packed ? sizeof(bp_entry) : sizeof(spm_node))));
     if (packed)
-        run_packed(md->dat->u, s->nodes, t, n, reach, unk_score, md->unk_id);
+        run_packed(md->dat, s->nodes, t, n, reach, unk_score, md->unk_id);
     else
         run_nodes(md->dat->u, s->nodes, t, n, reach, unk_score, md->unk_id);
     return MG_OK;

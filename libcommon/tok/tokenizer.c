@@ -176,6 +176,21 @@ static size_t utf8_seq(const uint8_t *s, size_t n, int *sur)
     return 0;
 }
 
+/* The bytes of the run of 3-byte characters at s[0, n) led by E1..EC or EE..EF (never an
+ * overlong or a surrogate form: most of CJK text), checked with one test per character. */
+static size_t three_byte_run(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i + 3 <= n) {
+        uint8_t c = s[i];
+        if ((uint8_t)(c - 0xE1) > 0xEF - 0xE1 || c == 0xED ||
+            ((s[i + 1] ^ 0x80) | (s[i + 2] ^ 0x80)) >= 0x40)
+            break;
+        i += 3;
+    }
+    return i;
+}
+
 /* Validates s[0, n); *first_sur = offset of the first surrogate form (n if none). */
 static mg_status check_utf8(const uint8_t *s, size_t n, size_t *first_sur)
 {
@@ -189,6 +204,11 @@ static mg_status check_utf8(const uint8_t *s, size_t n, size_t *first_sur)
                 i += 8;
                 continue;
             }
+        }
+        size_t run = three_byte_run(s + i, n - i);
+        if (run) {
+            i += run;
+            continue;
         }
         int sur;
         size_t k = utf8_seq(s + i, n - i, &sur);

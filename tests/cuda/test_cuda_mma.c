@@ -71,11 +71,11 @@ MG_TEST(cuda_mma_probe)
     ct c;
     ct_begin(&c, t);
     if (c.ok) {
-        float *a = ct_round_bf16(ct_rand(&c, 16 * 16, 1, 2.0f), 16 * 16);
-        float *b = ct_round_bf16(ct_rand(&c, 16 * 8, 2, 2.0f), 16 * 8);
+        float *a = ct_round16(&c, ct_rand(&c, 16 * 16, 1, 2.0f), 16 * 16);
+        float *b = ct_round16(&c, ct_rand(&c, 16 * 8, 2, 2.0f), 16 * 8);
         uint32_t *Dfr = (uint32_t *)ct_dalloc(&c, 32 * 6 * sizeof(uint32_t));
         float *Dc = (float *)ct_dalloc(&c, 32 * 4 * sizeof(float));
-        mgk_cuda_mma_probe(&c.dev, Dfr, Dc, ct_up_bf16(&c, a, 256), ct_up_bf16(&c, b, 128));
+        mgk_cuda_mma_probe(&c.dev, Dfr, Dc, ct_up16(&c, a, 256), ct_up16(&c, b, 128));
         uint32_t fr[32 * 6];
         MG_CHECK_OK(t, mgk_cuda_download(fr, Dfr, sizeof fr));
         float *cc = ct_down(&c, Dc, 32 * 4);

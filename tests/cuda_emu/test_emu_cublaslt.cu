@@ -267,12 +267,12 @@ MG_TEST(emu_cublaslt_refuses)
     uint32_t relu = CUBLASLT_EPILOGUE_RELU;
     LT_OK(t, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &relu, 4));
     mat A = make_mat(t, 4, 4, 4, 0, CUDA_R_32F, 1, 0, 1);
-    cublasLtMatrixLayout_t l = layout(t, A), l16;
+    cublasLtMatrixLayout_t l = layout(t, A), l64;
     const float one = 1, zero = 0;
     MG_CHECK_EQ_INT(t, cublasLtMatmul(h, d, &one, A.dev, l, A.dev, l, &zero, A.dev, l, A.dev, l, nullptr,
                                       nullptr, 0, 0),
                     CUBLAS_STATUS_NOT_SUPPORTED);
-    MG_CHECK_EQ_INT(t, cublasLtMatrixLayoutCreate(&l16, CUDA_R_16F, 4, 4, 4), CUBLAS_STATUS_NOT_SUPPORTED);
+    MG_CHECK_EQ_INT(t, cublasLtMatrixLayoutCreate(&l64, CUDA_R_64F, 4, 4, 4), CUBLAS_STATUS_NOT_SUPPORTED);
     int32_t conj = CUBLAS_OP_C;
     MG_CHECK_EQ_INT(t, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &conj, 4),
                     CUBLAS_STATUS_NOT_SUPPORTED);

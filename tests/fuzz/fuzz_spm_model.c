@@ -5,7 +5,9 @@
  * (mg_spm_proto_parse), InitializePieces (mg_spm_model_init) and the normalizer; when
  * accepted, the text and a fixed sample (raw bytes: malformed UTF-8 included) are
  * normalized and encoded with both the Unigram (refs and mg_spm_unigram_ids) and the BPE
- * encoder, and every id must be a piece index. Any outcome is fine except a crash, a sanitizer report, a leak or a bad id.
+ * encoder, and every id must be a piece index; the Unigram ids must be those of the refs;
+ * the normalizer's copy of plain multibyte
+ * characters must give what its rule path gives. Any outcome is fine except a crash, a sanitizer report, a leak or a bad id.
  * Seeds: tests/fuzz/corpus/spm_model/ (small trained models: a Unigram one with a custom
  * precompiled charsmap and a user-defined symbol, a byte_fallback BPE one).
  */
@@ -19,7 +21,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char sample[] = "Hello  world! ABab\xef\xbc\xa1\xe3\x80\x80<u> \xe6\x97\xa5\xe6\x9c"
-                             "\xac \xff\xc3 e\xcc\x81\t\n x \xe2\x96\x81 ";
+                             "\xac \xff\xc3 e\xcc\x81\t\n x \xe2\x96\x81 \xe4\xb8\xad\xe6\x96\x87"
+                             "\xef\xbc\x8c\xc3\xa9\xe0\x80\x80\xed\xa0\x80\xe4\xb8";
 
 static void check_refs(const mg_spm_model *md, const mg_spm_refs *r, size_t n)
 {
@@ -31,20 +34,63 @@ static void check_refs(const mg_spm_model *md, const mg_spm_refs *r, size_t n)
     if (covered != n) abort();
 }
 
-/* mg_spm_unigram_ids (byte fallback when the model has the byte pieces): ids in range. */
-static void check_ids(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t, size_t n)
+/* The ids of refs as mg_spm_unigram_ids writes them: an unknown piece as its bytes' ids
+ * with byte_ids, else a run of them as one unk. */
+static size_t ids_of_refs(const mg_spm_model *md, const mg_spm_refs *r, const uint8_t *t,
+                          const int32_t *byte_ids, int64_t *out)
+{
+    size_t k = 0;
+    int prev_unk = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const mg_spm_ref *f = &r->v[i];
+        if (f->id != md->unk_id) {
+            out[k++] = f->id;
+            prev_unk = 0;
+        } else if (byte_ids) {
+            for (size_t j = 0; j < f->len; j++) out[k++] = byte_ids[t[f->off + j]];
+        } else {
+            if (!prev_unk) out[k++] = md->unk_id;
+            prev_unk = 1;
+        }
+    }
+    return k;
+}
+
+/* mg_spm_unigram_ids (byte fallback when the model has the byte pieces): ids in range, and
+ * the ids of `refs` (mg_spm_unigram_encode's path, byte by byte through the nodes) when
+ * they were computed: the packed Viterbi, its 3-byte-character entries included, agrees. */
+static void check_ids(const mg_spm_model *md, mg_spm_scratch *s, const uint8_t *t, size_t n,
+                      const mg_spm_refs *refs)
 {
     int32_t byte_ids[256];
     for (int b = 0; b < 256; b++) byte_ids[b] = b % (int)md->proto.n_pieces;
-    int64_t *room = malloc((n ? n : 1) * sizeof *room);
+    const int32_t *bytes = md->proto.byte_fallback ? byte_ids : NULL;
+    int64_t *room = malloc((n ? n : 1) * sizeof *room), *want = malloc((n ? n : 1) * sizeof *want);
     size_t k;
-    if (room && mg_spm_unigram_ids(md, s, t, n, md->proto.byte_fallback ? byte_ids : NULL,
-                                   room, &k) == MG_OK) {
+    if (room && want && mg_spm_unigram_ids(md, s, t, n, bytes, room, &k) == MG_OK) {
         if (k > n) abort();
         for (size_t i = n - k; i < n; i++)
             if (room[i] < 0 || room[i] >= (int64_t)md->proto.n_pieces) abort();
+        if (refs && (ids_of_refs(md, refs, t, bytes, want) != k ||
+                     (k && memcmp(want, room + n - k, k * sizeof *want) != 0)))
+            abort();
     }
     free(room);
+    free(want);
+}
+
+/* The copy of plain multibyte characters (plain_mb) changes nothing: the same normalizer
+ * with plain_mb cleared (every character through the rules) gives the same bytes. */
+static void check_plain_mb(const mg_spm_normalizer *nz, const uint8_t *t, size_t n,
+                           const mg_spm_buf *norm)
+{
+    mg_spm_normalizer slow = *nz; /* shares the tables: not freed */
+    memset(slow.plain_mb, 0, sizeof slow.plain_mb);
+    mg_spm_buf b = {0};
+    if (mg_spm_normalize(&slow, t, n, &b) != MG_OK || b.n != norm->n ||
+        (b.n && memcmp(b.v, norm->v, b.n) != 0))
+        abort();
+    free(b.v);
 }
 
 static void encode(const mg_spm_model *md, const mg_spm_normalizer *nz, const uint8_t *t,
@@ -55,9 +101,10 @@ static void encode(const mg_spm_model *md, const mg_spm_normalizer *nz, const ui
     mg_spm_scratch s;
     memset(&s, 0, sizeof s);
     if (mg_spm_normalize(nz, t, n, &norm) == MG_OK) {
-        if (mg_spm_unigram_encode(md, &s, norm.v, norm.n, &refs) == MG_OK)
-            check_refs(md, &refs, norm.n);
-        check_ids(md, &s, norm.v, norm.n);
+        check_plain_mb(nz, t, n, &norm);
+        int have_refs = mg_spm_unigram_encode(md, &s, norm.v, norm.n, &refs) == MG_OK;
+        if (have_refs) check_refs(md, &refs, norm.n);
+        check_ids(md, &s, norm.v, norm.n, have_refs ? &refs : NULL);
         refs.n = 0;
         if (mg_spm_bpe_encode(md, &s, norm.v, norm.n, &refs) == MG_OK)
             check_refs(md, &refs, norm.n);

@@ -134,50 +134,51 @@ static void b_attn_bwd(void *p)
     mgk_attn_bwd(x->k, &x->ad, x->f, x->f, x->f, x->d, x->e, x->a, x->b, x->c, NULL);
 }
 
-/* bf16 variants (buffers are float-sized: bf16 data uses the first half of each) */
-#define BF(p) ((mgk_bf16 *)(void *)(p))
-static void b_gemm_bf16(void *p)
+/* 16-bit variants, bf16 or fp16 as x->k says (buffers are float-sized: 16-bit data uses the
+ * first half of each) */
+#define BF(p) ((mgk_h16 *)(void *)(p))
+static void b_gemm_h16(void *p)
 {
     bargs *x = p;
-    mgk_cuda_gemm_bf16(x->k, BF(x->c), x->n, BF(x->a), x->n, BF(x->b), x->n, x->n, x->n, x->n, 0,
-                       1, 1.0f, 0.0f);
+    mgk_cuda_gemm_h16(x->k, BF(x->c), x->n, BF(x->a), x->n, BF(x->b), x->n, x->n, x->n, x->n, 0,
+                      1, 1.0f, 0.0f);
 }
-static void b_linear_gelu_bf16(void *p)
+static void b_linear_gelu_h16(void *p)
 {
     bargs *x = p;
-    mgk_cuda_linear_fwd_bf16(x->k, BF(x->c), BF(x->e), BF(x->a), BF(x->b), BF(x->d), x->N, x->C,
-                             4 * x->C, 1);
+    mgk_cuda_linear_fwd_h16(x->k, BF(x->c), BF(x->e), BF(x->a), BF(x->b), BF(x->d), x->N, x->C,
+                            4 * x->C, 1);
 }
 static void b_ln_fwd_bf16(void *p)
 {
     bargs *x = p;
-    mgk_cuda_layernorm_fwd_bf16(x->k, BF(x->b), x->d, x->e, BF(x->a), BF(x->c), BF(x->c), x->N,
-                                x->C, 1e-5f);
+    mgk_cuda_layernorm_fwd_h16(x->k, BF(x->b), x->d, x->e, BF(x->a), BF(x->c), BF(x->c), x->N,
+                               x->C, 1e-5f);
 }
 static void b_res_ln_fwd_bf16(void *p)
 {
     bargs *x = p;
-    mgk_cuda_residual_layernorm_fwd_bf16(x->k, BF(x->f), BF(x->b), x->d, x->e, BF(x->a),
-                                         BF(x->a) + x->N * x->C, BF(x->c), BF(x->c), x->N, x->C,
-                                         1e-5f);
+    mgk_cuda_residual_layernorm_fwd_h16(x->k, BF(x->f), BF(x->b), x->d, x->e, BF(x->a),
+                                        BF(x->a) + x->N * x->C, BF(x->c), BF(x->c), x->N, x->C,
+                                        1e-5f);
 }
 static void b_xent_fwd_bf16(void *p)
 {
     bargs *x = p;
-    mgk_cuda_xent_fwd_bf16(x->k, x->b, x->c, BF(x->a), x->ids, x->N, x->C, x->V);
+    mgk_cuda_xent_fwd_h16(x->k, x->b, x->c, BF(x->a), x->ids, x->N, x->C, x->V);
 }
 #define ATTN_BF16_BENCH(name, fn)                                                        \
     static void b_attn_fwd_##name(void *p)                                               \
     {                                                                                    \
         bargs *x = p;                                                                    \
-        mgk_cuda_attn_fwd_bf16_##fn(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b),    \
-                                    BF(x->c), NULL);                                     \
+        mgk_cuda_attn_fwd_h16_##fn(x->k, &x->ad, BF(x->d), x->e, BF(x->a), BF(x->b),    \
+                                   BF(x->c), NULL);                                     \
     }                                                                                    \
     static void b_attn_bwd_##name(void *p)                                               \
     {                                                                                    \
         bargs *x = p;                                                                    \
-        mgk_cuda_attn_bwd_bf16_##fn(x->k, &x->ad, BF(x->f), BF(x->f), BF(x->f), BF(x->d), \
-                                    x->e, BF(x->a), BF(x->b), BF(x->c), NULL);           \
+        mgk_cuda_attn_bwd_h16_##fn(x->k, &x->ad, BF(x->f), BF(x->f), BF(x->f), BF(x->d), \
+                                   x->e, BF(x->a), BF(x->b), BF(x->c), NULL);           \
     }
 ATTN_BF16_BENCH(portable, portable)
 ATTN_BF16_BENCH(wmma, wmma)
@@ -193,7 +194,7 @@ static void report(const bench *b, double ms, const peaks *pk)
     if (b->flops > 0) {
         double tf = b->flops / s;
         printf("  %-30s %9.3f ms %9.1f TFLOP/s %6.1f%% of %s peak\n", b->name, ms, tf * 1e-12,
-               100.0 * tf / b->flops_peak, b->flops_peak == BF16_PEAK ? "bf16" : "fp32");
+               100.0 * tf / b->flops_peak, b->flops_peak == BF16_PEAK ? "bf16/fp16" : "fp32");
     } else {
         double bw = b->bytes / s;
         if (pk->hbm > 0)
@@ -403,13 +404,34 @@ static int bench_compute_bound(mg_kctx *k, const peaks *pk)
         {"linear_fwd fp32 8192x768->3072", b_linear_fwd, 0, 2.0 * N * C * 4 * C, FP32_PEAK}};
     fail |= group(k, l, 1, &x, (int64_t[6]){N * C, 4 * C * C, N * 4 * C, 4 * C, 0, 0}, pk);
     x = (bargs){.n = n};
-    bench gb[] = {{"gemm bf16 4096^3", b_gemm_bf16, 0, 2.0 * n * n * n, BF16_PEAK}};
+    bench gb[] = {{"gemm bf16 4096^3", b_gemm_h16, 0, 2.0 * n * n * n, BF16_PEAK}};
     fail |= group(k, gb, 1, &x, (int64_t[6]){n * n, n * n, n * n, 0, 0, 0}, pk);
     x = (bargs){.N = N, .C = C};
-    bench lb[] = {{"linear+gelu bf16 8192x768->3072", b_linear_gelu_bf16, 0,
+    bench lb[] = {{"linear+gelu bf16 8192x768->3072", b_linear_gelu_h16, 0,
                    2.0 * N * C * 4 * C, BF16_PEAK}};
     fail |= group(k, lb, 1, &x, (int64_t[6]){N * C, 4 * C * C, N * 4 * C, 4 * C, N * 4 * C, 0},
                   pk);
+    return fail;
+}
+
+/* The 16-bit products again on an fp16 context (the dense fp16 peak is bf16's). */
+static int bench_fp16(const peaks *pk)
+{
+    mg_kctx k;
+    if (mgk_ctx_init_half(&k, MGK_CUDA, 1, MGK_HALF_FP16) != MG_OK) {
+        printf("  fp16 FAILED: %s\n", mg_last_error());
+        return 1;
+    }
+    int64_t n = 4096, N = 8192, C = 768;
+    bargs x = {.n = n};
+    bench gb[] = {{"gemm fp16 4096^3", b_gemm_h16, 0, 2.0 * n * n * n, BF16_PEAK}};
+    int fail = group(&k, gb, 1, &x, (int64_t[6]){n * n, n * n, n * n, 0, 0, 0}, pk);
+    x = (bargs){.N = N, .C = C};
+    bench lb[] = {{"linear+gelu fp16 8192x768->3072", b_linear_gelu_h16, 0,
+                   2.0 * N * C * 4 * C, BF16_PEAK}};
+    fail |= group(&k, lb, 1, &x, (int64_t[6]){N * C, 4 * C * C, N * 4 * C, 4 * C, N * 4 * C, 0},
+                  pk);
+    mgk_ctx_free(&k);
     return fail;
 }
 
@@ -428,6 +450,7 @@ int gpu_bench_run(const char *device_name)
         fail |= bench_memory_bound(&k, &pk, ids);
         fail |= bench_layout(&k, &pk);
         fail |= bench_compute_bound(&k, &pk);
+        fail |= bench_fp16(&pk);
     }
     mgk_cuda_free(ids);
     mgk_ctx_free(&k);

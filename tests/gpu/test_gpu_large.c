@@ -1,9 +1,11 @@
 /* test_gpu_large.c — GPU-only checks at training sizes (too slow for the emulator): the
  * attention at T = 1024 (32 query tiles of the portable kernels, 16 of the tensor-core ones)
- * against the CPU reference in fp32, and the three bf16 implementations (portable, WMMA,
- * mma.sync) against the CPU reference on the same bf16 inputs and the tensor-core ones
- * against the portable one. Tolerances as tests/cuda (fp32 2e-5 + 2e-4 |ref|; bf16 outputs
- * 1e-2 + 1e-2 |ref|, lse 1e-4 + 1e-5 |portable|, bf16 gradients 2e-2 + 2e-2 |ref|).
+ * against the CPU reference in fp32, and the three 16-bit implementations (portable, WMMA,
+ * mma.sync) against the CPU reference on the same 16-bit inputs and the tensor-core ones
+ * against the portable one, with bf16 and with fp16 contexts (fp16: every variant runs the
+ * portable kernels). Tolerances as tests/cuda (fp32 2e-5 + 2e-4 |ref|; 16-bit outputs
+ * ct_tol16 (1 + |ref|), lse 1e-4 + 1e-5 |portable|, gradients bf16 2e-2 + 2e-2 |ref|, fp16
+ * 4e-3 + 4e-3 |ref|).
  */
 #include "../cuda/cuda_test_util.h"
 
@@ -40,80 +42,75 @@ MG_TEST(gpu_attention_large_fp32)
     ct_end(&c);
 }
 
-typedef void (*attn_fwd_fn)(const mg_kctx *, const mgk_attn_dims *, mgk_bf16 *, float *,
-                            const mgk_bf16 *, const mgk_bf16 *, const mgk_bf16 *,
-                            const int32_t *);
-typedef void (*attn_bwd_fn)(const mg_kctx *, const mgk_attn_dims *, mgk_bf16 *, mgk_bf16 *,
-                            mgk_bf16 *, const mgk_bf16 *, const float *, const mgk_bf16 *,
-                            const mgk_bf16 *, const mgk_bf16 *, const int32_t *);
 static const struct {
     const char *name;
-    attn_fwd_fn fwd;
-    attn_bwd_fn bwd;
+    ct_attn_fwd_fn fwd;
+    ct_attn_bwd_fn bwd;
 } variants[3] = {
-    {"portable", mgk_cuda_attn_fwd_bf16_portable, mgk_cuda_attn_bwd_bf16_portable},
-    {"wmma", mgk_cuda_attn_fwd_bf16_wmma, mgk_cuda_attn_bwd_bf16_wmma},
-    {"mma", mgk_cuda_attn_fwd_bf16_mma, mgk_cuda_attn_bwd_bf16_mma},
+    {"portable", mgk_cuda_attn_fwd_h16_portable, mgk_cuda_attn_bwd_h16_portable},
+    {"wmma", mgk_cuda_attn_fwd_h16_wmma, mgk_cuda_attn_bwd_h16_wmma},
+    {"mma", mgk_cuda_attn_fwd_h16_mma, mgk_cuda_attn_bwd_h16_mma},
 };
 
-static void close_named(mg_test_ctx *t, const char *v, const char *what, const float *got,
+static void close_named(ct *c, const char *v, const char *what, const float *got,
                         const float *ref, int64_t n, double atol, double rtol)
 {
     char name[96];
-    snprintf(name, sizeof name, "%s %s (T 1024)", v, what);
-    KT_CLOSE(t, name, got, ref, n, atol, rtol);
+    snprintf(name, sizeof name, "%s %s %s (T 1024)", mgk_half_name(c->dev.half), v, what);
+    KT_CLOSE(c->t, name, got, ref, n, atol, rtol);
 }
 
-/* The three bf16 implementations at T = 1024 against the CPU reference (on the same bf16
+/* The three 16-bit implementations at T = 1024 against the CPU reference (on the same 16-bit
  * inputs) and the tensor-core ones against the portable one. */
-MG_TEST(gpu_attention_large_bf16_variants)
+static void large_variants(ct *c)
 {
-    ct c;
-    ct_begin(&c, t);
     mgk_attn_dims d = large;
     int64_t nq = d.B * d.T * d.Hq * d.D, nk = d.B * d.T * d.Hkv * d.D;
-    int64_t ns = c.ok ? mgk_attn_saved_numel(&c.dev, &d) : 0, nl = d.B * d.Hq * d.T;
-    if (c.ok) {
-        MG_CHECK(t, mgk_cuda_attn_mma_serves(&d));
-        MG_CHECK_OK(t, mgk_ctx_reserve(&c.ref, mgk_attn_scratch_numel(&c.ref, &d)));
-        MG_CHECK_OK(t, mgk_ctx_reserve(&c.dev, mgk_attn_scratch_numel(&c.dev, &d)));
-        float *h[4];
-        mgk_bf16 *in[4]; /* q, k, v, dout */
-        int64_t n[4] = {nq, nk, nk, nq};
-        for (int i = 0; i < 4; i++) h[i] = ct_bf_in(&c, n[i], 11 + (uint64_t)i, 1.0f, &in[i]);
-        float *ro = ct_rand(&c, nq, 1, 1.0f), *rg[3];
-        float *rs = (float *)ct_host(&c, malloc((size_t)mgk_attn_saved_numel(&c.ref, &d) * 4));
-        for (int g = 0; g < 3; g++) rg[g] = (float *)ct_host(&c, calloc((size_t)n[g], 4));
-        mgk_attn_fwd(&c.ref, &d, ro, rs, h[0], h[1], h[2], NULL);
-        mgk_attn_bwd(&c.ref, &d, rg[0], rg[1], rg[2], h[3], rs, h[0], h[1], h[2], NULL);
-        float *po = NULL, *ps = NULL, *pg[3] = {NULL, NULL, NULL};
-        static const char *gn[3] = {"dq", "dk", "dv"};
-        for (int w = 0; w < 3; w++) { /* gradients from zero */
-            mgk_bf16 *out = (mgk_bf16 *)ct_dalloc(&c, (size_t)nq * 2), *grad[3];
-            float *saved = (float *)ct_dalloc(&c, (size_t)ns * 4);
-            for (int g = 0; g < 3; g++) {
-                grad[g] = (mgk_bf16 *)ct_dalloc(&c, (size_t)n[g] * 2);
-                mgk_zero(&c.dev, (float *)(void *)grad[g], n[g] / 2);
-            }
-            variants[w].fwd(&c.dev, &d, out, saved, in[0], in[1], in[2], NULL);
-            variants[w].bwd(&c.dev, &d, grad[0], grad[1], grad[2], in[3], saved, in[0], in[1],
-                            in[2], NULL);
-            float *o = ct_down_bf16(&c, out, nq), *sv = ct_down(&c, saved, nl), *gr[3];
-            close_named(t, variants[w].name, "out vs ref", o, ro, nq, 1e-2, 1e-2);
-            for (int g = 0; g < 3; g++) {
-                gr[g] = ct_down_bf16(&c, grad[g], n[g]);
-                close_named(t, variants[w].name, gn[g], gr[g], rg[g], n[g], 2e-2, 2e-2);
-            }
-            if (w == 0) {
-                po = o, ps = sv;
-                for (int g = 0; g < 3; g++) pg[g] = gr[g];
-                continue;
-            }
-            close_named(t, variants[w].name, "out vs portable", o, po, nq, 1e-2, 1e-2);
-            close_named(t, variants[w].name, "lse vs portable", sv, ps, nl, 1e-4, 1e-5);
-            for (int g = 0; g < 3; g++)
-                close_named(t, variants[w].name, gn[g], gr[g], pg[g], n[g], 2e-2, 2e-2);
+    int64_t ns = mgk_attn_saved_numel(&c->dev, &d), nl = d.B * d.Hq * d.T;
+    double tol = ct_tol16(c), gtol = c->dev.half == MGK_HALF_FP16 ? 4e-3 : 2e-2;
+    MG_CHECK(c->t, mgk_cuda_attn_mma_serves(&d));
+    MG_CHECK_OK(c->t, mgk_ctx_reserve(&c->ref, mgk_attn_scratch_numel(&c->ref, &d)));
+    MG_CHECK_OK(c->t, mgk_ctx_reserve(&c->dev, mgk_attn_scratch_numel(&c->dev, &d)));
+    float *h[4];
+    mgk_h16 *in[4]; /* q, k, v, dout */
+    int64_t n[4] = {nq, nk, nk, nq};
+    for (int i = 0; i < 4; i++) h[i] = ct_in16(c, n[i], 11 + (uint64_t)i, 1.0f, &in[i]);
+    float *ro = ct_rand(c, nq, 1, 1.0f), *rg[3];
+    float *rs = (float *)ct_host(c, malloc((size_t)mgk_attn_saved_numel(&c->ref, &d) * 4));
+    for (int g = 0; g < 3; g++) rg[g] = (float *)ct_host(c, calloc((size_t)n[g], 4));
+    mgk_attn_fwd(&c->ref, &d, ro, rs, h[0], h[1], h[2], NULL);
+    mgk_attn_bwd(&c->ref, &d, rg[0], rg[1], rg[2], h[3], rs, h[0], h[1], h[2], NULL);
+    float *po = NULL, *ps = NULL, *pg[3] = {NULL, NULL, NULL};
+    static const char *gn[3] = {"dq", "dk", "dv"};
+    for (int w = 0; w < 3; w++) { /* gradients from zero */
+        mgk_h16 *out = (mgk_h16 *)ct_dalloc(c, (size_t)nq * 2), *grad[3];
+        float *saved = (float *)ct_dalloc(c, (size_t)ns * 4);
+        for (int g = 0; g < 3; g++) {
+            grad[g] = (mgk_h16 *)ct_dalloc(c, (size_t)n[g] * 2);
+            mgk_zero(&c->dev, (float *)(void *)grad[g], n[g] / 2);
         }
+        variants[w].fwd(&c->dev, &d, out, saved, in[0], in[1], in[2], NULL);
+        variants[w].bwd(&c->dev, &d, grad[0], grad[1], grad[2], in[3], saved, in[0], in[1],
+                        in[2], NULL);
+        float *o = ct_down16(c, out, nq), *sv = ct_down(c, saved, nl), *gr[3];
+        close_named(c, variants[w].name, "out vs ref", o, ro, nq, tol, tol);
+        for (int g = 0; g < 3; g++) {
+            gr[g] = ct_down16(c, grad[g], n[g]);
+            close_named(c, variants[w].name, gn[g], gr[g], rg[g], n[g], gtol, gtol);
+        }
+        if (w == 0) {
+            po = o, ps = sv;
+            for (int g = 0; g < 3; g++) pg[g] = gr[g];
+            continue;
+        }
+        close_named(c, variants[w].name, "out vs portable", o, po, nq, tol, tol);
+        close_named(c, variants[w].name, "lse vs portable", sv, ps, nl, 1e-4, 1e-5);
+        for (int g = 0; g < 3; g++)
+            close_named(c, variants[w].name, gn[g], gr[g], pg[g], n[g], gtol, gtol);
     }
-    ct_end(&c);
+}
+
+MG_TEST(gpu_attention_large_h16_variants)
+{
+    ct_each_half(t, large_variants);
 }

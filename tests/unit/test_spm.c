@@ -242,6 +242,29 @@ MG_TEST(spm_shared_ja_model_fast_paths)
     mg_tokenizer_free(tk);
 }
 
+/* Starts at 3-byte characters take the double array's entry table (after3) and then walk
+ * on: Japanese and Chinese text, an unknown CJK character next to known ones, a character
+ * after ASCII (ids from sentencepiece 0.2.3). */
+MG_TEST(spm_unigram_cjk_starts)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/sentencepiece/test_ja_model.model", mg_test_vocab_dir());
+    mg_tokenizer *tk = open_type(t, "SentencePieceTokenizer", path);
+    if (!tk) return;
+    check_ids(t, tk, "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xae\xe6\x96\x87\xe7\xab\xa0\xe3\x81\xa8"
+              "\xe4\xb8\xad\xe6\x96\x87\xe6\x96\x87\xe6\x9c\xac\xe3\x80\x82",
+              IDS(6, 4371, 4, 3757, 14, 69, 114, 114, 48, 5));
+    check_ids(t, tk, "\xe6\x9d\xb1\xe4\xba\xac\xe9\x83\xbd\xe3\x81\xaf\xe6\x97\xa5\xe6\x9c\xac\xe3\x81\xae"
+              "\xe9\xa6\x96\xe9\x83\xbd\xe3\x81\xa7\xe3\x81\x99",
+              IDS(6, 1999, 9, 493, 5387, 16, 94));
+    check_ids(t, tk, "\xe9\xbe\xa5\xe4\xb8\x80\xe4\xb8\x81x\xe4\xb8\x82\xe4\xb8\x83",
+              IDS(6, 0, 56, 2389, 5887, 0, 406));
+    check_ids(t, tk, "\xe6\xbc\xa2\xe5\xad\x97\xe3\x81\x8b\xe3\x81\xaa\xe4\xba\xa4\xe3\x81\x98\xe3\x82\x8a"
+              "\xe6\x96\x87",
+              IDS(6, 4225, 2062, 643, 261, 41, 114));
+    mg_tokenizer_free(tk);
+}
+
 /* The frozen trie walks like the hash trie, for every byte at every node on each piece's
  * path (list nodes and dense rows alike). */
 MG_TEST(spm_frozen_trie_matches)
@@ -273,6 +296,78 @@ MG_TEST(spm_frozen_trie_matches)
     }
     mg_spm_model_free(&md);
     free(file);
+}
+
+/* The normalizer's copy of plain 2- and 3-byte characters (plain_mb) gives what the rule
+ * path gives (the same normalizer with plain_mb cleared), for every such character alone,
+ * after a letter, before a combining mark, before a fullwidth A and between spaces, with test_ja_model's
+ * nmt_nfkc charsmap and with the user-defined symbols of a tiny model. */
+static size_t plain_mb_differences(const mg_spm_normalizer *nz, size_t *n_plain)
+{
+    mg_spm_normalizer slow = *nz; /* shares the tables: not freed */
+    memset(slow.plain_mb, 0, sizeof slow.plain_mb);
+    mg_spm_buf a = {0}, b = {0};
+    size_t bad = 0;
+    *n_plain = 0;
+    for (uint32_t cp = 0x80; cp < 0x10000; cp++) {
+        if (cp >= 0xD800 && cp < 0xE000) continue;
+        *n_plain += nz->plain_mb[cp >> 6] >> (cp & 63) & 1;
+        char c[4];
+        if (cp < 0x800) snprintf(c, sizeof c, "%c%c", 0xC0 | cp >> 6, 0x80 | (cp & 0x3F));
+        else snprintf(c, sizeof c, "%c%c%c", 0xE0 | cp >> 12, 0x80 | (cp >> 6 & 0x3F),
+                      0x80 | (cp & 0x3F));
+        char text[64];
+        int n = snprintf(text, sizeof text, "%s e%s%s\xcc\x81%s  %s\xef\xbc\xa1 x%s", c, c, c, c, c, c);
+        if (mg_spm_normalize(nz, (const uint8_t *)text, (size_t)n, &a) != MG_OK ||
+            mg_spm_normalize(&slow, (const uint8_t *)text, (size_t)n, &b) != MG_OK ||
+            a.n != b.n || memcmp(a.v, b.v, a.n) != 0)
+            bad++;
+    }
+    free(a.v);
+    free(b.v);
+    return bad;
+}
+
+/* test_ja_model into md and nz; with `user`, its last piece becomes that user-defined
+ * symbol first. Returns 1 if loaded. */
+static int load_ja_normalizer(mg_test_ctx *t, char **file, mg_spm_model *md,
+                              mg_spm_normalizer *nz, const char *user)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/sentencepiece/test_ja_model.model", mg_test_vocab_dir());
+    size_t n = 0;
+    MG_CHECK_OK(t, mg_read_file(path, file, &n));
+    if (!*file || mg_spm_proto_parse(&md->proto, (const uint8_t *)*file, n) != MG_OK) return 0;
+    if (user) {
+        mg_spm_piece *last = &md->proto.pieces[md->proto.n_pieces - 1];
+        last->piece = (mg_spm_str){(const uint8_t *)user, strlen(user)};
+        last->type = SPM_USER_DEFINED;
+    }
+    return mg_spm_model_init(md) == MG_OK && mg_spm_normalizer_init(nz, md) == MG_OK;
+}
+
+MG_TEST(spm_normalizer_plain_mb_matches_rules)
+{
+    /* test_ja_model as it is, then with a user-defined "日Ａ" (the rules map the fullwidth
+     * A to "A", so copying 日 alone would lose the symbol) */
+    const char *users[2] = {NULL, "\xe6\x97\xa5\xef\xbc\xa1"};
+    for (int u = 0; u < 2; u++) {
+        char *file = NULL;
+        size_t n_plain = 0;
+        mg_spm_model md = {0};
+        mg_spm_normalizer nz = {0};
+        if (load_ja_normalizer(t, &file, &md, &nz, users[u])) {
+            MG_CHECK_EQ_INT(t, plain_mb_differences(&nz, &n_plain), 0);
+            MG_CHECK(t, n_plain > 40000); /* the CJK ideographs among them */
+            MG_CHECK(t, !(nz.plain_mb[0xFF21 >> 6] >> (0xFF21 & 63) & 1)); /* fullwidth A */
+            MG_CHECK_EQ_INT(t, nz.plain_mb[0x65E5 >> 6] >> (0x65E5 & 63) & 1, !users[u]);
+        } else {
+            mg_test_fail(t, __FILE__, __LINE__, "test_ja_model did not load");
+        }
+        mg_spm_normalizer_free(&nz);
+        mg_spm_model_free(&md);
+        free(file);
+    }
 }
 
 /* ---- the proto reader and load errors ---- */

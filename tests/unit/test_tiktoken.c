@@ -249,6 +249,10 @@ MG_TEST(tiktoken_surrogates_and_utf8)
     MG_CHECK_OK(t, mg_encode(e, "\xED\xB8\x80\xED\xA0\xBD", 6, &a)); /* low then high: two U+FFFD */
     MG_CHECK_OK(t, mg_encode(e, "\xEF\xBF\xBD\xEF\xBF\xBD", 6, &b));
     MG_CHECK(t, a.n == b.n && a.n > 0 && memcmp(a.v, b.v, a.n * sizeof *a.v) == 0);
+    a.n = b.n = 0; /* a surrogate pair right after a run of 3-byte characters */
+    MG_CHECK_OK(t, mg_encode(e, "\xE4\xB8\xAD\xED\xA0\xBD\xED\xB8\x80", 9, &a));
+    MG_CHECK_OK(t, mg_encode(e, "\xE4\xB8\xAD\xF0\x9F\x98\x80", 7, &b));
+    MG_CHECK(t, a.n == b.n && a.n > 0 && memcmp(a.v, b.v, a.n * sizeof *a.v) == 0);
     static const struct {
         const char *s;
         size_t n, at;
@@ -256,6 +260,9 @@ MG_TEST(tiktoken_surrogates_and_utf8)
         {"ab\xC0\x80", 4, 2},         {"\xE0\x80\x80", 3, 0},     {"abc\xF5\x80\x80\x80", 7, 3},
         {"\xF4\x90\x80\x80", 4, 0},   {"x\xE4\xB8", 3, 1},        {"\x80", 1, 0},
         {"abcdefghij\xFF", 11, 10},   {"\xED\xA0", 2, 0},         {"\xF0\x8F\xBF\xBF", 4, 0},
+        /* after a run of 3-byte characters (checked one test per character) */
+        {"\xE4\xB8\xAD\xE6\x96\x87\xE4\xB8", 8, 6}, {"\xE4\xB8\xAD\xE4\x38\xAD", 6, 3},
+        {"\xEF\xBC\x8C\xE0\x80\x80", 6, 3},     {"\xE4\xB8\xAD\xE4\xB8\xC0", 6, 3},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char want[64];
