@@ -8,7 +8,11 @@
  * group (all-reduce, or reduce-scatter under SP: the conjugate of the forward's identity /
  * all-gather), a row-parallel layer takes the (gathered) output gradient as it is; under SP
  * the row-parallel biases take their gradient from this rank's rows (summed by the step).
- * The logits buffer is overwritten by dlogits (in place).
+ * The logits buffer is overwritten by dlogits (in place). With full recomputation each
+ * chunk's forward runs again (forward.c mg_gpt_layer_fwd) just before its last layer's
+ * backward; it writes only the chunk's working set, a->qkv and a->tmp, none of which holds
+ * anything of the backward between two layers. With selective recomputation the
+ * attention's forward runs again just before its backward, into the shared saved state.
  */
 #include "comm.h"
 #include "model_internal.h"
@@ -98,6 +102,8 @@ static mg_status attn_block_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int
     mgk_zero(k, a->dao, N * QD);
     MG_FORWARD(row_linear_bwd(a, k, a->dao, mg_lp(G, a, l, P_PROJ_W), mg_lp(G, a, l, P_PROJ_B),
                               s->ao, mg_lp(P, a, l, P_PROJ_W), QD));
+    if (a->rc_attn) /* selective: the saved state again (ao: the same values) */
+        mgk_attn_fwd(k, &a->ad, s->ao, s->att, s->q, s->k, s->v, a->batch.seg);
     mgk_zero(k, a->dq, N * QD);
     mgk_zero(k, a->dk, N * KD);
     mgk_zero(k, a->dv, N * KD);
@@ -129,6 +135,17 @@ static mg_status embed_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
     return MG_OK;
 }
 
+/* Before layer l's backward: when l ends a recomputed chunk, the chunk's forward again from
+ * its kept input, into the working set (model.h mg_gpt_recompute). */
+mg_status mg_gpt_recompute_chunk(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+{
+    if (l >= a->rc_layers || ((l + 1) % a->rc_chunk && l + 1 < a->rc_layers)) return MG_OK;
+    for (int64_t j = l / a->rc_chunk * a->rc_chunk; j <= l; j++) {
+        MG_FORWARD(a->h16 ? mg_gpt_layer_fwd_h16(g, a, k, j) : mg_gpt_layer_fwd(g, a, k, j));
+    }
+    return MG_OK;
+}
+
 mg_status mg_gpt_backward(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale)
 {
     MG_ASSERT(a->owner == g);
@@ -137,6 +154,7 @@ mg_status mg_gpt_backward(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double gr
     if (a->h16) return mg_gpt_backward_h16(g, a, k, grad_scale);
     if (g->lay.last_stage) MG_FORWARD(head_bwd(g, a, k, grad_scale));
     for (int64_t l = a->L - 1; l >= 0; l--) {
+        MG_FORWARD(mg_gpt_recompute_chunk(g, a, k, l));
         MG_FORWARD(mlp_block_bwd(g, a, k, l));
         MG_FORWARD(attn_block_bwd(g, a, k, l));
     }

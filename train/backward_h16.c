@@ -9,7 +9,8 @@
  * complete on every rank; any stage: a stage that is not the last starts from
  * the bf16 gradient of its output in a->dx, one that is not the first leaves the gradient
  * of its input there). The logits buffer is overwritten by
- * dlogits (in place).
+ * dlogits (in place). Recomputation as backward.c's: a chunk's forward again (its 16-bit
+ * layers) before its last layer's backward, the attention's before its backward (selective).
  */
 #include "model_internal.h"
 
@@ -90,6 +91,9 @@ static mg_status attn_block_bwd(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int
     mgk_zero_h16(k, dao, N * QD);
     mgk_linear_bwd_h16(k, dao, mg_lp(G, a, l, P_PROJ_W), mg_lp(G, a, l, P_PROJ_B),
                        mg_h16(a->dx), mg_h16(s->ao), mg_lw16(g, a, l, P_PROJ_W), N, QD, a->H);
+    if (a->rc_attn) /* selective: the saved state again (ao: the same values) */
+        mgk_attn_fwd_h16(k, &a->ad, mg_h16(s->ao), s->att, mg_h16(s->q), mg_h16(s->k),
+                         mg_h16(s->v), a->batch.seg);
     mgk_zero_h16(k, mg_h16(a->dq), N * QD);
     mgk_zero_h16(k, mg_h16(a->dk), N * KD);
     mgk_zero_h16(k, dv, N * KD);
@@ -124,6 +128,7 @@ mg_status mg_gpt_backward_h16(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, doubl
                  "not supported yet: --%s with tensor parallelism", mgk_half_name(k->half));
     if (g->lay.last_stage) MG_FORWARD(head_bwd(g, a, k, grad_scale));
     for (int64_t l = a->L - 1; l >= 0; l--) {
+        MG_FORWARD(mg_gpt_recompute_chunk(g, a, k, l));
         MG_FORWARD(mlp_block_bwd(g, a, k, l));
         MG_FORWARD(attn_block_bwd(g, a, k, l));
     }

@@ -3,13 +3,15 @@
 
 #include <string.h>
 
+#include "acts_plan.h"
 #include "dist_optim.h"
 #include "kernels.h"
 #include "mg/schema.h"
 #include "model.h"
 #include "schedule.h"
 
-/* The arenas as forward.c plans them on the CUDA backend (only its backend field is read). */
+/* The arenas as forward.c plans them on the CUDA backend (only its backend field is read),
+ * with the run's sequence parallelism and recomputation. */
 static mg_status plan_acts(const mg_train_opts *o, const mg_gpt *g, int64_t stage,
                            mg_device_plan *p)
 {
@@ -19,7 +21,8 @@ static mg_status plan_acts(const mg_train_opts *o, const mg_gpt *g, int64_t stag
     int64_t B = o->micro_batch_size, T = o->model.seq_length, tp = o->model.tp;
     mgk_attn_dims ad = {B, T, g->m.num_attention_heads / tp, g->m.num_query_groups / tp,
                         g->m.kv_channels, 1.0f};
-    p->arena = mg_gpt_acts_plan_bytes_prec(g, &k, B, T, o->bf16 || o->fp16, o->sequence_parallel);
+    mg_gpt_par par = mg_train_model_par(o, NULL);
+    p->arena = mg_gpt_acts_plan_bytes_par(g, &k, B, T, o->bf16 || o->fp16, &par);
     int64_t nmicro = o->global_batch_size / (o->micro_batch_size * o->data_parallel_size);
     p->nslots = mg_sched_slots(o->model.pp, stage, nmicro);
     p->inputs = nmicro * 5 * B * T * 4; /* device.c: ids, targets, pos, seg, mask */

@@ -7,10 +7,12 @@
  *     DP; the data-parallel ranks of a model shard allocate the same): its parameters and
  *     gradients (fp32, with the model's alignment padding), the 16-bit weight copy (--bf16, --fp16),
  *     the Adam moments (--use-distributed-optimizer: the data-parallel shard's, with the
- *     optimizer's packed buffer and reduced-gradient shard, dist_optim.h), each activation arena (forward.c's plan for the rank's heads, vocabulary
- *     shard and sequence-parallel rows, with its default positions; one per micro-batch the
- *     stage keeps in flight, schedule.h) and the micro-batch inputs. These are exactly the
- *     bytes the run allocates through kernels.h mgk_alloc (the run prints both).
+ *     optimizer's packed buffer and reduced-gradient shard, dist_optim.h), each activation
+ *     arena (forward.c's plan for the rank's heads, vocabulary shard and sequence-parallel
+ *     rows, with the run's recomputation, acts_plan.h, and its default positions; one per
+ *     micro-batch the stage keeps in flight, schedule.h) and the micro-batch inputs. These
+ *     are exactly the bytes the run allocates through kernels.h mgk_alloc (the run prints
+ *     both).
  *     workspaces: the kernel context's own device buffers (kernels.h mgk_ctx_device_bytes) and
  *     the attention backward's scratch. The CUDA runtime's context (hundreds of MiB on a
  *     GPU) and NCCL's buffers are not counted. MG_ERR_ARG for a rank outside the layout.

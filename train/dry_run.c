@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "acts_plan.h"
 #include "comm_plan.h"
 #include "device.h"
 #include "device_plan.h"
@@ -56,6 +57,8 @@ static void print_memory(FILE *f, const mg_train_opts *o)
     s.data_parallel_size = o->data_parallel_size;
     s.distributed_optimizer = o->use_distributed_optimizer;
     s.num_microbatches = o->global_batch_size / (o->micro_batch_size * o->data_parallel_size);
+    s.sequence_parallel_selective = o->sequence_parallel &&
+                                    o->recompute_granularity == MG_RC_SELECTIVE;
     int mixed = o->bf16 || o->fp16;
     mg_mem_plan p;
     mg_memory_plan(&o->model, &s, mixed ? MG_PREC_MIXED : MG_PREC_FP32, &p);
@@ -71,6 +74,40 @@ static void print_memory(FILE *f, const mg_train_opts *o)
     fprintf(f, "Megatron (theoretical_memory_usage.py, mixed precision): Theoretical memory "
                "footprints: weight and optimizer=%.2f MB, activation=%.2f MB, total=%.2f MB\n",
             wo, act, wo + act);
+}
+
+static const char *recompute_name(const mg_train_opts *o)
+{
+    if (o->recompute_granularity == MG_RC_SELECTIVE)
+        return "selective recomputation (the core attention's saved state for one layer)";
+    return o->recompute_method == MG_RC_BLOCK ? "full recomputation, block" :
+                                                "full recomputation, uniform";
+}
+
+/* With recomputation on the CPU: the activation arenas of the most loaded stage, as the run
+ * allocates them (acts_plan.h), with and without it. */
+static mg_status print_arenas(FILE *f, const mg_train_opts *o)
+{
+    if (o->recompute_granularity == MG_RC_NONE || !mg_device_is_cpu(o)) return MG_OK;
+    mg_acts_stage_plan best = {0}, with, without, best_without = {0};
+    int64_t stage = 0;
+    for (int64_t st = 0; st < o->model.pp; st++) {
+        MG_FORWARD(mg_train_acts_plan(o, MGK_CPU_FAST, st, 1, &with));
+        MG_FORWARD(mg_train_acts_plan(o, MGK_CPU_FAST, st, 0, &without));
+        if (with.nslots * with.arena <= best.nslots * best.arena) continue;
+        best = with;
+        best_without = without;
+        stage = st;
+    }
+    fprintf(f, "activation arenas per rank (CPU, fp32, as allocated), %s", recompute_name(o));
+    if (o->recompute_granularity == MG_RC_FULL)
+        fprintf(f, " %lld", LL(o->recompute_num_layers));
+    fprintf(f, ": stage %lld (%lld layers): %lld x %lld bytes = %.2f MiB; without "
+               "recomputation %lld x %lld bytes = %.2f MiB\n",
+            LL(stage), LL(best.layers), LL(best.nslots), LL(best.arena),
+            best.nslots * best.arena / MIB, LL(best_without.nslots), LL(best_without.arena),
+            best_without.nslots * best_without.arena / MIB);
+    return MG_OK;
 }
 
 static void print_flops(FILE *f, const mg_train_opts *o)
@@ -169,7 +206,8 @@ mg_status mg_train_dry_run_report(const mg_train_opts *o, char **text)
     print_params(f, &o->model);
     print_memory(f, o);
     print_flops(f, o);
-    mg_status st = print_device(f, o);
+    mg_status st = print_arenas(f, o);
+    if (st == MG_OK) st = print_device(f, o);
     if (st == MG_OK) st = print_comm(f, o);
     if (fclose(f) != 0 || st != MG_OK) {
         free(*text);

@@ -84,7 +84,7 @@ static void plan_layer(mg_gpt_acts *a, const mg_kctx *k, mg_layer_acts *la, floa
     la->q = take_act(a, base, off, N * a->Hq * a->D);
     la->k = take_act(a, base, off, N * a->Hkv * a->D);
     la->v = take_act(a, base, off, N * a->Hkv * a->D);
-    la->att = take(base, off, mgk_attn_saved_numel(k, &a->ad));
+    la->att = a->rc_attn ? NULL : take(base, off, mgk_attn_saved_numel(k, &a->ad));
     la->ao = take_act(a, base, off, N * a->Hq * a->D);
     la->xmid = take_act(a, base, off, Ns * a->H);
     la->ln2 = take_act(a, base, off, Ns * a->H);
@@ -132,19 +132,60 @@ static void plan_work(mg_gpt_acts *a, float *base, int64_t *off)
     a->qkv = take_act(a, base, off, N * a->QKV);
 }
 
+/* Whether x[l] is kept for the whole pass: a recomputed chunk's input, or outside the
+ * recomputed layers (x[L], the stage output, always). */
+static int x_kept(const mg_gpt_acts *a, int64_t l)
+{
+    return l >= a->rc_layers || l % a->rc_chunk == 0;
+}
+
+/* One chunk's working set: rc_chunk layers' buffers and the residual streams between them,
+ * shared by every recomputed chunk (the j-th layer of each chunk on the j-th slot). */
+static void plan_chunk(mg_gpt_acts *a, const mg_kctx *k, float *base, int64_t *off)
+{
+    int64_t c = a->rc_layers ? a->rc_chunk : 0;
+    for (int64_t j = 0; j < c; j++) {
+        mg_layer_acts ws;
+        plan_layer(a, k, &ws, base, off);
+        float *x = j > 0 ? take_act(a, base, off, a->Ns * a->H) : NULL;
+        for (int64_t l = j; base && l < a->rc_layers; l += c) {
+            a->la[l] = ws;
+            if (j > 0) a->x[l] = x;
+        }
+    }
+}
+
 /* Lays out the arena on base (NULL: sizes only); returns its length in floats. */
 static int64_t plan(mg_gpt_acts *a, const mg_kctx *k, float *base)
 {
     int64_t off = 0;
     for (int64_t l = 0; l <= a->L; l++) {
-        float *x = take_act(a, base, &off, a->Ns * a->H);
-        if (base) a->x[l] = x;
+        if (x_kept(a, l)) {
+            float *x = take_act(a, base, &off, a->Ns * a->H);
+            if (base) a->x[l] = x;
+        }
         if (l == a->L) break;
         mg_layer_acts tmp;
-        plan_layer(a, k, base ? &a->la[l] : &tmp, base, &off);
+        if (l >= a->rc_layers) plan_layer(a, k, base ? &a->la[l] : &tmp, base, &off);
+    }
+    plan_chunk(a, k, base, &off);
+    if (a->rc_attn) {
+        float *att = take(base, &off, mgk_attn_saved_numel(k, &a->ad));
+        for (int64_t l = 0; base && l < a->L; l++) a->la[l].att = att;
     }
     plan_work(a, base, &off);
     return off;
+}
+
+/* The recomputed layers and their chunk length (recompute_layers >= 1 with a method). */
+static void set_recompute(mg_gpt_acts *a, const mg_gpt_par *par)
+{
+    int64_t n = par ? par->recompute_layers : 0, L = a->L;
+    a->rc_layers = a->rc_chunk = 0;
+    a->rc_attn = par && par->recompute_attention;
+    if (!par || par->recompute == MG_RECOMPUTE_NONE || n < 1 || L == 0) return;
+    a->rc_layers = par->recompute == MG_RECOMPUTE_BLOCK && n < L ? n : L;
+    a->rc_chunk = par->recompute == MG_RECOMPUTE_BLOCK ? 1 : n < L ? n : L;
 }
 
 int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T)
@@ -155,10 +196,20 @@ int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int
 int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
                                     int h16, int sequence_parallel)
 {
+    mg_gpt_par par;
+    memset(&par, 0, sizeof par);
+    par.sequence_parallel = sequence_parallel;
+    return mg_gpt_acts_plan_bytes_par(g, k, B, T, h16, &par);
+}
+
+int64_t mg_gpt_acts_plan_bytes_par(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
+                                   int h16, const mg_gpt_par *par)
+{
     mg_gpt_acts a;
     memset(&a, 0, sizeof a);
     a.h16 = h16;
-    set_dims(&a, g, B, T, sequence_parallel && g->lay.tp > 1);
+    set_dims(&a, g, B, T, par && par->sequence_parallel);
+    set_recompute(&a, par);
     return plan(&a, k, NULL) * (int64_t)sizeof(float) + a.N * (int64_t)sizeof(int32_t);
 }
 
@@ -244,6 +295,7 @@ mg_status mg_gpt_acts_create_par(mg_gpt_acts **out, const mg_gpt *g, mg_kctx *k,
     mg_gpt_acts *a = mg_calloc(1, sizeof(*a));
     if (!a) return MG_ERR_NOMEM;
     set_dims(a, g, B, T, par && par->sequence_parallel);
+    set_recompute(a, par);
     a->tpc = g->lay.tp > 1 ? par->tp : NULL;
     a->owner = g;
     mg_status st = alloc_acts(a, g, k);
@@ -364,14 +416,17 @@ static mg_status head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
     return MG_OK;
 }
 
+mg_status mg_gpt_layer_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+{
+    MG_FORWARD(attn_block_fwd(g, a, k, l));
+    return mlp_block_fwd(g, a, k, l);
+}
+
 /* The fp32 pass of the stage: embedding (first stage), the layers, the head (last stage). */
 static mg_status stage_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
     if (g->lay.first_stage) MG_FORWARD(embed_fwd(g, a, k));
-    for (int64_t l = 0; l < a->L; l++) {
-        MG_FORWARD(attn_block_fwd(g, a, k, l));
-        MG_FORWARD(mlp_block_fwd(g, a, k, l));
-    }
+    for (int64_t l = 0; l < a->L; l++) MG_FORWARD(mg_gpt_layer_fwd(g, a, k, l));
     return g->lay.last_stage ? head_fwd(g, a, k) : MG_OK;
 }
 

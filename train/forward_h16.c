@@ -84,6 +84,12 @@ static mg_status mlp_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k
     return MG_OK;
 }
 
+mg_status mg_gpt_layer_fwd_h16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l)
+{
+    MG_FORWARD(attn_block_fwd(g, a, k, l));
+    return mlp_block_fwd(g, a, k, l);
+}
+
 static mg_status head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
     norm_fwd(g, k, a->lnf, a->lnf_mean, a->lnf_rstd, a->x[a->L], mg_gw16(g, a, P_LNF_W),
@@ -103,9 +109,6 @@ mg_status mg_gpt_forward_h16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
     MG_RETURN_IF(a->tpc && k->half != MGK_HALF_BF16, MG_ERR_UNSUPPORTED,
                  "not supported yet: --%s with tensor parallelism", mgk_half_name(k->half));
     if (g->lay.first_stage) MG_FORWARD(embed_fwd(g, a, k));
-    for (int64_t l = 0; l < a->L; l++) {
-        MG_FORWARD(attn_block_fwd(g, a, k, l));
-        MG_FORWARD(mlp_block_fwd(g, a, k, l));
-    }
+    for (int64_t l = 0; l < a->L; l++) MG_FORWARD(mg_gpt_layer_fwd_h16(g, a, k, l));
     return g->lay.last_stage ? head_fwd(g, a, k) : MG_OK;
 }

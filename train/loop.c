@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "acts_plan.h"
 #include "batch.h"
 #include "checkpoint.h"
 #include "comm.h"
@@ -271,7 +272,7 @@ static mg_status alloc_slots(run_state *s)
     const mg_train_opts *o = s->o;
     mg_comm *pp = mg_comm_group(s->comm, MG_COMM_PIPELINE);
     int64_t n = mg_sched_slots(mg_comm_size(pp), mg_comm_rank(pp), s->nmicro);
-    mg_gpt_par par = {mg_comm_group(s->comm, MG_COMM_TENSOR), o->sequence_parallel};
+    mg_gpt_par par = mg_train_model_par(o, mg_comm_group(s->comm, MG_COMM_TENSOR));
     s->slots = mg_calloc((size_t)n, sizeof *s->slots);
     if (!s->slots) return MG_ERR_NOMEM;
     s->sched.slots = s->slots;
@@ -280,6 +281,9 @@ static mg_status alloc_slots(run_state *s)
     for (int64_t i = 0; i < n; i++)
         MG_FORWARD(mg_gpt_acts_create_par(&s->slots[i], s->dg, &s->k, o->micro_batch_size,
                                           o->model.seq_length, &par));
+    if (o->recompute_granularity != MG_RC_NONE) /* what --dry-run's arena line plans */
+        NOTE(s, "activation arenas with recomputation: %lld x %lld bytes", (long long)n,
+             (long long)mg_gpt_acts_bytes(s->slots[0]));
     return MG_OK;
 }
 

@@ -43,7 +43,9 @@
  *     the step adds over the group (mg_gpt_tensor_sp_reduced). With tp = 1 the calls and
  *     their order are the single-process ones (bit-identical results).
  *     Activations saved for backward live in one arena (mg_gpt_acts) per in-flight micro-
- *     batch, sized up front for (B, T). A stage that is not the first takes its input
+ *     batch, sized up front for (B, T); with full recomputation (mg_gpt_recompute) it holds
+ *     the recomputed chunks' inputs and one chunk's working set, and the backward re-runs
+ *     each chunk's forward (bit-identical: the passes are deterministic). A stage that is not the first takes its input
  *     residual stream in mg_gpt_stage_input(); one that is not the last leaves its output in
  *     mg_gpt_stage_output(), takes the gradient of that output in mg_gpt_stage_dout() and
  *     gives the gradient of its input in mg_gpt_stage_din().
@@ -162,9 +164,23 @@ double mg_gpt_normal(uint64_t seed, uint64_t stream, uint64_t counter);
 typedef struct mg_gpt_acts mg_gpt_acts; /* opaque arena for one micro-batch shape */
 
 struct mg_comm;
+/* Full activation recomputation (--recompute-granularity full): Megatron-Core's
+ * TransformerBlock._checkpointed_forward on the stage's layers. UNIFORM: the layers in
+ * chunks of `recompute_layers` (the last one shorter), BLOCK: the first `recompute_layers`
+ * layers each a chunk of one, the others kept whole. Of a chunk the arena keeps only its
+ * input residual stream; the backward re-runs the chunk's forward into one chunk's working
+ * set (shared by all chunks) before going back through it. */
+typedef enum { MG_RECOMPUTE_NONE, MG_RECOMPUTE_UNIFORM, MG_RECOMPUTE_BLOCK } mg_gpt_recompute;
+
 typedef struct {
     struct mg_comm *tp;           /* tensor-parallel group (size g->lay.tp); NULL if tp = 1 */
     int sequence_parallel;        /* --sequence-parallel (needs tp > 1; N % tp == 0) */
+    mg_gpt_recompute recompute;   /* --recompute-method with --recompute-granularity full */
+    int64_t recompute_layers;     /* --recompute-num-layers (>= 1 with a method) */
+    int recompute_attention;      /* --recompute-granularity selective: the core attention's
+                                   * saved state (kernels.h mgk_attn_saved_numel) in one
+                                   * buffer for all layers, the attention's forward re-run
+                                   * just before its backward (Megatron's core_attn) */
 } mg_gpt_par;
 
 /* Sizes the arena for micro-batches of B sequences of T tokens (T <= seq_length) and
@@ -184,6 +200,10 @@ int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int
  * with or without sequence parallelism (g's tensor-parallel layout). */
 int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
                                     int h16, int sequence_parallel);
+/* The same with par's sequence parallelism and recomputation (par NULL: neither): exactly
+ * mg_gpt_acts_bytes() of the arena mg_gpt_acts_create_par(g, k, B, T, par) allocates. */
+int64_t mg_gpt_acts_plan_bytes_par(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
+                                   int h16, const mg_gpt_par *par);
 /* Pipeline stage boundaries: the residual stream's floats (rows of this rank x hidden),
  * the input a stage that is not the first reads, the output a stage that is not the last
  * writes, the gradient of that output (written by the caller before mg_gpt_backward) and

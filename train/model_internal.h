@@ -45,6 +45,10 @@ struct mg_gpt_acts {
                                          the floats), the statistics stay fp32 */
     mg_layer_acts *la;                /* L entries */
     float **x;                        /* L + 1 residual streams (N, H) */
+    /* full recomputation: layers [0, rc_layers) run in chunks of rc_chunk layers, whose la
+     * and non-input x share one chunk's working set (0, 0: none) */
+    int64_t rc_layers, rc_chunk;
+    int rc_attn;                      /* selective: every la[l].att is one shared buffer */
     float *lnf, *lnf_mean, *lnf_rstd, *lnfg, *logits, *lse, *loss;
     float *tmp;                       /* (N, H) row-parallel / embedding partial sums (SP) */
     float *xmax, *xsum, *xgmax, *xall; /* vocab-parallel loss: N, 2N, N, tp * N (tp > 1) */
@@ -58,6 +62,14 @@ struct mg_gpt_acts {
     double denom;                     /* loss denominator of the last forward */
     int have_forward;
 };
+
+/* Layer l's forward (attention and MLP blocks; forward.c, forward_h16.c), and before layer
+ * l's backward the forward again of the recomputed chunk l ends, if any (backward.c; model.h
+ * mg_gpt_recompute): both passes' backward call it. */
+mg_status mg_gpt_layer_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l);
+mg_status mg_gpt_layer_fwd_h16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, int64_t l);
+mg_status mg_gpt_recompute_chunk(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k,
+                                 int64_t l);
 
 /* The passes with 16-bit activations and weights (forward_h16.c, backward_h16.c; a->h16):
  * the whole model on one rank (tp = 1, one pipeline stage); the loss in a->loss (fp32). */

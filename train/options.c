@@ -168,9 +168,10 @@ static const struct flag flags[] = {
     {"--loss-scale-window", K_I64, F(loss_scale_window), 1, NULL, NULL},
     {"--hysteresis", K_I64, F(hysteresis), 1, NULL, NULL},
     {"--device", K_CHOICE, 0, 0, ch_device, "auto, cpu, cuda"},
-    {"--recompute-granularity", K_STR, F(recompute_granularity), 0, NULL, NULL},
-    {"--recompute-method", K_STR, F(recompute_method), 0, NULL, NULL},
-    {"--recompute-num-layers", K_I64, F(recompute_num_layers), 0, NULL, NULL},
+    {"--recompute-granularity", K_CHOICE, 0, 0, mg_train_choose_recompute, "full, selective"},
+    {"--recompute-method", K_CHOICE, 0, 0, mg_train_choose_recompute_method, "uniform, block"},
+    {"--recompute-num-layers", K_I64, F(recompute_num_layers), 1, NULL, NULL},
+    {"--recompute-activations", K_ON, F(recompute_activations), 0, NULL, NULL},
     /* data */
     {"--data-path", K_LIST, F(data_path), 0, NULL, NULL},
     {"--split", K_STR, F(split), 0, NULL, NULL},

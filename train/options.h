@@ -37,6 +37,10 @@
 
 #define MG_TRAIN_MAX_IGNORED 64
 
+/* --recompute-granularity and --recompute-method (MG_RC_*_NONE: not given). */
+typedef enum { MG_RC_NONE = 0, MG_RC_FULL, MG_RC_SELECTIVE } mg_train_recompute;
+typedef enum { MG_RC_METHOD_NONE = 0, MG_RC_UNIFORM, MG_RC_BLOCK } mg_train_recompute_method;
+
 /* --device: where the model runs (device.h). */
 typedef enum { MG_DEVICE_AUTO = 0, MG_DEVICE_CPU, MG_DEVICE_CUDA } mg_train_device;
 
@@ -77,9 +81,12 @@ typedef struct {
     double loss_scale, initial_loss_scale, min_loss_scale; /* 0 (none), 2^32, 1 */
     int64_t loss_scale_window, hysteresis;                 /* 1000, 2 */
     mg_train_device device;       /* --device cuda|cpu|auto (auto) */
-    /* activation recomputation: parsed, refused (not supported yet) */
-    const char *recompute_granularity, *recompute_method;
+    /* activation recomputation (options_recompute.c): granularity and method as given, or
+     * selective by --recompute-activations; num_layers 0 = not given */
+    mg_train_recompute recompute_granularity;
+    mg_train_recompute_method recompute_method;
     int64_t recompute_num_layers;
+    int recompute_activations;
     /* data (list 4) */
     const char **data_path;
     size_t n_data_path;

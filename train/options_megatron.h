@@ -1,6 +1,6 @@
 /* options_megatron.h — Megatron's pretrain_gpt.py flags that mg-train takes without a field
  * of its own, so that a launch script ports unchanged: those that do not change the result
- * on this backend (fusions, kernels, overlap, recomputation, loggers, defaults named) are
+ * on this backend (fusions, kernels, overlap, loggers, defaults named) are
  * accepted and named once in a note; those whose meaning mg-train cannot honour are refused
  * together, in one message.
  *

@@ -32,9 +32,6 @@ static mg_status model_required(const mg_train_opts *o)
                  "not supported yet: dropout (--hidden-dropout %g --attention-dropout %g; "
                  "mg-train trains without dropout, give 0)",
                  o->hidden_dropout, o->attention_dropout);
-    MG_RETURN_IF(o->recompute_granularity || o->recompute_method || o->recompute_num_layers,
-                 MG_ERR_UNSUPPORTED, "not supported yet: activation recomputation "
-                 "(--recompute-granularity, --recompute-method, --recompute-num-layers)");
     MG_RETURN_IF(!(o->init_method_std > 0), MG_ERR_ARG,
                  "--init-method-std must be positive (got %g)", o->init_method_std);
     MG_RETURN_IF(!(o->model.norm_epsilon > 0), MG_ERR_ARG,
@@ -278,6 +275,7 @@ mg_status mg_train_validate(mg_train_opts *o)
     MG_FORWARD(model_required(o));
     MG_FORWARD(model_derive(o));
     MG_FORWARD(check_parallel(o));
+    MG_FORWARD(mg_train_check_recompute(o));
     model_label(o);
     MG_FORWARD(check_batch(o));
     MG_FORWARD(check_length(o));

@@ -23,7 +23,9 @@ t --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 \
 t $M --tokenizer-type GPT2BPETokenizer --vocab-file missing.json --merge-file missing.txt --dry-run
 t $M --position-embedding-type mrope
 t $M --hidden-dropout 0.1
-t $M --recompute-granularity full --recompute-method uniform --recompute-num-layers 1
+t $M --recompute-granularity full --recompute-method uniform --recompute-num-layers 3
+t $M --recompute-granularity full --recompute-num-layers 1
+t $M --recompute-granularity selective --recompute-method block
 t $M --device gpu
 t $M --bf16
 t $M --mock-data

@@ -14,8 +14,9 @@ non-MLA, no-MTP path) transcribed below, evaluated in Python floats for the glob
 
 Memory: the "Theoretical memory footprints" line must equal
 megatron/training/theoretical_memory_usage.py (core_v0.16.1) compute_weight_and_optimizer_memory
-(lines 12-189) and compute_activation_memory_without_sp (lines 266-337), transcribed below,
-to the printed 2 decimals; the fp32 per-rank line must be 4/4/8 bytes per parameter and twice
+(lines 12-189) and compute_activation_memory_without_sp (lines 266-337), or with
+--sequence-parallel and selective recomputation compute_activation_memory (the path
+report_theoretical_memory takes then), transcribed below, to the printed 2 decimals; the fp32 per-rank line must be 4/4/8 bytes per parameter and twice
 Megatron's activation bytes (the documented fp32 convention of train/memory_plan.h).
 """
 import re
@@ -255,3 +256,37 @@ def test_distributed_optimizer_memory(run_mg):
     n = dist.rank_params
     assert plain.fp32[2] == f"{8 * n / MIB:.2f}"
     assert dist.fp32[2] == f"{8 * n / 2 / MIB:.2f}"
+
+
+def megatron_activation_sp(a, num_microbatches):
+    """theoretical_memory_usage.py compute_activation_memory (SP + selective recompute)."""
+    act = (a.seq_length * a.micro_batch_size * a.hidden_size) * (
+        18 + (4 * (a.ffn_hidden_size / a.hidden_size)))
+    act *= a.num_layers
+    act += 8 * a.seq_length * a.micro_batch_size * a.pp
+    act += a.seq_length * a.micro_batch_size * a.hidden_size * a.pp
+    if a.pp > 1 and num_microbatches is not None:
+        act *= min(1, num_microbatches / a.pp)
+    if a.pp == 1:
+        act += (a.seq_length * a.micro_batch_size * a.hidden_size * 4
+                * (1 + (a.padded_vocab_size / a.hidden_size)))
+    return act / a.tp
+
+
+@pytest.mark.parametrize("recompute", ["--recompute-activations",
+                                       "--recompute-granularity selective"])
+def test_sequence_parallel_selective_memory(run_mg, recompute):
+    """--sequence-parallel with selective recomputation: Megatron's SP formula; without the
+    recomputation (or without SP) the other one."""
+    flags = ("--num-layers 4 --hidden-size 128 --num-attention-heads 8 --seq-length 64 "
+             "--max-position-embeddings 64 --vocab-size 1000 --tensor-model-parallel-size 2 "
+             "--micro-batch-size 2 --global-batch-size 4 --train-iters 5 --lr 1e-4 ")
+    a = args_for(128, 4, 8, 8, 512, 16, 64, 1024, False, "LayerNorm", False, False, tp=2)
+    env = {"WORLD_SIZE": "2"}
+    wo, act = megatron_memory(a, 2)
+    act_sp = megatron_activation_sp(a, 2)
+    for extra, want in ((recompute + " --sequence-parallel", act_sp), ("--sequence-parallel", act),
+                        (recompute, act)):
+        plan = dry_run(run_mg, flags + extra, env)
+        assert plan.megatron == (f"{wo / MIB:.2f}", f"{want / MIB:.2f}",
+                                 f"{(wo + want) / MIB:.2f}"), extra

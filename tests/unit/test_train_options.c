@@ -136,10 +136,22 @@ MG_TEST(train_options_errors)
     expect(t, BASE "--position-embedding-type none", MG_ERR_UNSUPPORTED, "not supported yet: "
            "--position-embedding-type none");
     expect(t, BASE "--hidden-dropout 0.1", MG_ERR_UNSUPPORTED, "not supported yet: dropout");
-    expect(t, BASE "--recompute-granularity selective", MG_ERR_UNSUPPORTED,
-           "not supported yet: activation recomputation");
-    expect(t, BASE "--recompute-num-layers 2", MG_ERR_UNSUPPORTED,
-           "not supported yet: activation recomputation");
+    expect(t, BASE "--recompute-granularity selective --recompute-method block", MG_ERR_ARG,
+           "recompute method is not yet supported for selective recomputing granularity");
+    expect(t, BASE "--recompute-activations --recompute-num-layers 1", MG_ERR_ARG,
+           "When using recompute_granularity: selective recompute_num_layers must be None.");
+    expect(t, BASE "--recompute-granularity full --recompute-num-layers 1", MG_ERR_ARG,
+           "Using recompute_granularity: full so recompute_method must be \"block\" or "
+           "\"uniform\"");
+    expect(t, BASE "--recompute-granularity full --recompute-method uniform", MG_ERR_ARG,
+           "recompute_num_layers must be between 1 and num_layers_per_pipeline_rank: 2 "
+           "(--recompute-num-layers 0)");
+    expect(t, BASE "--recompute-granularity full --recompute-method block "
+           "--recompute-num-layers 3", MG_ERR_ARG,
+           "recompute_num_layers must be between 1 and num_layers_per_pipeline_rank: 2 "
+           "(--recompute-num-layers 3)");
+    expect(t, BASE "--recompute-granularity partial", MG_ERR_ARG, "invalid choice: 'partial'");
+    expect(t, BASE "--recompute-method chunked", MG_ERR_ARG, "invalid choice: 'chunked'");
     expect(t, BASE "--device tpu", MG_ERR_ARG, "invalid choice: 'tpu'");
     expect(t, "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 "
               "--max-position-embeddings 32 --micro-batch-size 2 --lr 1e-3", MG_ERR_ARG,
@@ -173,6 +185,27 @@ MG_TEST(train_options_parallel)
     MG_CHECK_OK(t, parse(&o, BASE "--tensor-model-parallel-size 2 --sequence-parallel"));
     MG_CHECK(t, o.sequence_parallel);
     mg_train_opts_free(&o);
+}
+
+MG_TEST(train_options_recompute)
+{
+    mg_train_opts o;
+    MG_CHECK_OK(t, parse(&o, BASE "--recompute-activations"));
+    MG_CHECK(t, o.recompute_granularity == MG_RC_SELECTIVE);
+    mg_train_opts_free(&o);
+    MG_CHECK_OK(t, parse(&o, BASE "--num-layers 8 --pipeline-model-parallel-size 2 "
+                             "--recompute-granularity full --recompute-method block "
+                             "--recompute-num-layers 4"));
+    MG_CHECK(t, o.recompute_granularity == MG_RC_FULL && o.recompute_method == MG_RC_BLOCK &&
+                    o.recompute_num_layers == 4);
+    mg_train_opts_free(&o);
+    /* without a granularity, Megatron ignores the method and the count */
+    MG_CHECK_OK(t, parse(&o, BASE "--recompute-method uniform --recompute-num-layers 9"));
+    MG_CHECK(t, o.recompute_granularity == MG_RC_NONE);
+    mg_train_opts_free(&o);
+    expect(t, BASE "--num-layers 8 --pipeline-model-parallel-size 2 --recompute-granularity "
+              "full --recompute-method uniform --recompute-num-layers 5", MG_ERR_ARG,
+           "num_layers_per_pipeline_rank: 4 (--recompute-num-layers 5)");
 }
 
 MG_TEST(train_options_vocab)
