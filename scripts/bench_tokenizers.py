@@ -325,8 +325,8 @@ def main():
               "corpus (tokenizer loading), 'steady' = MB / (cpu - load)")
         print(f"{'tokenizer':46s} {'contender':19s} {'cpu s':>7s} {'wall s':>7s} {'MB/s':>6s} "
               f"{'mg/peer':>7s} {'steady':>7s}")
-        todo = cases_zh(a.vocab, a.corpus) if a.zh else cases(a.vocab, work)
-        for case in todo:
+        chosen = cases_zh(a.vocab, a.corpus) if a.zh else cases(a.vocab, work)
+        for case in chosen:
             if not a.only or a.only in case[0]:
                 failed |= bench_case(a, work, corpus, texts, mb, case)
     return failed
