@@ -21,7 +21,7 @@ import torch
 
 import conftest
 from test_train_parallel import ENV, V, data, model_args, mpirun, run_train  # noqa: F401
-from test_train_parallel_ckpt import stripped
+from test_train_parallel_ckpt import full_and_stopped, stripped
 from test_train_run import ARCHS
 
 PP2 = ["--pipeline-model-parallel-size", 2, "--use-distributed-optimizer"]
@@ -46,9 +46,7 @@ def runs(request, data, tmp_path_factory):  # noqa: F811
     """(arch, data, work dir, uninterrupted records, stopped-at-10 records)."""
     arch = request.param
     d = tmp_path_factory.mktemp(f"dist_resume_{arch}")
-    full, _ = run_train(4, model_args(data, arch, PP2), d / "full.jsonl")
-    stop = ["--save", d / "ck", "--save-interval", 10, "--exit-interval", 10]
-    first, _ = run_train(4, model_args(data, arch, PP2 + stop), d / "a.jsonl")
+    full, first = full_and_stopped(arch, data, d, PP2)
     shards = sorted((d / "ck" / "iter_0000010").iterdir())
     assert [s.name for s in shards] == ["mp_rank_00_000", "mp_rank_00_001"]
     shutil.copy(shards[0] / "model_optim_rng.pt", d / "ours.pt")

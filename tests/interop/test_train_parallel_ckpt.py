@@ -26,14 +26,21 @@ def stripped(records):
     return [{k: v for k, v in r.items() if k not in TIMING} for r in records]
 
 
+def full_and_stopped(arch, data, d, flags):  # noqa: F811
+    """The uninterrupted 4-rank run of the layout flags, and the same run saved to d / "ck" and
+    stopped at iteration 10: (full records, first part's records)."""
+    full, _ = run_train(4, model_args(data, arch, flags), d / "full.jsonl")
+    stop = ["--save", d / "ck", "--save-interval", 10, "--exit-interval", 10]
+    first, _ = run_train(4, model_args(data, arch, flags + stop), d / "a.jsonl")
+    return full, first
+
+
 @pytest.fixture(scope="module", params=sorted(ARCHS))
 def runs(request, data, tmp_path_factory):  # noqa: F811
     """(arch, work dir, uninterrupted records, stopped-at-10 records, resumed records)."""
     arch = request.param
     d = tmp_path_factory.mktemp(f"pckpt_{arch}")
-    full, _ = run_train(4, model_args(data, arch, TP2PP2), d / "full.jsonl")
-    stop = ["--save", d / "ck", "--save-interval", 10, "--exit-interval", 10]
-    first, _ = run_train(4, model_args(data, arch, TP2PP2 + stop), d / "a.jsonl")
+    full, first = full_and_stopped(arch, data, d, TP2PP2)
     second, err = run_train(4, model_args(data, arch, TP2PP2 + ["--load", d / "ck"]),
                             d / "b.jsonl")
     assert "loaded" in err and "at iteration 10" in err, err
