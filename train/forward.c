@@ -190,16 +190,7 @@ static void set_recompute(mg_gpt_acts *a, const mg_gpt_par *par)
 
 int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T)
 {
-    return mg_gpt_acts_plan_bytes_prec(g, k, B, T, g->params16 != NULL, 0);
-}
-
-int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
-                                    int h16, int sequence_parallel)
-{
-    mg_gpt_par par;
-    memset(&par, 0, sizeof par);
-    par.sequence_parallel = sequence_parallel;
-    return mg_gpt_acts_plan_bytes_par(g, k, B, T, h16, &par);
+    return mg_gpt_acts_plan_bytes_par(g, k, B, T, g->params16 != NULL, NULL);
 }
 
 int64_t mg_gpt_acts_plan_bytes_par(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,

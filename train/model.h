@@ -196,11 +196,8 @@ void mg_gpt_acts_free(mg_gpt_acts *a); /* accepts NULL */
 int64_t mg_gpt_acts_bytes(const mg_gpt_acts *a);
 /* Arena bytes for (B, T) without allocating. */
 int64_t mg_gpt_acts_plan_bytes(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T);
-/* The same for an arena of 16-bit activations (h16: a model with params16) or fp32 ones,
- * with or without sequence parallelism (g's tensor-parallel layout). */
-int64_t mg_gpt_acts_plan_bytes_prec(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
-                                    int h16, int sequence_parallel);
-/* The same with par's sequence parallelism and recomputation (par NULL: neither): exactly
+/* The same for an arena of 16-bit activations (h16: a model with params16) or fp32 ones, with
+ * par's sequence parallelism and recomputation (par NULL: neither): exactly
  * mg_gpt_acts_bytes() of the arena mg_gpt_acts_create_par(g, k, B, T, par) allocates. */
 int64_t mg_gpt_acts_plan_bytes_par(const mg_gpt *g, const mg_kctx *k, int64_t B, int64_t T,
                                    int h16, const mg_gpt_par *par);
