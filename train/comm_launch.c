@@ -46,22 +46,9 @@ static mg_status read_ranks(mg_comm_launch *l, mg_comm_env_fn env, void *ctx,
     return MG_OK;
 }
 
-mg_status mg_comm_launch_from(mg_comm_launch *l, mg_comm_env_fn env, void *ctx)
+/* torchrun's environment: WORLD_SIZE, RANK, LOCAL_RANK and where rank 0 listens. */
+static mg_status read_torchrun(mg_comm_launch *l, mg_comm_env_fn env, void *ctx)
 {
-    l->kind = MG_LAUNCH_SINGLE;
-    l->launcher = "none";
-    l->world_size = 1;
-    l->rank = l->local_rank = 0;
-    l->master_addr = NULL;
-    l->master_port = 0;
-    for (size_t i = 0; i < sizeof mpi_launchers / sizeof mpi_launchers[0]; i++) {
-        if (!env(mpi_launchers[i].size, ctx)) continue;
-        l->kind = MG_LAUNCH_MPI;
-        l->launcher = mpi_launchers[i].launcher;
-        return read_ranks(l, env, ctx, mpi_launchers[i].size, mpi_launchers[i].rank,
-                          mpi_launchers[i].local);
-    }
-    if (!env("WORLD_SIZE", ctx)) return MG_OK;
     l->kind = MG_LAUNCH_ENV;
     l->launcher = "torchrun environment";
     MG_FORWARD(read_ranks(l, env, ctx, "WORLD_SIZE", "RANK", "LOCAL_RANK"));
@@ -73,6 +60,29 @@ mg_status mg_comm_launch_from(mg_comm_launch *l, mg_comm_env_fn env, void *ctx)
                  (long long)port);
     l->master_port = (int)port;
     return MG_OK;
+}
+
+mg_status mg_comm_launch_from(mg_comm_launch *l, mg_comm_env_fn env, void *ctx)
+{
+    l->kind = MG_LAUNCH_SINGLE;
+    l->launcher = "none";
+    l->world_size = 1;
+    l->rank = l->local_rank = 0;
+    l->master_addr = NULL;
+    l->master_port = 0;
+    /* torchrun started by srun or mpirun: its processes inherit the outer launcher's
+     * variables (one task per node), but their ranks are torchrun's */
+    if (env("WORLD_SIZE", ctx) && env("TORCHELASTIC_RUN_ID", ctx))
+        return read_torchrun(l, env, ctx);
+    for (size_t i = 0; i < sizeof mpi_launchers / sizeof mpi_launchers[0]; i++) {
+        if (!env(mpi_launchers[i].size, ctx)) continue;
+        l->kind = MG_LAUNCH_MPI;
+        l->launcher = mpi_launchers[i].launcher;
+        return read_ranks(l, env, ctx, mpi_launchers[i].size, mpi_launchers[i].rank,
+                          mpi_launchers[i].local);
+    }
+    if (!env("WORLD_SIZE", ctx)) return MG_OK;
+    return read_torchrun(l, env, ctx);
 }
 
 mg_status mg_comm_launch_detect(mg_comm_launch *l)

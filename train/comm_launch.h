@@ -2,6 +2,9 @@
  * rank and what the backends need to find each other.
  *
  * Contract (first match wins):
+ *   - torchrun's environment (below) with TORCHELASTIC_RUN_ID, which torchrun always sets:
+ *     torchrun started under srun or mpirun inherits their variables (one task per node),
+ *     but its processes' ranks are torchrun's.
  *   - mpirun (Open MPI: OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_RANK /
  *     OMPI_COMM_WORLD_LOCAL_RANK), srun job steps (SLURM_STEP_NUM_TASKS / SLURM_PROCID /
  *     SLURM_LOCALID; a batch script outside srun has no SLURM_STEP_NUM_TASKS and is one

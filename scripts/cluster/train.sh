@@ -17,8 +17,8 @@
 #              torchrun  `srun` one torchrun per node (--no-python, c10d rendezvous on the
 #                      first node) sets WORLD_SIZE/RANK/LOCAL_RANK/MASTER_ADDR/MASTER_PORT:
 #                      the bootstrap of the NCCL (GPU) trainer; the CPU trainer needs MPI and
-#                      refuses it. Slurm's own rank variables are unset for it, since
-#                      mg-train would otherwise take srun's (one rank per node) first.
+#                      refuses it. mg-train takes torchrun's ranks over the Slurm
+#                      variables its processes inherit (torchrun sets TORCHELASTIC_RUN_ID).
 #   MG-TRAIN-FLAGS   every mg-train flag, --tensor-model-parallel-size and
 #                    --pipeline-model-parallel-size included (default 1)
 # Slurm's variables choose partition, account and time (SBATCH_PARTITION, ...); MG_BIN the
@@ -77,8 +77,7 @@ launch_line() {
     mpirun) echo "mpirun -np $world --map-by ppr:$tasks:node --bind-to none -x OMP_NUM_THREADS $train" ;;
     torchrun)
       echo 'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'
-      echo "srun --ntasks-per-node=1 env -u SLURM_STEP_NUM_TASKS -u SLURM_PROCID -u SLURM_LOCALID \\"
-      echo "  -u PMI_SIZE -u PMI_RANK torchrun --no-python --nnodes=$nodes --nproc-per-node=$tasks \\"
+      echo "srun --ntasks-per-node=1 torchrun --no-python --nnodes=$nodes --nproc-per-node=$tasks \\"
       echo "  --rdzv-backend=c10d --rdzv-endpoint=\"\$head:29500\" --rdzv-id=\"\$SLURM_JOB_ID\" \\"
       echo "  $train" ;;
   esac

@@ -104,6 +104,15 @@ MG_TEST(comm_launch_env)
     MG_CHECK(t, l.kind == MG_LAUNCH_ENV && l.world_size == 2 && l.rank == 1 &&
                     l.master_port == 29500);
     MG_CHECK_EQ_STR(t, l.master_addr, "node7");
+    /* torchrun inside an srun step of 2 nodes: torchrun's ranks, not Slurm's */
+    MG_CHECK_OK(t, launch(&l, (const char *const[]){"SLURM_STEP_NUM_TASKS", "2",
+                                                    "SLURM_PROCID", "1", "SLURM_LOCALID", "0",
+                                                    "WORLD_SIZE", "8", "RANK", "6",
+                                                    "LOCAL_RANK", "2", "TORCHELASTIC_RUN_ID",
+                                                    "job1", NULL}));
+    MG_CHECK(t, l.kind == MG_LAUNCH_ENV && l.world_size == 8 && l.rank == 6 &&
+                    l.local_rank == 2);
+    MG_CHECK_EQ_STR(t, l.launcher, "torchrun environment");
     MG_CHECK_ERR(t, launch(&l, (const char *const[]){"WORLD_SIZE", "2", "RANK", "2", NULL}),
                  MG_ERR_ARG, "RANK=2 is not below WORLD_SIZE=2");
     MG_CHECK_ERR(t, launch(&l, (const char *const[]){"WORLD_SIZE", "two", NULL}), MG_ERR_ARG,
