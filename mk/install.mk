@@ -54,8 +54,10 @@ MANDIR         ?= $(DATADIR)/man
 DOCDIR         ?= $(DATADIR)/doc/mgtools
 COMPLETIONSDIR ?= $(DATADIR)/bash-completion/completions
 INSTALL        ?= install
-# The documents installed under DOCDIR (the project has no licence file yet).
+# The documents installed under DOCDIR (the project has no licence file yet): README.md and,
+# under DOCDIR/docs, the pages its links point to (docs/*.md), so the links resolve there too.
 DOC_FILES      := README.md
+DOC_PAGES      := $(sort $(wildcard docs/*.md))
 TOOL_NAMES     := $(notdir $(TOOLS))
 # bash-completion loads completions/NAME for command NAME: the file under the first tool's
 # name, links under the others'.
@@ -64,11 +66,12 @@ COMPLETION_LINKS := $(wordlist 2,$(words $(TOOL_NAMES)),$(TOOL_NAMES))
 
 .PHONY: install uninstall dist distcheck test-install
 install: $(TOOLS) $(MAN_PAGES) $(COMPLETION)
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) \
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR)/docs \
 	  $(DESTDIR)$(COMPLETIONSDIR)
 	$(INSTALL) -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)
 	$(INSTALL) -m 644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 644 $(DOC_FILES) $(DESTDIR)$(DOCDIR)
+	$(INSTALL) -m 644 $(DOC_PAGES) $(DESTDIR)$(DOCDIR)/docs
 	$(INSTALL) -m 644 $(COMPLETION) $(DESTDIR)$(COMPLETIONSDIR)/$(COMPLETION_FILE)
 	for n in $(COMPLETION_LINKS); do \
 	  ln -sf $(COMPLETION_FILE) $(DESTDIR)$(COMPLETIONSDIR)/$$n || exit 1; done
@@ -76,7 +79,9 @@ install: $(TOOLS) $(MAN_PAGES) $(COMPLETION)
 # Removes what install wrote, and DOCDIR (ours alone); the shared folders stay.
 uninstall:
 	rm -f $(TOOL_NAMES:%=$(DESTDIR)$(BINDIR)/%) $(TOOL_NAMES:%=$(DESTDIR)$(MANDIR)/man1/%.1) \
-	  $(TOOL_NAMES:%=$(DESTDIR)$(COMPLETIONSDIR)/%) $(DOC_FILES:%=$(DESTDIR)$(DOCDIR)/%)
+	  $(TOOL_NAMES:%=$(DESTDIR)$(COMPLETIONSDIR)/%) $(DOC_FILES:%=$(DESTDIR)$(DOCDIR)/%) \
+	  $(DOC_PAGES:%=$(DESTDIR)$(DOCDIR)/%)
+	if [ -d $(DESTDIR)$(DOCDIR)/docs ]; then rmdir $(DESTDIR)$(DOCDIR)/docs; fi
 	if [ -d $(DESTDIR)$(DOCDIR) ]; then rmdir $(DESTDIR)$(DOCDIR); fi
 
 test-install: $(TOOLS) $(MAN_PAGES) $(COMPLETION)

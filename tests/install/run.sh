@@ -2,7 +2,8 @@
 # tests/install/run.sh — the installed tools and their documentation, checked against the
 # built tools (bin/) and their flag tables (TOOL --list-flags):
 #   1. make install DESTDIR=TMP PREFIX=/usr installs exactly the expected files, BINDIR and
-#      MANDIR move the tools and the man pages, make uninstall leaves no file behind;
+#      MANDIR move the tools and the man pages, make uninstall leaves no file behind; the
+#      installed README's relative links (docs/*.md) resolve;
 #   2. the installed tools print the same --help, --version and --list-flags as bin/;
 #   3. every flag of a tool's table is in its --help and in its man page, every flag that
 #      --help names is in the table, and the man pages render without warnings;
@@ -37,6 +38,7 @@ expected_files() { # PREFIX-relative paths install must write (links marked ' ->
   echo "$d/share/bash-completion/completions/${tools[0]}"
   for t in "${tools[@]:1}"; do echo "$d/share/bash-completion/completions/$t -> ${tools[0]}"; done
   echo "$d/share/doc/mgtools/README.md"
+  for f in docs/*.md; do echo "$d/share/doc/mgtools/$f"; done
 }
 installed_files() { # every file and link under $1, relative to it
   (cd "$1" && find . \( -type f -printf '%P\n' \) -o \( -type l -printf '%P -> %l\n' \) | sort)
@@ -48,6 +50,13 @@ diff <(expected_files usr | sort) <(installed_files "$dest") >"$tmp/list.diff" &
   { bad "make install: files differ from the expected list (< expected, > installed)"; cat "$tmp/list.diff"; }
 for t in "${tools[@]}"; do
   check "$dest/usr/bin/$t is not executable" test -x "$dest/usr/bin/$t"
+done
+
+# every relative link of the installed README names an installed file
+readme=$dest/usr/share/doc/mgtools/README.md
+for link in $(grep -o '](\([A-Za-z0-9_./-]*\)' "$readme" | sed 's/^](//' | sort -u); do
+  check "installed README.md links to $link, which make install did not install" \
+    test -f "$(dirname "$readme")/$link"
 done
 
 # --- 2. the installed tools behave as bin/ ---
