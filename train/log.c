@@ -16,6 +16,7 @@
 struct mg_train_log {
     FILE *out, *json;
     mg_tb_writer *tb;          /* --tensorboard-dir, or NULL */
+    int tb_loss_scale;         /* write loss-scale (off: --no-log-loss-scale-to-tensorboard) */
     int64_t tb_interval, samples; /* samples: the last iteration's consumed samples */
     int64_t interval;
     double peak;
@@ -50,8 +51,10 @@ void mg_train_log_free(mg_train_log *l)
     free(l);
 }
 
-mg_status mg_train_log_tensorboard(mg_train_log *l, const char *dir, int64_t interval)
+mg_status mg_train_log_tensorboard(mg_train_log *l, const char *dir, int64_t interval,
+                                   int loss_scale)
 {
+    l->tb_loss_scale = loss_scale;
     l->tb_interval = interval > 0 ? interval : 1;
     return mg_tb_create(&l->tb, dir);
 }
@@ -72,7 +75,7 @@ static mg_status tb_iter(mg_train_log *l, const mg_log_iter *it)
     MG_FORWARD(tb_pair(l, "batch-size", it->iteration, (double)it->global_batch_size));
     if (!it->skipped && isfinite(it->loss))
         MG_FORWARD(tb_pair(l, "lm loss", it->iteration, it->loss));
-    MG_FORWARD(tb_pair(l, "loss-scale", it->iteration, it->loss_scale));
+    if (l->tb_loss_scale) MG_FORWARD(tb_pair(l, "loss-scale", it->iteration, it->loss_scale));
     if (it->skipped) return MG_OK; /* Megatron's grad norm is None then */
     return tb_pair(l, "grad-norm", it->iteration, it->grad_norm);
 }

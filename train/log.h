@@ -57,10 +57,12 @@ void mg_train_log_free(mg_train_log *l); /* accepts NULL; closes the metrics fil
 mg_status mg_train_log_iter(mg_train_log *l, const mg_log_iter *it);
 /* --tensorboard-dir: also writes TensorBoard scalars (tb_events.h) every `interval`
  * iterations, Megatron's training_log tags each by iteration and "vs samples":
- * learning-rate, batch-size, lm loss (advanced iterations), loss-scale, grad-norm (not for
- * a skipped iteration);
+ * learning-rate, batch-size, lm loss (advanced iterations), loss-scale (unless
+ * loss_scale is 0: --no-log-loss-scale-to-tensorboard), grad-norm (not for a skipped
+ * iteration);
  * and at each evaluation "lm loss validation" / "lm loss test". */
-mg_status mg_train_log_tensorboard(mg_train_log *l, const char *dir, int64_t interval);
+mg_status mg_train_log_tensorboard(mg_train_log *l, const char *dir, int64_t interval,
+                                   int loss_scale);
 
 /* Prints the validation block for split_name "validation" or "test". */
 mg_status mg_train_log_eval(mg_train_log *l, int64_t iteration, const char *split_name,

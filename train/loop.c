@@ -635,7 +635,8 @@ static mg_status run(run_state *s, FILE *out)
     MG_FORWARD(mg_train_log_create(&s->log, out, o->log_file, o->log_interval, peak));
     if (o->tensorboard_dir && s->log_rank) /* Megatron's writer: the last rank */
         MG_FORWARD(mg_train_log_tensorboard(s->log, o->tensorboard_dir,
-                                            o->tensorboard_log_interval));
+                                            o->tensorboard_log_interval,
+                                            o->tensorboard_loss_scale));
     if (o->exit_signal_handler) install_handlers();
     MG_FORWARD(train(s, t_start));
     note_measured(s);

@@ -204,6 +204,7 @@ static const struct flag flags[] = {
     {"--peak-tflops", K_F64, F(peak_tflops), 0, NULL, NULL},
     {"--tensorboard-dir", K_STR, F(tensorboard_dir), 0, NULL, NULL},
     {"--tensorboard-log-interval", K_I64, F(tensorboard_log_interval), 1, NULL, NULL},
+    {"--no-log-loss-scale-to-tensorboard", K_OFF, F(tensorboard_loss_scale), 0, NULL, NULL},
     /* the tool */
     {"--dry-run", K_ON, F(dry_run), 0, NULL, NULL},
     {"--dump-samples", K_I64, F(dump_samples), 1, NULL, NULL},
@@ -251,6 +252,7 @@ static void set_defaults(mg_train_opts *o)
     o->ckpt_step = -1;
     o->peak_tflops = NAN; /* measured */
     o->tensorboard_log_interval = 1;
+    o->tensorboard_loss_scale = 1;
 }
 
 static mg_status parse_f64(const struct flag *f, const char *v, double *out)

@@ -108,6 +108,7 @@ typedef struct {
     int log_throughput;
     const char *tensorboard_dir;  /* --tensorboard-dir: TensorBoard event files */
     int64_t tensorboard_log_interval; /* --tensorboard-log-interval (1) */
+    int tensorboard_loss_scale;   /* off: --no-log-loss-scale-to-tensorboard */
     double peak_tflops;           /* --peak-tflops: MFU's peak per rank; NAN = measured */
     /* planning (list 7) and the tool */
     int dry_run, help, version, list_flags; /* list_flags: --list-flags */

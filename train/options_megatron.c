@@ -46,7 +46,6 @@ static const struct {
     {"--log-num-zeros-in-grad", MG_ARGV_SWITCH, NULL, NULL},
     {"--log-params-norm", MG_ARGV_SWITCH, NULL, NULL},
     {"--log-world-size-to-tensorboard", MG_ARGV_SWITCH, NULL, NULL},
-    {"--no-log-loss-scale-to-tensorboard", MG_ARGV_SWITCH, NULL, NULL},
     {"--timing-log-option", MG_ARGV_ONE, NULL, NULL},
     {"--log-timers-to-tensorboard", MG_ARGV_SWITCH, NULL, NULL},
     {"--log-validation-ppl-to-tensorboard", MG_ARGV_SWITCH, NULL, NULL},

@@ -1,14 +1,17 @@
 # --tensorboard-dir writes one TensorBoard event file (TFRecords of Event protobufs, tb_events.h):
 # checked here without TensorBoard (the interop test reads it with TensorBoard's own reader):
 # the name, every record's masked CRC-32C, the file version first, then the scalars (tag,
-# step) Megatron's training_log writes, each also "vs samples" (step = consumed samples).
+# step) Megatron's training_log writes, each also "vs samples" (step = consumed samples);
+# with --no-log-loss-scale-to-tensorboard the same without loss-scale.
 M="--num-layers 1 --hidden-size 16 --num-attention-heads 2 --seq-length 16
    --max-position-embeddings 16 --micro-batch-size 2 --lr 1e-3 --train-iters 2
    --tokenizer-type NullTokenizer --vocab-size 64 --mock-data --eval-iters 1 --eval-interval 2"
 "$MG_BIN/mg-train" $M --tensorboard-dir tb >/dev/null 2>&1
 echo "exit $?"
 ls tb | sed -E 's/^events\.out\.tfevents\.[0-9]{10}\.[^.]+\.[0-9]+\.0$/events.out.tfevents.TIME.HOST.PID.0/'
-python3 - tb/* <<'PY'
+"$MG_BIN/mg-train" $M --tensorboard-dir tb2 --no-log-loss-scale-to-tensorboard >/dev/null 2>&1
+echo "exit $?"
+python3 - tb/* tb2/* <<'PY'
 import struct, sys
 
 def crc32c(b):
@@ -47,19 +50,25 @@ def varint(b, i):
         if b[i - 1] < 0x80:
             return v, i
 
-data = open(sys.argv[1], "rb").read()
-i = 0
-while i < len(data):
-    head = data[i:i + 8]
-    n, = struct.unpack("<Q", head)
-    ok = struct.unpack("<I", data[i + 8:i + 12])[0] == masked(crc32c(head))
-    body = data[i + 12:i + 12 + n]
-    ok &= struct.unpack("<I", data[i + 12 + n:i + 16 + n])[0] == masked(crc32c(body))
-    i += 16 + n
-    ev = {f: v for f, _, v in fields(body)}
-    if 3 in ev:
-        print("crc", ok, "file_version", ev[3].decode())
-        continue
-    val = dict((f, v) for f, _, v in fields(dict((f, v) for f, _, v in fields(ev[5]))[1]))
-    print("crc", ok, "step", ev.get(2, 0), "tag", val[1].decode(), "float", len(val[2]) == 4)
+def records(path):  # (step, tag) of each scalar; the file version first
+    data = open(path, "rb").read()
+    i = 0
+    while i < len(data):
+        head = data[i:i + 8]
+        n, = struct.unpack("<Q", head)
+        ok = struct.unpack("<I", data[i + 8:i + 12])[0] == masked(crc32c(head))
+        body = data[i + 12:i + 12 + n]
+        ok &= struct.unpack("<I", data[i + 12 + n:i + 16 + n])[0] == masked(crc32c(body))
+        i += 16 + n
+        ev = {f: v for f, _, v in fields(body)}
+        if 3 in ev:
+            yield "crc %s file_version %s" % (ok, ev[3].decode())
+            continue
+        val = dict((f, v) for f, _, v in fields(dict((f, v) for f, _, v in fields(ev[5]))[1]))
+        yield "crc %s step %d tag %s float %s" % (ok, ev.get(2, 0), val[1].decode(),
+                                                   len(val[2]) == 4)
+
+print("\n".join(records(sys.argv[1])))
+print("--no-log-loss-scale-to-tensorboard:")
+print("\n".join(records(sys.argv[2])))
 PY
