@@ -639,6 +639,9 @@ static mg_status run(run_state *s, FILE *out)
                                             o->tensorboard_loss_scale));
     if (o->exit_signal_handler) install_handlers();
     MG_FORWARD(train(s, t_start));
+    /* the last rank's log lines (the final validation) before rank 0's closing notes */
+    if (s->log_rank) fflush(out);
+    MG_FORWARD(mg_comm_barrier(s->comm));
     note_measured(s);
     if (s->k.backend == MGK_CUDA && s->dev_iters > 0)
         NOTE(s, "device time per iteration (CUDA events, %lld iterations after the first): "
