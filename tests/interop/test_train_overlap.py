@@ -1,0 +1,80 @@
+"""--overlap-grad-reduce: the data-parallel gradients reduced bucket by bucket from the last
+micro-batch's backward (train/grad_buckets.h) give the same bits as the one reduction after
+the backward.
+
+The models, data and processes are test_train_parallel.py's (6 layers, hidden 32, 6
+micro-batches per iteration, 20 iterations, about 110 k parameters); --ddp-bucket-size 5000
+cuts the first stage's buffer into several buckets (the test checks at least 4 in --dry-run's
+plan). For each layout, the run with --overlap-grad-reduce logs exactly (==, not approx) the
+losses, grad norms and validation losses of the run without it, and the communication the
+comm layer counts on rank 0 equals --dry-run's plan (one all-reduce, or reduce-scatter and
+all-gather, per bucket):
+  - DP=2 (GPT-2, tied embeddings on one stage);
+  - TP=2 x DP=2 with --sequence-parallel (GPT-2: the norms' and biases' gradients summed over
+    the tensor group inside each bucket, before its data-parallel sum);
+  - PP=2 x DP=2 (GPT-2: the tied embedding's bucket waits for the embedding group's sum after
+    the schedule; the second stage has one bucket, as megatron-core's DDP);
+  - DP=2 and TP=2 x DP=2 with --use-distributed-optimizer (buckets reduce-scattered).
+Exact equality holds because every gradient element goes through the same operations in the
+same order (model-parallel sums, x 1/DP, the data-parallel sum in rank order); the bucket
+boundaries only group the elements into calls.
+
+On the CPU backend (the MPI backend) the collectives are blocking calls from the backward,
+not nonblocking ones: a bucket's reduction does not run concurrently with the rest of the
+backward. mpirun --oversubscribe --allow-run-as-root; OMP_NUM_THREADS=1.
+"""
+import re
+
+import pytest
+
+import conftest
+from test_dist_train import _totals
+from test_train_parallel import data, model_args, run_train  # noqa: F401
+
+OVERLAP = ["--overlap-grad-reduce", "--ddp-bucket-size", 5000]
+TP2 = ["--tensor-model-parallel-size", 2]
+LAYOUTS = {
+    "dp2": (2, []),
+    "tp2-dp2-sp": (4, TP2 + ["--sequence-parallel"]),
+    "pp2-dp2": (4, ["--pipeline-model-parallel-size", 2]),
+    "dp2-distopt": (2, ["--use-distributed-optimizer"]),
+    "tp2-dp2-distopt": (4, TP2 + ["--use-distributed-optimizer"]),
+}
+DIST_REL = 1e-9
+GRAD_ROW = re.compile(r"^  data (all-reduce|reduce-scatter): (\d+) x \d+ bytes = \d+ bytes, "
+                      r"gradients \(a bucket of", re.M)
+
+
+def assert_same_run(ref, got, what, rel):
+    """Every record's loss and grad norm equal (rel 0: ==) or within rel relative."""
+    assert [(r["kind"], r["iteration"]) for r in got] == \
+        [(r["kind"], r["iteration"]) for r in ref], what
+    assert len([r for r in ref if r["kind"] == "train"]) == 20
+    worst = 0.0
+    for a, b in zip(ref, got):
+        for k in ["loss", "grad_norm"] if a["kind"] == "train" else ["loss"]:
+            worst = max(worst, abs(b[k] - a[k]) / abs(a[k]))
+            assert b[k] == a[k] if rel == 0 else b[k] == pytest.approx(a[k], rel=rel), \
+                f"{what}: {a['kind']} {k} at iteration {a['iteration']}: {b[k]!r} vs {a[k]!r}"
+    print(f"{what}: largest relative difference {worst:.3g}")
+
+
+def planned_buckets(args, nproc):
+    """(--dry-run's stdout, the number of gradient buckets it plans on rank 0)."""
+    plan = conftest.run_mg(["mg-train", *args, "--dry-run"],
+                           env={"WORLD_SIZE": str(nproc)}).stdout
+    return plan, sum(int(calls) for _, calls in GRAD_ROW.findall(plan))
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_cpu_overlap_same_bits(data, layout, tmp_path):  # noqa: F811
+    nproc, flags = LAYOUTS[layout]
+    plain, _ = run_train(nproc, model_args(data, "gpt2", flags), tmp_path / "plain.jsonl")
+    args = model_args(data, "gpt2", flags + OVERLAP)
+    got, err = run_train(nproc, args, tmp_path / "overlap.jsonl")
+    rel = DIST_REL if "--use-distributed-optimizer" in flags else 0
+    assert_same_run(plain, got, f"{layout} --overlap-grad-reduce", rel)
+    plan, buckets = planned_buckets(args, nproc)
+    assert buckets >= 4, plan
+    measured = _totals(err, "measured")
+    assert measured and measured == _totals(plan, "total"), (err, plan)
