@@ -162,13 +162,14 @@ static void param_piece(void *vc, const mg_gpt_tensor *t, int64_t e0, int64_t s0
 }
 
 mg_status mg_dist_reduce_bucket(mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k,
-                                mg_comm *dp, int64_t b)
+                                mg_comm *dp, int64_t b, int async)
 {
     /* the padding stays zero: nothing writes it */
     mg_grad_bucket_copy(&o->lay, g, k, b, o->buf, g->grads, 0);
     int64_t lo, n, at, b0 = o->lay.bucket[b];
     slice(o, b, &lo, &n, &at);
     if (o->lay.dp > 1) mgk_scale(k, o->buf + b0, n * o->lay.dp, 1.0f / (float)o->lay.dp);
+    if (async) MG_FORWARD(mg_comm_async_follow(dp));
     return mg_comm_reduce_scatter_sum_f32(dp, o->gshard + at, o->buf + b0, n);
 }
 
@@ -176,7 +177,7 @@ static mg_status reduce_scatter_grads(mg_dist_optim *o, const mg_gpt *g, const m
                                       mg_comm *dp)
 {
     for (int64_t b = 0; b < o->lay.nbuckets; b++)
-        MG_FORWARD(mg_dist_reduce_bucket(o, g, k, dp, b));
+        MG_FORWARD(mg_dist_reduce_bucket(o, g, k, dp, b, 0));
     return MG_OK;
 }
 

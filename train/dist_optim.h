@@ -86,9 +86,11 @@ mg_status mg_dist_optim_create(mg_dist_optim **o, const mg_gpt *g, mg_comm *worl
                                mg_names nm, mgk_backend mem);
 void mg_dist_optim_free(mg_dist_optim *o); /* accepts NULL */
 
-/* Bucket b of g->grads scaled by 1 / DP and reduce-scattered into this rank's gshard. */
+/* Bucket b of g->grads scaled by 1 / DP and reduce-scattered into this rank's gshard;
+ * async: on dp's communication stream after mg_comm_async_follow (comm.h: complete only
+ * after mg_comm_async_join). */
 mg_status mg_dist_reduce_bucket(mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k,
-                                mg_comm *dp, int64_t b);
+                                mg_comm *dp, int64_t b, int async);
 /* The optimizer half of a training step (see the contract); res->grad_norm, ->skipped. */
 mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *world,
                        const mg_step_hp *hp, mg_step_result *res);

@@ -105,14 +105,13 @@ static mg_status launch(mg_grad_buckets *b, int64_t i)
     mg_comm *dp = mg_comm_group(b->world, MG_COMM_DATA);
     for (size_t j = 0; j < g->nt; j++) b->sel[j] = (unsigned char)(bucket_of(l, j) == i);
     MG_FORWARD(mg_gpt_sync_grads_of(g, b->world, b->sequence_parallel, b->sel));
-    if (b->o) return mg_dist_reduce_bucket(b->o, g, b->k, dp, i);
+    if (b->o) return mg_dist_reduce_bucket(b->o, g, b->k, dp, i, 1);
     int64_t n = l->bucket[i + 1] - l->bucket[i], size = mg_comm_size(dp);
     float *at = b->buf + l->bucket[i];
     mg_grad_bucket_copy(l, g, b->k, i, b->buf, g->grads, 0);
     if (size > 1) mgk_scale(b->k, at, n, 1.0f / (float)size);
-    MG_FORWARD(mg_comm_allreduce_sum_f32(dp, at, n));
-    mg_grad_bucket_copy(l, g, b->k, i, b->buf, g->grads, 1);
-    return MG_OK;
+    MG_FORWARD(mg_comm_async_follow(dp));
+    return mg_comm_allreduce_sum_f32(dp, at, n);
 }
 
 void mg_grad_buckets_begin(mg_grad_buckets *b, mg_gpt *g, const mg_kctx *k)
@@ -142,6 +141,10 @@ mg_status mg_grad_buckets_finish(mg_grad_buckets *b)
 {
     MG_FORWARD(b->failed);
     while (b->next < b->l->nbuckets) MG_FORWARD(launch(b, b->next++));
+    MG_FORWARD(mg_comm_async_join(mg_comm_group(b->world, MG_COMM_DATA)));
     if (b->o) b->o->grads_reduced = 1;
+    else /* the reduced buckets back into the model's gradients */
+        for (int64_t i = 0; i < b->l->nbuckets; i++)
+            mg_grad_bucket_copy(b->l, b->g, b->k, i, b->buf, b->g->grads, 1);
     return MG_OK;
 }

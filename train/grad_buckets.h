@@ -24,14 +24,20 @@
  *   - A bucket holding the tied embedding's gradient of a pipeline run (grad_sync.h
  *     mg_gpt_tied_synced) and the buckets after it wait for mg_grad_buckets_finish(): the
  *     embedding group joins two stages whose backwards do not run together.
- *   - The collectives are blocking calls of comm.h (on the CPU: the MPI backend's;
- *     --device cuda: NCCL on the compute stream, the host waiting for each), issued from the
- *     backward: the data-parallel ranks reduce bucket by bucket as megatron-core orders
- *     them, but the reduction of a bucket does not run concurrently with the rest of the
- *     backward (no communication stream).
+ *   - Each bucket's data-parallel collective follows mg_comm_async_follow() on the
+ *     data-parallel group, and mg_grad_buckets_finish() ends with mg_comm_async_join()
+ *     (comm.h). --device cuda (NCCL): the collective is enqueued on the group's
+ *     communication stream once an event recorded on the compute stream after the bucket's
+ *     gradients (and its staging copy and 1 / DP scaling) says they are there, and the host
+ *     goes on with the backward; the join makes the compute stream wait for an event of the
+ *     communication stream, so the unpacking and the optimizer step see the sums. CPU (MPI
+ *     backend): follow and join do nothing and each collective is a blocking call from the
+ *     backward (not a nonblocking MPI one): bucketed in megatron-core's order, but not
+ *     concurrent with the rest of the backward.
  *   - Use: mg_grad_buckets_begin() before the schedule, mg_grad_buckets_arm() (the schedule)
  *     before the last micro-batch's backward, mg_grad_buckets_finish() after the schedule;
- *     then every gradient is reduced (g->grads, or o's shard with o->grads_reduced set).
+ *     then every gradient is reduced (g->grads, unpacked from the staging buffer, or o's
+ *     shard with o->grads_reduced set).
  */
 #ifndef MG_TRAIN_GRAD_BUCKETS_H
 #define MG_TRAIN_GRAD_BUCKETS_H
