@@ -2,8 +2,9 @@
 
 mg-train trains a tiny GPT-2 (tied) and a tiny Llama (untied, GQA, SwiGLU) for 3 iterations
 on 2 ranks with --use-distributed-optimizer and saves, without --overlap-grad-reduce (one
-bucket) and with it and --ddp-bucket-size 5000 (several buckets: the test checks there are at
-least 4). megatron-core's own _ParamAndGradBuffer (use_distributed_optimizer, the same
+bucket) and with it and --ddp-bucket-size 5000 or 1 (several buckets, the test checks at
+least 4; with 1 a bucket per parameter, each bucket's end padding cut from the coalesced
+tensors, which then differ from the one-bucket layout's in length, checked too). megatron-core's own _ParamAndGradBuffer (use_distributed_optimizer, the same
 overlap_grad_reduce and bucket_size; CPU, the size-1 gloo group of the `mcore` fixture, whose
 layout equals DP 2's: buckets are padded to lcm(DP, 128) = 128 for both) lays out parameters of the checkpoint's shapes in Megatron's parameter order,
 and get_parameter_state_dp_zero's coalescing of that layout (buckets one after the other, each
@@ -62,7 +63,7 @@ def _load(path):
     return torch.load(path, weights_only=False)
 
 
-BUCKETS = {"one-bucket": None, "bucket-5000": 5000}
+BUCKETS = {"one-bucket": None, "bucket-5000": 5000, "bucket-1": 1}
 
 
 @pytest.mark.parametrize("buckets", sorted(BUCKETS))
@@ -111,6 +112,8 @@ def test_distrib_optim_matches_megatron_buffer(tmp_path, mcore, monkeypatch, arc
     assert key == (torch.float32, torch.float32)
     assert mine["numel_unpadded"] == buf.numel_unpadded
     assert len(buf.buckets) == 1 if size is None else len(buf.buckets) >= 4, len(buf.buckets)
+    if size == 1:
+        assert buf.numel_unpadded == sum(p.numel() for p in params)
     for what, values in source.items():
         world = []
         for b, (lo, hi) in enumerate(buf.bucket_indices):

@@ -14,7 +14,8 @@ all-gather, per bucket):
     the tensor group inside each bucket, before its data-parallel sum);
   - PP=2 x DP=2 (GPT-2: the tied embedding's bucket waits for the embedding group's sum after
     the schedule; the second stage has one bucket, as megatron-core's DDP);
-  - DP=2 and TP=2 x DP=2 with --use-distributed-optimizer (buckets reduce-scattered).
+  - DP=2, TP=2 x DP=2 and PP=2 x DP=2 with --use-distributed-optimizer (buckets
+    reduce-scattered; under PP the shared embedding's own bucket waits for the schedule's end).
 Exact equality holds because every gradient element goes through the same operations in the
 same order (model-parallel sums, x 1/DP, the data-parallel sum in rank order); the bucket
 boundaries only group the elements into calls.
@@ -42,9 +43,11 @@ import re
 import pytest
 
 import conftest
+from test_dist_optim_resume import megatron_form
 from test_dist_train import _totals
 from test_train_device import _emu
 from test_train_parallel import data, model_args, mpirun, run_train  # noqa: F401
+from test_train_parallel_ckpt import full_and_stopped, stripped
 
 OVERLAP = ["--overlap-grad-reduce", "--ddp-bucket-size", 5000]
 TP2 = ["--tensor-model-parallel-size", 2]
@@ -54,6 +57,7 @@ LAYOUTS = {
     "pp2-dp2": (4, ["--pipeline-model-parallel-size", 2]),
     "dp2-distopt": (2, ["--use-distributed-optimizer"]),
     "tp2-dp2-distopt": (4, TP2 + ["--use-distributed-optimizer"]),
+    "pp2-dp2-distopt": (4, ["--pipeline-model-parallel-size", 2, "--use-distributed-optimizer"]),
 }
 DIST_REL = 1e-9
 GRAD_ROW = re.compile(r"^  data (all-reduce|reduce-scatter): (\d+) x \d+ bytes = \d+ bytes, "
@@ -113,3 +117,26 @@ def test_device_overlap_same_bits(data, layout, tmp_path):  # noqa: F811
     got, _ = run_emu(nproc, model_args(data, "gpt2", flags + OVERLAP), tmp_path / "overlap.jsonl")
     rel = DIST_REL if "--use-distributed-optimizer" in flags else 0
     assert_same_run(plain, got, f"{layout} --overlap-grad-reduce --device cuda", rel)
+
+
+def test_resume_bucketed_distrib_optim(data, tmp_path):  # noqa: F811
+    """PP=2 x DP=2 with the distributed optimizer, --overlap-grad-reduce and --ddp-bucket-size
+    1 (a bucket per parameter, so that every bucket's end padding is cut from the coalesced
+    tensors, which then differ from the one-bucket layout's) stops at 10 and saves; its rank files rewritten in megatron-core's form (the moments and master weights
+    only in distrib_optim.pt, in the bucketed layout), the resumed run logs iterations 11-20
+    bit for bit as the uninterrupted one; resumed without --overlap-grad-reduce (one bucket:
+    another layout, as in Megatron) the load is refused, naming numel_unpadded."""
+    flags = ["--pipeline-model-parallel-size", 2, "--use-distributed-optimizer",
+             "--overlap-grad-reduce", "--ddp-bucket-size", 1]
+    full, first = full_and_stopped("gpt2", data, tmp_path, flags)
+    for s in sorted((tmp_path / "ck" / "iter_0000010").iterdir()):
+        megatron_form(s / "model_optim_rng.pt", float)
+    load = ["--load", tmp_path / "ck"]
+    second, err = run_train(4, model_args(data, "gpt2", flags + load), tmp_path / "b.jsonl")
+    assert "loaded" in err and "at iteration 10" in err, err
+    assert stripped(first + second) == stripped(full)
+    one_bucket = ["--pipeline-model-parallel-size", 2, "--use-distributed-optimizer", *load]
+    p = conftest.run_mg(mpirun() + ["-np", 4, conftest.bin_dir_path() / "mg-train",
+                                    *model_args(data, "gpt2", one_bucket)],
+                        env={"OMP_NUM_THREADS": "1"}, check=False)
+    assert p.returncode != 0 and "numel_unpadded" in p.stderr, p.stderr
