@@ -28,7 +28,9 @@ backward.
 the distributed optimizer and PP=2 x DP=2 again log the runs without overlap exactly (within
 DIST_REL with the distributed optimizer), here with each bucket's collective on the
 data-parallel group's communication stream after an event of the compute stream, and the
-compute stream waiting for an event of the communication stream before the step. The runs
+compute stream waiting for an event of the communication stream before the step; rank 0
+allocates exactly the device bytes --dry-run plans (the buckets' staging buffer, or the
+distributed optimizer's bucketed buffer, included). The runs
 use the emulator's late streams (MGK_EMU_STREAMS=late), in which such a collective is queued
 on its stream and runs only when something must see it: with the compute stream's wait
 removed (comm_nccl.c n_async_join) the DP=2 run's first grad norm was 1.3235 instead of
@@ -45,7 +47,7 @@ import pytest
 import conftest
 from test_dist_optim_resume import megatron_form
 from test_dist_train import _totals
-from test_train_device import _emu
+from test_train_device import _assert_memory_as_planned, _emu
 from test_train_parallel import data, model_args, mpirun, run_train  # noqa: F401
 from test_train_parallel_ckpt import full_and_stopped, stripped
 
@@ -114,9 +116,11 @@ def run_emu(nproc, args, metrics):
 def test_device_overlap_same_bits(data, layout, tmp_path):  # noqa: F811
     nproc, flags = DEVICE_LAYOUTS[layout]
     plain, _ = run_emu(nproc, model_args(data, "gpt2", flags), tmp_path / "plain.jsonl")
-    got, _ = run_emu(nproc, model_args(data, "gpt2", flags + OVERLAP), tmp_path / "overlap.jsonl")
+    got, err = run_emu(nproc, model_args(data, "gpt2", flags + OVERLAP),
+                       tmp_path / "overlap.jsonl")
     rel = DIST_REL if "--use-distributed-optimizer" in flags else 0
     assert_same_run(plain, got, f"{layout} --overlap-grad-reduce --device cuda", rel)
+    _assert_memory_as_planned(err)
 
 
 def test_resume_bucketed_distrib_optim(data, tmp_path):  # noqa: F811
