@@ -25,10 +25,8 @@ struct mg_grad_buckets {
 
 int64_t mg_ddp_bucket_size(const mg_train_opts *o, int64_t stage)
 {
-    if (!o->overlap_grad_reduce || stage > 0) return 0;
-    if (o->ddp_bucket_size > 0) return o->ddp_bucket_size;
-    int64_t by_dp = 1000000 * o->data_parallel_size;
-    return by_dp > 40000000 ? by_dp : 40000000;
+    return mg_ddp_bucket_size_of(o->overlap_grad_reduce, o->ddp_bucket_size,
+                                 o->data_parallel_size, stage);
 }
 
 static int64_t tensor_level(const mg_gpt_tensor *t)

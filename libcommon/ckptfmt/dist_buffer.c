@@ -19,6 +19,14 @@ static int64_t close_bucket(mg_dist_layout *l, int64_t pos, int64_t div)
     return pos;
 }
 
+int64_t mg_ddp_bucket_size_of(int overlap_grad_reduce, int64_t ddp_bucket_size, int64_t dp,
+                              int64_t stage)
+{
+    if (!overlap_grad_reduce || stage > 0) return 0;
+    if (ddp_bucket_size > 0) return ddp_bucket_size;
+    return 1000000 * dp > 40000000 ? 1000000 * dp : 40000000;
+}
+
 mg_status mg_grad_buffer_plan(mg_dist_layout *l, size_t n, const size_t *order,
                               const int64_t *numel, const unsigned char *own,
                               const mg_bucket_cfg *cfg)

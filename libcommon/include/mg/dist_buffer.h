@@ -45,6 +45,12 @@ typedef struct {
     int distributed;     /* --use-distributed-optimizer: padding and the shared-embedding split */
 } mg_bucket_cfg;
 
+/* megatron-core DistributedDataParallel's bucket size of pipeline stage `stage`: none (0)
+ * without overlap_grad_reduce or after the first stage, else ddp_bucket_size when > 0, else
+ * max(40000000, 1000000 x dp). */
+int64_t mg_ddp_bucket_size_of(int overlap_grad_reduce, int64_t ddp_bucket_size, int64_t dp,
+                              int64_t stage);
+
 mg_status mg_grad_buffer_plan(mg_dist_layout *l, size_t n, const size_t *order,
                               const int64_t *numel, const unsigned char *own,
                               const mg_bucket_cfg *cfg);
