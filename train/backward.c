@@ -153,11 +153,13 @@ mg_status mg_gpt_backward(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double gr
     a->have_forward = 0;
     if (a->h16) return mg_gpt_backward_h16(g, a, k, grad_scale);
     if (g->lay.last_stage) MG_FORWARD(head_bwd(g, a, k, grad_scale));
+    MG_FORWARD(mg_gpt_grads_ready(g, INT64_MAX));
     for (int64_t l = a->L - 1; l >= 0; l--) {
         MG_FORWARD(mg_gpt_recompute_chunk(g, a, k, l));
         MG_FORWARD(mlp_block_bwd(g, a, k, l));
         MG_FORWARD(attn_block_bwd(g, a, k, l));
+        MG_FORWARD(mg_gpt_grads_ready(g, g->lay.layer_first + l));
     }
     if (g->lay.first_stage) MG_FORWARD(embed_bwd(g, a, k));
-    return MG_OK;
+    return mg_gpt_grads_ready(g, -1);
 }

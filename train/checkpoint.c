@@ -69,6 +69,11 @@ static mg_status build_args(mg_pk_graph *pg, const mg_train_opts *o,
     MG_FORWARD(put_str(pg, *ns, "transformer_impl",
                        o->local_spec ? "local" : "transformer_engine"));
     MG_FORWARD(put_bool(pg, *ns, "sequence_parallel", o->sequence_parallel));
+    /* the DDP buckets, which distrib_optim.pt's layout follows (grad_buckets.h) */
+    MG_FORWARD(put_bool(pg, *ns, "overlap_grad_reduce", o->overlap_grad_reduce));
+    MG_FORWARD(o->ddp_bucket_size > 0 ? put_int(pg, *ns, "ddp_bucket_size", o->ddp_bucket_size)
+                                      : mg_pk_set(pg, *ns, "ddp_bucket_size", mg_pk_none(pg)));
+    MG_FORWARD(put_int(pg, *ns, "data_parallel_size", o->data_parallel_size));
     MG_FORWARD(put_int(pg, *ns, "iteration", st->iteration));
     MG_FORWARD(put_int(pg, *ns, "consumed_train_samples", st->consumed_train_samples));
     MG_FORWARD(put_int(pg, *ns, "consumed_valid_samples", st->consumed_valid_samples));

@@ -132,6 +132,21 @@ void mg_comm_set_stream(mg_comm *world, void *stream)
     world->stream = stream;
 }
 
+mg_status mg_comm_async_follow(mg_comm *c)
+{
+    if (c->size == 1 || !c->be->async_follow) return MG_OK;
+    MG_FORWARD(c->be->async_follow(c));
+    c->async = 1;
+    return MG_OK;
+}
+
+mg_status mg_comm_async_join(mg_comm *c)
+{
+    if (!c->async) return MG_OK;
+    c->async = 0;
+    return c->be->async_join(c);
+}
+
 void mg_comm_abort(mg_comm *world, int code)
 {
     if (world && world->be->abort) world->be->abort(world->world, code);

@@ -98,6 +98,17 @@ void mg_comm_abort(mg_comm *world, int code);
  * stream, kernels.h mgk_stream_handle); NULL: each group's own stream. The caller keeps the
  * stream alive while the world uses it. Other backends ignore it. */
 void mg_comm_set_stream(mg_comm *world, void *stream);
+/* Overlap (--overlap-grad-reduce, grad_buckets.h). nccl: mg_comm_async_follow(c) records an
+ * event on the world's stream (mg_comm_set_stream's) and makes c's own (communication)
+ * stream wait for it; c's collectives from then until mg_comm_async_join(c) are enqueued on
+ * c's own stream and return as soon as they are enqueued (device buffers only: a host
+ * buffer is MG_ERR_ARG), so they run concurrently with what the world's stream does next.
+ * mg_comm_async_join(c) records an event on c's stream and makes the world's stream wait
+ * for it: work queued there afterwards sees the collectives' results. Neither waits on the
+ * host; the buffers must stay untouched until the join. Other backends (their calls are
+ * complete on return) and groups of one rank: both do nothing. */
+mg_status mg_comm_async_follow(mg_comm *c);
+mg_status mg_comm_async_join(mg_comm *c);
 /* Frees a world and its groups; accepts NULL. Must not be called on a sub-group. */
 void mg_comm_free(mg_comm *c);
 

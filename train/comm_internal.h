@@ -30,6 +30,9 @@ typedef struct comm_backend {
     mg_status (*make_group)(mg_comm *g);
     void (*free_group)(mg_comm *g);    /* every group, the world last */
     void (*abort)(mg_comm *world, int code);
+    /* comm.h mg_comm_async_follow / _join; NULL: the backend's calls complete on return */
+    mg_status (*async_follow)(mg_comm *c);
+    mg_status (*async_join)(mg_comm *c);
 } comm_backend;
 
 typedef struct {
@@ -48,6 +51,7 @@ struct mg_comm {
     mg_comm_grid grid;                 /* world only */
     double timeout_s;                  /* world only: per operation, <= 0 none */
     void *stream;                      /* world only: mg_comm_set_stream's (nccl) */
+    int async;                         /* between mg_comm_async_follow and _join */
     struct comm_msg *head, *tail;      /* messages sent to self, oldest first */
 };
 

@@ -329,7 +329,7 @@ static void m_abort(mg_comm *world, int code)
 
 static const comm_backend mpi_backend = {
     "mpi", m_allreduce, m_allgather, m_reduce_scatter, m_broadcast, m_barrier,
-    m_send, m_recv, m_make_group, m_free_group, m_abort};
+    m_send, m_recv, m_make_group, m_free_group, m_abort, NULL, NULL};
 
 mg_status comm_mpi_create(mg_comm **out, const mg_comm_launch *l, const mg_comm_config *cfg)
 {

@@ -13,6 +13,9 @@
  * collective follows the kernels that wrote its buffer), else the group's own. Host buffers
  * (cudaPointerGetAttributes: not device or managed memory) go through the group's staging
  * buffer: copied in on the same stream, the call made on it, copied out.
+ * Overlap (mg_comm_async_follow / _join): the group's own stream waits for an event of the
+ * world's stream, the calls go on it without a host wait, and the join makes the world's
+ * stream wait for an event of the group's.
  * Abort: MPI_Abort under MPI, else exit (torchrun ends the other ranks).
  */
 #include "comm_internal.h"
@@ -38,6 +41,7 @@ typedef struct {
     float *one;        /* a device float for the barrier */
     void *stage;       /* device copy of host buffers, stage_bytes long (grown on demand) */
     size_t stage_bytes;
+    cudaEvent_t ready, done; /* mg_comm_async_follow / _join (made on first use) */
     int mpi_finalize;  /* world: MPI was initialised here for the bootstrap */
 } nccl_group;
 
@@ -45,6 +49,7 @@ static nccl_group *G(mg_comm *c) { return c->impl; }
 
 static cudaStream_t stream_of(mg_comm *c)
 {
+    if (c->async) return G(c)->stream;
     return c->world->stream ? (cudaStream_t)c->world->stream : G(c)->stream;
 }
 
@@ -171,6 +176,10 @@ static mg_status finish(mg_comm *c, const char *op, ncclResult_t r, void *out,
                         const void *staged, size_t bytes)
 {
     MG_FORWARD(nccl_ok(c, op, r));
+    if (c->async) /* enqueued on the group's stream; mg_comm_async_join orders what follows */
+        return out ? mg_error_set(MG_ERR_ARG, "%s on the %s group: a host buffer between "
+                                  "mg_comm_async_follow and _join", op, mg_comm_name(c))
+                   : MG_OK;
     if (out) MG_FORWARD(copy(c, op, out, staged, bytes));
     return wait_stream(c, op);
 }
@@ -269,6 +278,36 @@ static mg_status n_recv(mg_comm *c, void *buf, int64_t bytes, int64_t peer)
                   (void *)d == buf ? NULL : buf, d, (size_t)bytes);
 }
 
+static mg_status cuda_ok(mg_comm *c, const char *op, cudaError_t e)
+{
+    if (e == cudaSuccess) return MG_OK;
+    char what[256];
+    snprintf(what, sizeof what, "failed: CUDA %s", cudaGetErrorString(e));
+    return fail(c, op, what);
+}
+
+/* The group's stream waits for the world's stream up to now. */
+static mg_status n_async_follow(mg_comm *c)
+{
+    nccl_group *g = G(c);
+    if (!c->world->stream) return MG_OK; /* the calls are on the group's stream already */
+    if (!g->ready) MG_FORWARD(cuda_ok(c, "async follow", cudaEventCreate(&g->ready)));
+    MG_FORWARD(cuda_ok(c, "async follow",
+                       cudaEventRecord(g->ready, (cudaStream_t)c->world->stream)));
+    return cuda_ok(c, "async follow", cudaStreamWaitEvent(g->stream, g->ready, 0));
+}
+
+/* The world's stream waits for the group's collectives (no world stream: the host does). */
+static mg_status n_async_join(mg_comm *c)
+{
+    nccl_group *g = G(c);
+    if (!c->world->stream) return wait_stream(c, "async join");
+    if (!g->done) MG_FORWARD(cuda_ok(c, "async join", cudaEventCreate(&g->done)));
+    MG_FORWARD(cuda_ok(c, "async join", cudaEventRecord(g->done, g->stream)));
+    return cuda_ok(c, "async join",
+                   cudaStreamWaitEvent((cudaStream_t)c->world->stream, g->done, 0));
+}
+
 static ncclConfig_t nonblocking(void)
 {
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
@@ -302,6 +341,8 @@ static void n_free_group(mg_comm *c)
     if (g->stream) cudaStreamDestroy(g->stream);
     if (g->one) cudaFree(g->one);
     if (g->stage) cudaFree(g->stage);
+    if (g->ready) cudaEventDestroy(g->ready);
+    if (g->done) cudaEventDestroy(g->done);
 #if MG_HAVE_MPI
     if (g->mpi_finalize) MPI_Finalize();
 #endif
@@ -326,7 +367,7 @@ static void n_abort(mg_comm *world, int code)
 
 static const comm_backend nccl_backend = {
     "nccl", n_allreduce, n_allgather, n_reduce_scatter, n_broadcast, n_barrier,
-    n_send, n_recv, n_make_group, n_free_group, n_abort};
+    n_send, n_recv, n_make_group, n_free_group, n_abort, n_async_follow, n_async_join};
 
 /* Rank 0's unique id to every rank: over MPI for an MPI launch, else TCP. */
 static mg_status share_id(const mg_comm_launch *l, double timeout, ncclUniqueId *id,

@@ -2,6 +2,7 @@
 #include "comm_plan.h"
 
 #include "dist_optim.h"
+#include "grad_buckets.h"
 #include "mg/schema.h"
 #include "model.h"
 
@@ -22,27 +23,42 @@ static mg_status rank0_layout(const mg_model_desc *m, mg_gpt_layout *l)
                                &l->layer_first, &l->layers);
 }
 
+/* One row per run of buckets of equal size (b0 .. b1 - 1). */
+static void add_buckets(mg_comm_plan *p, int64_t dp, mg_comm_op op, const mg_dist_layout *l,
+                        const char *what)
+{
+    for (int64_t b0 = 0, b1; b0 < l->nbuckets; b0 = b1) {
+        int64_t n = l->bucket[b0 + 1] - l->bucket[b0];
+        for (b1 = b0 + 1; b1 < l->nbuckets && l->bucket[b1 + 1] - l->bucket[b1] == n; b1++) {}
+        add(p, dp, MG_COMM_DATA, op, b1 - b0, n * 4, 1, what);
+    }
+}
+
 static mg_status data_parallel(const mg_train_opts *o, const mg_gpt *g, mg_comm_plan *p)
 {
     int64_t dp = o->data_parallel_size, mp = o->model.tp * o->model.pp;
+    int dist = o->use_distributed_optimizer;
     add(p, dp, MG_COMM_DATA, MG_COMM_OP_ALLREDUCE, 1, 16, 1, "lm loss sum and token count");
-    if (!o->use_distributed_optimizer) {
+    if (!dist && !o->overlap_grad_reduce) {
         add(p, dp, MG_COMM_DATA, MG_COMM_OP_ALLREDUCE, 1, g->numel * 4, 1,
             "gradients (the whole buffer)");
     } else {
         mg_dist_layout l;
-        MG_FORWARD(mg_dist_layout_build(&l, g, dp, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE));
-        for (int64_t b = 0; b < l.nbuckets; b++) {
-            int64_t bytes = (l.bucket[b + 1] - l.bucket[b]) * 4;
-            add(p, dp, MG_COMM_DATA, MG_COMM_OP_REDUCE_SCATTER, 1, bytes, 1,
-                "gradients (a bucket of the distributed optimizer's buffer)");
-            add(p, dp, MG_COMM_DATA, MG_COMM_OP_ALLGATHER, 1, bytes, 1,
-                "parameters (a bucket of the distributed optimizer's buffer)");
+        MG_FORWARD(mg_grad_layout_build(&l, g, dp, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE,
+                                        dist));
+        if (!dist)
+            add_buckets(p, dp, MG_COMM_OP_ALLREDUCE, &l,
+                        "gradients (a bucket of the --overlap-grad-reduce buffer)");
+        else {
+            add_buckets(p, dp, MG_COMM_OP_REDUCE_SCATTER, &l,
+                        "gradients (a bucket of the distributed optimizer's buffer)");
+            add_buckets(p, dp, MG_COMM_OP_ALLGATHER, &l,
+                        "parameters (a bucket of the distributed optimizer's buffer)");
         }
         mg_dist_layout_free(&l);
-        add(p, dp, MG_COMM_DATA, MG_COMM_OP_ALLREDUCE, 1, 8, 1,
-            "gradient norm: sum of squares of the shards");
     }
+    if (dist) add(p, dp, MG_COMM_DATA, MG_COMM_OP_ALLREDUCE, 1, 8, 1,
+                  "gradient norm: sum of squares of the shards");
     add(p, mp, MG_COMM_MODEL, MG_COMM_OP_ALLREDUCE, 1, 8, 1, "gradient norm: sum of squares");
     return MG_OK;
 }
@@ -112,6 +128,7 @@ mg_status mg_comm_plan_step(const mg_train_opts *o, mg_comm_plan *p)
     MG_FORWARD(rank0_layout(&o->model, &lay));
     mg_gpt *g = NULL;
     MG_FORWARD(mg_gpt_create_views(&g, &o->model, &lay));
+    g->opt.ddp_bucket_size = mg_ddp_bucket_size(o, 0);
     int64_t nmicro = o->global_batch_size / (o->micro_batch_size * o->data_parallel_size);
     tensor_parallel(o, g, nmicro, p);
     pipeline_parallel(o, g, nmicro, p);

@@ -58,4 +58,4 @@ static void s_free_group(mg_comm *g) { (void)g; }
 
 const comm_backend mg_comm_single_backend = {
     "single", s_allreduce, s_allgather, s_reduce_scatter, s_broadcast, s_barrier,
-    s_send, s_recv, s_make_group, s_free_group, NULL};
+    s_send, s_recv, s_make_group, s_free_group, NULL, NULL, NULL};

@@ -5,6 +5,7 @@
 
 #include "acts_plan.h"
 #include "dist_optim.h"
+#include "grad_buckets.h"
 #include "kernels.h"
 #include "mg/schema.h"
 #include "model.h"
@@ -60,6 +61,17 @@ static mg_status plan_dist(const mg_train_opts *o, const mg_gpt *g, mg_device_pl
     return MG_OK;
 }
 
+/* --overlap-grad-reduce with plain data parallelism: grad_buckets.c's staging buffer. */
+static mg_status plan_buckets(const mg_train_opts *o, const mg_gpt *g, mg_device_plan *p)
+{
+    mg_dist_layout l;
+    MG_FORWARD(mg_grad_layout_build(&l, g, o->data_parallel_size,
+                                    o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE, 0));
+    p->bucket_buffer = (l.numel + 1) * 4;
+    mg_dist_layout_free(&l);
+    return MG_OK;
+}
+
 mg_status mg_device_plan_of(const mg_train_opts *o, int64_t tp_rank, int64_t stage,
                             mg_device_plan *p)
 {
@@ -70,16 +82,18 @@ mg_status mg_device_plan_of(const mg_train_opts *o, int64_t tp_rank, int64_t sta
     mg_gpt_layout lay;
     MG_FORWARD(layout_at(&o->model, tp_rank, stage, &lay));
     MG_FORWARD(mg_gpt_create_views(&g, &o->model, &lay));
+    g->opt.ddp_bucket_size = mg_ddp_bucket_size(o, stage);
     int64_t numel = g->numel;
     p->params = p->grads = numel * 4;
     p->params16 = o->bf16 || o->fp16 ? numel * 2 : 0;
     p->moments = 2 * numel * 4;
-    mg_status st = o->use_distributed_optimizer ? plan_dist(o, g, p) : MG_OK;
+    mg_status st = o->use_distributed_optimizer ? plan_dist(o, g, p)
+                   : o->overlap_grad_reduce ? plan_buckets(o, g, p) : MG_OK;
     if (st == MG_OK) st = plan_acts(o, g, stage, p);
     mg_gpt_free(g);
     MG_FORWARD(st);
     p->allocated = p->params + p->grads + p->params16 + p->moments + p->dist_buffers +
-                   p->nslots * p->arena + p->inputs;
+                   p->bucket_buffer + p->nslots * p->arena + p->inputs;
     p->total = p->allocated + p->workspaces;
     return MG_OK;
 }

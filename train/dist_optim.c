@@ -20,7 +20,8 @@ static int shared_embedding(const mg_gpt *g, const mg_gpt_tensor *t)
     return g->lay.last_stage && strcmp(t->name, "output_layer.weight") == 0;
 }
 
-mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, mg_names nm)
+mg_status mg_grad_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, mg_names nm,
+                               int distributed)
 {
     memset(l, 0, sizeof *l);
     size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
@@ -34,13 +35,29 @@ mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, m
             numel[j] = g->t[j].numel;
             own[j] = (unsigned char)shared_embedding(g, &g->t[j]);
         }
-        st = mg_dist_layout_plan(l, g->nt, order, numel, own, dp);
+        mg_bucket_cfg cfg = {dp, g->opt.ddp_bucket_size, distributed};
+        st = mg_grad_buffer_plan(l, g->nt, order, numel, own, &cfg);
     }
     free(order);
     free(numel);
     free(own);
     free(names);
     return st;
+}
+
+mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, mg_names nm)
+{
+    return mg_grad_layout_build(l, g, dp, nm, 1);
+}
+
+void mg_grad_bucket_copy(const mg_dist_layout *l, const mg_gpt *g, const mg_kctx *k,
+                         int64_t b, float *buf, float *model, int to_model)
+{
+    for (size_t j = 0; j < g->nt; j++) {
+        if (l->start[j] < l->bucket[b] || l->start[j] >= l->bucket[b + 1]) continue;
+        if (to_model) mgk_copy(k, model + g->t[j].offset, buf + l->start[j], g->t[j].numel);
+        else mgk_copy(k, buf + l->start[j], model + g->t[j].offset, g->t[j].numel);
+    }
 }
 
 /* n floats of o's memory, zeroed (at least one, so that an empty shard is not NULL). */
@@ -96,14 +113,7 @@ static void slice(const mg_dist_optim *o, int64_t b, int64_t *lo, int64_t *n, in
     *at = bk[b] / o->lay.dp;
 }
 
-/* Model layout <-> buffer layout, tensor by tensor (padding untouched), in k's memory. */
-static void pack(const mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k, float *buf,
-                 const float *model)
-{
-    for (size_t j = 0; j < g->nt; j++)
-        mgk_copy(k, buf + o->lay.start[j], model + g->t[j].offset, g->t[j].numel);
-}
-
+/* Buffer layout -> model layout, tensor by tensor, in k's memory. */
 static void unpack(const mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k, float *model,
                    const float *buf)
 {
@@ -151,17 +161,23 @@ static void param_piece(void *vc, const mg_gpt_tensor *t, int64_t e0, int64_t s0
     mgk_copy(c->k, c->o->buf + c->o->lay.start[j] + e0, c->g->params + t->offset + e0, n);
 }
 
+mg_status mg_dist_reduce_bucket(mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k,
+                                mg_comm *dp, int64_t b, int async)
+{
+    /* the padding stays zero: nothing writes it */
+    mg_grad_bucket_copy(&o->lay, g, k, b, o->buf, g->grads, 0);
+    int64_t lo, n, at, b0 = o->lay.bucket[b];
+    slice(o, b, &lo, &n, &at);
+    if (o->lay.dp > 1) mgk_scale(k, o->buf + b0, n * o->lay.dp, 1.0f / (float)o->lay.dp);
+    if (async) MG_FORWARD(mg_comm_async_follow(dp));
+    return mg_comm_reduce_scatter_sum_f32(dp, o->gshard + at, o->buf + b0, n);
+}
+
 static mg_status reduce_scatter_grads(mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k,
                                       mg_comm *dp)
 {
-    pack(o, g, k, o->buf, g->grads); /* the padding stays zero: nothing writes it */
-    if (o->lay.dp > 1) mgk_scale(k, o->buf, o->lay.numel, 1.0f / (float)o->lay.dp);
-    for (int64_t b = 0; b < o->lay.nbuckets; b++) {
-        int64_t lo, n, at;
-        slice(o, b, &lo, &n, &at);
-        MG_FORWARD(mg_comm_reduce_scatter_sum_f32(dp, o->gshard + at, o->buf + o->lay.bucket[b],
-                                                  n));
-    }
+    for (int64_t b = 0; b < o->lay.nbuckets; b++)
+        MG_FORWARD(mg_dist_reduce_bucket(o, g, k, dp, b, 0));
     return MG_OK;
 }
 
@@ -198,7 +214,8 @@ mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *w
                        const mg_step_hp *hp, mg_step_result *res)
 {
     mg_comm *dp = mg_comm_group(world, MG_COMM_DATA);
-    MG_FORWARD(reduce_scatter_grads(o, g, k, dp));
+    if (!o->grads_reduced) MG_FORWARD(reduce_scatter_grads(o, g, k, dp));
+    o->grads_reduced = 0;
     mg_unscale_grads(k, o->gshard, o->shard, hp->loss_scale);
     norm_ctx nc = {o, g, k, 0.0};
     for_pieces(o, g, norm_piece, &nc);

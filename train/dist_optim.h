@@ -4,12 +4,13 @@
  *
  * Contract:
  *   - Layout (mg_dist_layout, mg/dist_buffer.h): megatron-core 0.16.1's _ParamAndGradBuffer with
- *     use_distributed_optimizer and without --overlap-grad-reduce (bucket_size None: one
- *     bucket): the rank's parameters in REVERSE order of megatron-core's parameters
+ *     use_distributed_optimizer and the stage's bucket size g->opt.ddp_bucket_size (0, without
+ *     --overlap-grad-reduce: bucket_size None, one bucket; grad_buckets.h mg_ddp_bucket_size):
+ *     the rank's parameters in REVERSE order of megatron-core's parameters
  *     (param_order.h: the registration order of the layer spec of the naming nm, i.e. of
  *     --transformer-impl; reversed ≈ backward order), each
  *     starting at a multiple of 64 elements, the bucket's end padded to a multiple of
- *     lcm(DP, 128). A shared embedding (tied embeddings with PP > 1: the word embedding of
+ *     lcm(DP, 128), a bucket closed once it reaches the bucket size. A shared embedding (tied embeddings with PP > 1: the word embedding of
  *     the first stage, the output layer of the last) gets a bucket of its own, as
  *     _does_param_require_new_bucket. Data-parallel rank r owns the r-th of DP equal slices
  *     of every bucket (its "shard"); padding belongs to no parameter.
@@ -20,7 +21,9 @@
  *   - mg_dist_step(): after the micro-batches (gradients accumulated in g->grads, loss
  *     summed over DP: mg_gpt_accumulate), the gradients scaled by 1 / DP are packed into the
  *     buffer and reduce-scattered bucket by bucket over DP (sum in rank order: the same bits
- *     as the all-reduce of the plain data-parallel step); the gradient norm is the sum of
+ *     as the all-reduce of the plain data-parallel step; mg_dist_reduce_bucket does one
+ *     bucket, which --overlap-grad-reduce calls from the backward: grads_reduced is then set
+ *     and the step does not reduce again); the gradient norm is the sum of
  *     squares of the shard's elements (unscaled first by hp->loss_scale as step.h's
  *     mg_unscale_grads; a non-finite sum skips the step: found_inf) of the tensors that count in the norm on this rank
  *     (mg_gpt_tensor_in_norm: a tensor replicated over TP on tensor rank 0 only, never the
@@ -57,6 +60,14 @@
 /* The layout of g's tensors for a data-parallel size dp and the parameter order of the
  * naming nm (the layer spec of --transformer-impl). */
 mg_status mg_dist_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, mg_names nm);
+/* The same, or (distributed 0) the plain data-parallel buffer: no padding, no
+ * shared-embedding split (mg/dist_buffer.h mg_grad_buffer_plan). */
+mg_status mg_grad_layout_build(mg_dist_layout *l, const mg_gpt *g, int64_t dp, mg_names nm,
+                               int distributed);
+/* The tensors of bucket b between buf (layout l) and model (model layout), in k's memory:
+ * into buf, or (to_model) back into model. */
+void mg_grad_bucket_copy(const mg_dist_layout *l, const mg_gpt *g, const mg_kctx *k,
+                         int64_t b, float *buf, float *model, int to_model);
 
 typedef struct {
     mg_dist_layout lay;
@@ -65,6 +76,7 @@ typedef struct {
     float *gshard;           /* shard: the reduced gradients of this rank's slices */
     float *m, *v;            /* shard: Adam moments */
     int64_t step;
+    int grads_reduced;       /* every bucket reduce-scattered already (grad_buckets.h) */
     mgk_backend mem;         /* where buf, gshard, m and v live (kernels.h mgk_alloc) */
 } mg_dist_optim;
 
@@ -74,6 +86,11 @@ mg_status mg_dist_optim_create(mg_dist_optim **o, const mg_gpt *g, mg_comm *worl
                                mg_names nm, mgk_backend mem);
 void mg_dist_optim_free(mg_dist_optim *o); /* accepts NULL */
 
+/* Bucket b of g->grads scaled by 1 / DP and reduce-scattered into this rank's gshard;
+ * async: on dp's communication stream after mg_comm_async_follow (comm.h: complete only
+ * after mg_comm_async_join). */
+mg_status mg_dist_reduce_bucket(mg_dist_optim *o, const mg_gpt *g, const mg_kctx *k,
+                                mg_comm *dp, int64_t b, int async);
 /* The optimizer half of a training step (see the contract); res->grad_norm, ->skipped. */
 mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *world,
                        const mg_step_hp *hp, mg_step_result *res);

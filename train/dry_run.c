@@ -152,6 +152,9 @@ static void print_device_stage(FILE *f, const mg_train_opts *o, const mg_device_
     if (p->dist_buffers)
         snprintf(dist, sizeof dist, " (the data-parallel shard) + distributed optimizer buffers "
                  "%.2f MiB", p->dist_buffers / MIB);
+    if (p->bucket_buffer)
+        snprintf(dist, sizeof dist, ", gradient buckets' staging buffer %.2f MiB",
+                 p->bucket_buffer / MIB);
     if (o->model.pp > 1)
         snprintf(where, sizeof where, ", pipeline stage %lld of %lld", LL(stage), LL(o->model.pp));
     fprintf(f, "device memory per rank (--device cuda, %s)%s: parameters %.2f MiB, gradients "

@@ -11,6 +11,12 @@
  *     (_allreduce_word_embedding_grads over the embedding group), so that the same
  *     optimizer step keeps the two copies bit-identical.
  *   - Every rank of the world calls it together; with one process it changes nothing.
+ *   - mg_gpt_sync_grads_of: the same for the tensors j with sel[j] set only (the gradient
+ *     buckets of grad_buckets.h: a bucket's tensors before its data-parallel sum, so that each
+ *     gradient is summed in the same order as mg_gpt_sync_grads then the data-parallel sum).
+ *     Every rank of each group involved calls it with the same selection.
+ *   - mg_gpt_tied_synced: the tensor whose gradient the embedding group sums on this stage
+ *     (NULL: none).
  */
 #ifndef MG_TRAIN_GRAD_SYNC_H
 #define MG_TRAIN_GRAD_SYNC_H
@@ -19,5 +25,8 @@
 #include "model.h"
 
 mg_status mg_gpt_sync_grads(mg_gpt *g, mg_comm *world, int sequence_parallel);
+mg_status mg_gpt_sync_grads_of(mg_gpt *g, mg_comm *world, int sequence_parallel,
+                               const unsigned char *sel);
+const mg_gpt_tensor *mg_gpt_tied_synced(const mg_gpt *g, mg_comm *world);
 
 #endif

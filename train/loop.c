@@ -36,6 +36,7 @@
 #include "device_plan.h"
 #include "dist_optim.h"
 #include "flops.h"
+#include "grad_buckets.h"
 #include "grad_scaler.h"
 #include "log.h"
 #include "mg/cli.h"
@@ -81,6 +82,7 @@ typedef struct {
     double dev_ms;        /* device time of the iterations after the first (CUDA events) */
     int64_t dev_iters;
     mg_dist_optim *dopt;  /* --use-distributed-optimizer: the sharded state */
+    mg_grad_buckets *buckets; /* --overlap-grad-reduce (grad_buckets.h), else NULL */
     mg_gpt_acts **slots;  /* one arena per micro-batch in flight (sched) */
     mg_sched sched;
     mg_kctx k;
@@ -314,8 +316,9 @@ static mg_status setup(run_state *s)
     mg_gpt_layout lay;
     MG_FORWARD(layout_of(o, s->comm, &lay));
     MG_FORWARD(open_device(s));
+    int64_t stage = mg_comm_rank(mg_comm_group(s->comm, MG_COMM_PIPELINE));
     mg_gpt_opts go = {gelu_of(o), o->init_method_std, (uint64_t)o->seed,
-                      o->mask_vocab_padding};
+                      o->mask_vocab_padding, mg_ddp_bucket_size(o, stage)};
     MG_FORWARD(mg_gpt_create(&s->g, &o->model, &lay, &go));
     mg_gpt_init_params(s->g);
     if (o->use_distributed_optimizer)
@@ -327,6 +330,11 @@ static mg_status setup(run_state *s)
     MG_FORWARD(load_checkpoint(s));
     MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k, o->bf16 || o->fp16));
     if (s->opt) MG_FORWARD(mg_device_optim(&s->dev_opt, s->opt, s->g, &s->k));
+    if (o->overlap_grad_reduce)
+        MG_FORWARD(mg_grad_buckets_create(&s->buckets, s->dg, s->comm,
+                                          o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE,
+                                          o->sequence_parallel, s->dopt));
+    s->sched.buckets = s->buckets;
     MG_FORWARD(alloc_batches(s));
     if (s->k.backend == MGK_CUDA)
         MG_FORWARD(mg_device_batches_create(&s->db, &s->k, s->nmicro, o->micro_batch_size,
@@ -348,6 +356,7 @@ static void teardown(run_state *s)
     if (s->comm) mg_comm_set_stream(s->comm, NULL); /* the stream goes with the context */
     mgk_ctx_free(&s->k);
     mg_gpt_optim_free(s->opt);
+    mg_grad_buckets_free(s->buckets);
     mg_dist_optim_free(s->dopt);
     mg_gpt_free(s->g);
     mg_train_data_free(s->data);

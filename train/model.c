@@ -178,7 +178,7 @@ mg_status mg_gpt_create_on(mg_gpt **out, const mg_model_desc *m, const mg_gpt_la
 
 mg_status mg_gpt_create_views(mg_gpt **out, const mg_model_desc *m, const mg_gpt_layout *lay)
 {
-    mg_gpt_opts opt = {MGK_GELU_TANH, 0.02, 0, 0};
+    mg_gpt_opts opt = {MGK_GELU_TANH, 0.02, 0, 0, 0};
     return create(out, m, lay, &opt, 0, MGK_CPU_FAST);
 }
 

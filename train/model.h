@@ -90,6 +90,8 @@ typedef struct {
     uint64_t seed;                /* --seed */
     int mask_vocab_padding;       /* --mask-vocab-padding: padding columns out of the loss,
                                    * padding rows initialised to 0 */
+    int64_t ddp_bucket_size;      /* the stage's gradient buckets (grad_buckets.h
+                                   * mg_ddp_bucket_size; 0: one bucket) */
 } mg_gpt_opts;
 
 typedef enum { MG_INIT_NORMAL, MG_INIT_SCALED, MG_INIT_ZERO, MG_INIT_ONE } mg_gpt_init_kind;
@@ -120,7 +122,19 @@ typedef struct mg_gpt {
      * kernels.h mgk_half) of params the forward and backward
      * read (numel entries, same offsets), refreshed by every optimizer step; else NULL */
     mgk_h16 *params16;
+    /* --overlap-grad-reduce (grad_buckets.h): while set, the backward calls it after the
+     * output head (progress = INT64_MAX), after each layer (its global index) and at its end
+     * (-1): every gradient of a tensor of level >= progress is then final
+     * (mg_gpt_grads_ready); NULL: not called */
+    mg_status (*grads_ready)(void *ctx, int64_t progress);
+    void *grads_ready_ctx;
 } mg_gpt;
+
+/* The backward's progress report (see grads_ready). */
+static inline mg_status mg_gpt_grads_ready(mg_gpt *g, int64_t progress)
+{
+    return g->grads_ready ? g->grads_ready(g->grads_ready_ctx, progress) : MG_OK;
+}
 
 /* The full single-process layout (TP = 1, all layers). */
 mg_gpt_layout mg_gpt_layout_full(const mg_model_desc *m);

@@ -132,6 +132,8 @@ static const struct flag flags[] = {
     {"--decoder-last-pipeline-num-layers", K_I64, F(model.pp_last), 1, NULL, NULL},
     {"--sequence-parallel", K_ON, F(sequence_parallel), 0, NULL, NULL},
     {"--use-distributed-optimizer", K_ON, F(use_distributed_optimizer), 0, NULL, NULL},
+    {"--overlap-grad-reduce", K_ON, F(overlap_grad_reduce), 0, NULL, NULL},
+    {"--ddp-bucket-size", K_I64, F(ddp_bucket_size), 1, NULL, NULL},
     {"--distributed-timeout-minutes", K_F64, F(distributed_timeout_minutes), 0, NULL, NULL},
     /* training */
     {"--micro-batch-size", K_I64, F(micro_batch_size), 1, NULL, NULL},

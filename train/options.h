@@ -64,6 +64,9 @@ typedef struct {
     int64_t micro_batch_size, global_batch_size, data_parallel_size;
     int64_t world_size;            /* from the launch (comm_launch.h); DP = world / (TP x PP) */
     int use_distributed_optimizer; /* --use-distributed-optimizer */
+    int overlap_grad_reduce;       /* --overlap-grad-reduce: bucketed reduction from the
+                                    * backward (grad_buckets.h) */
+    int64_t ddp_bucket_size;       /* --ddp-bucket-size (elements; 0: not given) */
     double distributed_timeout_minutes; /* --distributed-timeout-minutes, 10 (Megatron: an
                                            int; fractions accepted here, for tests) */
     int64_t train_iters, train_samples; /* 0 = not given; train_iters derived */

@@ -26,9 +26,8 @@ static const struct {
     {"--no-persist-layer-norm", MG_ARGV_SWITCH, NULL, NULL},
     {"--cross-entropy-loss-fusion", MG_ARGV_SWITCH, NULL, NULL},
     {"--no-async-tensor-model-parallel-allreduce", MG_ARGV_SWITCH, NULL, NULL},
-    {"--overlap-grad-reduce", MG_ARGV_SWITCH, NULL, NULL},
+    /* the all-gather's schedule only: the parameters are the same bits either way */
     {"--overlap-param-gather", MG_ARGV_SWITCH, NULL, NULL},
-    {"--ddp-bucket-size", MG_ARGV_ONE, NULL, NULL},
     {"--distributed-backend", MG_ARGV_ONE, "nccl|gloo", "another backend"},
     {"--optimizer", MG_ARGV_ONE, "adam", "another optimizer than AdamW"},
     {"--num-workers", MG_ARGV_ONE, NULL, NULL},

@@ -1,6 +1,8 @@
 /* schedule.c — schedule.h: 1F1B without interleaving, and the forward-only pass. */
 #include "schedule.h"
 
+#include "grad_buckets.h"
+
 typedef struct {
     const mg_gpt *g;
     mg_gpt *gw;               /* the model whose gradients backward adds to (training) */
@@ -8,7 +10,7 @@ typedef struct {
     mg_comm *pp;
     const mg_sched *s;
     const mg_gpt_batch *micro;
-    int64_t stage, P, bytes;
+    int64_t stage, P, bytes, nmicro;
     int first, last;
     double grad_scale, *lsum;
 } run;
@@ -89,7 +91,11 @@ static mg_status forward(const run *r, int64_t i)
 
 static mg_status backward(const run *r, int64_t i)
 {
-    return mg_gpt_backward(r->gw, slot(r, i), r->k, r->grad_scale);
+    int report = r->s->buckets && i == r->nmicro - 1;
+    if (report) mg_grad_buckets_arm(r->s->buckets, r->gw);
+    mg_status st = mg_gpt_backward(r->gw, slot(r, i), r->k, r->grad_scale);
+    r->gw->grads_ready = NULL;
+    return st;
 }
 
 static mg_status start(run *r, const mg_gpt *g, const mg_kctx *k, mg_comm *world, const mg_sched *s,
@@ -100,6 +106,7 @@ static mg_status start(run *r, const mg_gpt *g, const mg_kctx *k, mg_comm *world
     r->pp = mg_comm_group(world, MG_COMM_PIPELINE);
     r->s = s;
     r->micro = micro;
+    r->nmicro = nmicro;
     r->stage = mg_comm_rank(r->pp);
     r->P = mg_comm_size(r->pp);
     r->first = r->stage == 0;

@@ -15,7 +15,9 @@
  *     backwards. Each backward adds grad_scale * d(loss)/d(params) into g->grads. On the
  *     last stage lsum[0] += the micro-batch's masked token-loss sum and lsum[1] += its token
  *     count; elsewhere lsum is untouched. With P = 1 it is forward, backward per micro-batch
- *     in order (the single-process loop).
+ *     in order (the single-process loop). With s->buckets, the last micro-batch's backward
+ *     reports its progress to them (model.h grads_ready), as megatron-core's DDP starts a
+ *     bucket's reduction only in the last micro-batch (is_last_microbatch).
  *   - Transfers go through comm.h on the pipeline group of `world` (rank = stage), one
  *     message per activation or gradient of mg_gpt_stage_numel() floats. A paired exchange
  *     (send one way, receive the other, as Megatron's send_forward_recv_backward) is ordered
@@ -34,10 +36,16 @@
 #include "comm.h"
 #include "model.h"
 
+struct mg_grad_buckets;
+
 typedef struct {
     mg_gpt_acts **slots; /* nslots arenas of this model and micro-batch shape (not owned) */
     int64_t nslots;
     int sequence_parallel; /* the arenas were made with it (the step's gradient sums) */
+    /* --overlap-grad-reduce: the gradient buckets, reduced as the last micro-batch's backward
+     * completes them (grad_buckets.h; the schedule sets g->grads_ready for that backward
+     * only); NULL: the step reduces all gradients after the schedule */
+    struct mg_grad_buckets *buckets;
 } mg_sched;
 
 /* Arenas stage `stage` of `pp` needs for nmicro micro-batches. */

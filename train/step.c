@@ -2,15 +2,17 @@
  *
  * Contract (step.h). The per-tensor sums of squares are added in tensor order in double,
  * so the norm does not depend on the thread count; the collectives (comm.h) come after all
- * the micro-batches: gradients over the data-parallel group, the model-parallel partial
- * gradients (grad_sync.h), the loss over the data-parallel group and from the last stage,
- * then the norm's sum of squares over the model-parallel group.
+ * the micro-batches: the model-parallel partial gradients (grad_sync.h), gradients over the
+ * data-parallel group (with sched->buckets: both bucket by bucket, grad_buckets.h), the
+ * loss over the data-parallel group and from the last stage, then the norm's sum of squares
+ * over the model-parallel group.
  */
 #include "step.h"
 
 #include <math.h>
 #include <stdlib.h>
 
+#include "grad_buckets.h"
 #include "grad_sync.h"
 
 mg_status mg_gpt_optim_create_on(mg_gpt_optim **out, const mg_gpt *g, mgk_backend mem)
@@ -105,7 +107,7 @@ mg_status mg_gpt_train_step(mg_gpt *g, mg_gpt_optim *o, mg_gpt_acts *a, const mg
 {
     mg_comm *comm = NULL;
     MG_FORWARD(mg_comm_create_single(&comm));
-    mg_sched sched = {&a, 1, 0};
+    mg_sched sched = {&a, 1, 0, NULL};
     mg_status st = mg_gpt_train_step_comm(g, o, &sched, k, comm, micro, nmicro, hp, res);
     mg_comm_free(comm);
     return st;
@@ -133,9 +135,11 @@ mg_status mg_gpt_accumulate(mg_gpt *g, const mg_sched *sched, const mg_kctx *k, 
     MG_RETURN_IF(nmicro < 1, MG_ERR_ARG, "train step: no micro-batch");
     double lsum[2] = {0, 0}; /* masked token loss sum, token count (last stage) */
     mgk_zero(k, g->grads, g->numel);
+    if (sched->buckets) mg_grad_buckets_begin(sched->buckets, g, k);
     MG_FORWARD(mg_sched_train(g, k, comm, sched, micro, nmicro, loss_scale / (double)nmicro,
                               lsum));
-    MG_FORWARD(mg_gpt_sync_grads(g, comm, sched->sequence_parallel));
+    if (sched->buckets) MG_FORWARD(mg_grad_buckets_finish(sched->buckets));
+    else MG_FORWARD(mg_gpt_sync_grads(g, comm, sched->sequence_parallel));
     MG_FORWARD(reduce_loss(comm, lsum));
     *loss = lsum[1] > 0 ? lsum[0] / lsum[1] : 0.0;
     return MG_OK;
@@ -147,7 +151,7 @@ mg_status mg_gpt_train_step_comm(mg_gpt *g, mg_gpt_optim *o, const mg_sched *sch
 {
     MG_RETURN_IF(o->numel != g->numel, MG_ERR_ARG, "train step: optimizer of another model");
     MG_FORWARD(mg_gpt_accumulate(g, sched, k, comm, micro, nmicro, hp->loss_scale, &res->loss));
-    MG_FORWARD(reduce_grads(g, k, comm));
+    if (!sched->buckets) MG_FORWARD(reduce_grads(g, k, comm)); /* else reduced by bucket */
     mg_unscale_grads(k, g->grads, g->numel, hp->loss_scale);
     MG_FORWARD(mg_gpt_grad_norm(g, k, comm, &res->grad_norm));
     res->skipped = !isfinite(res->grad_norm);

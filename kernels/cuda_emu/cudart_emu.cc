@@ -163,6 +163,13 @@ static void issue(cudaStream_t s, std::function<void()> f)
     s->issued++;
 }
 
+bool stream_queue(cudaStream_t s, std::function<void()> f)
+{
+    if (!deferred(s)) return false;
+    issue(s, std::move(f));
+    return true;
+}
+
 static double now_ms(void)
 {
     struct timespec ts;

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <functional>
+
 #include "cuda_emu/cuda_emu.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -108,6 +110,10 @@ int stream_valid(cudaStream_t s);
 /* Before work runs on s now (a launch, a cuBLASLt call): in streams mode "late" the copies
  * and memsets s still holds (for the default stream: those of every stream) run first. */
 void stream_catch_up(cudaStream_t s);
+/* In streams mode "late" on a created stream: queues f there, to run when the stream's
+ * work must be seen (as its copies and memsets; the NCCL shim's collectives issued outside
+ * a group), and returns true. Otherwise returns false and f is not run. */
+bool stream_queue(cudaStream_t s, std::function<void()> f);
 /* Records a launch error for cudaGetLastError. */
 void set_last_error(cudaError_t e);
 /* The dynamic shared memory limit set with cudaFuncSetAttribute (48 KiB by default). */

@@ -6,7 +6,13 @@
  *     operator, a known stream, buffers inside cudaMalloc blocks of the emulated device
  *     (NCCL refuses host pointers it cannot reach; here a host buffer is an error too), a
  *     root or peer in range. Messages are limited to 2^31 - 1 bytes (MPI's int counts).
- *   - Every collective completes before it returns (the streams are synchronous); in place
+ *   - Every collective completes before it returns (the streams are synchronous), except in
+ *     the late streams mode (MGK_EMU_STREAMS=late) on a created stream outside a group: an
+ *     all-reduce or reduce-scatter is then queued on the stream like a copy and runs when
+ *     the stream's work must be seen (cudaStreamQuery / Synchronize, a wait on an event
+ *     recorded after it, a launch on the stream), so work on another stream that reads its
+ *     result without waiting for its event reads the old contents; a failure it meets then
+ *     is the communicator's asynchronous error (ncclCommGetAsyncError). In place
  *     where NCCL allows it (recvbuff == sendbuff; reduce-scatter recvbuff == sendbuff + rank
  *     x recvcount; all-gather sendbuff == recvbuff + rank x sendcount).
  *   - All-reduce: the buffer is cut into nranks blocks (block b = [b n / nranks, (b+1) n /
@@ -58,6 +64,18 @@ static ncclResult_t check_buf(const char *call, const char *name, const void *p,
         return fail(ncclInvalidArgument, call, "%s %p (%zu bytes) is not device memory (not "
                     "inside one cudaMalloc block)", name, p, bytes);
     return ncclSuccess;
+}
+
+/* A collective's transfer: now, or queued on a late stream outside a group (see above). */
+static ncclResult_t run_on(cudaStream_t stream, ncclComm_t comm,
+                           std::function<ncclResult_t()> f)
+{
+    if (g_group_depth == 0 && mgk_emu::stream_queue(stream, [comm, f]() {
+            ncclResult_t q = f();
+            if (q != ncclSuccess) comm->state = q;
+        }))
+        return ncclSuccess;
+    return f();
 }
 
 static size_t block_off(size_t n, int p, int b) { return (size_t)b * n / (size_t)p; }
@@ -119,9 +137,11 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
     if (r == ncclSuccess) r = check_buf(call, "sendbuff", sendbuff, bytes);
     if (r == ncclSuccess) r = check_buf(call, "recvbuff", recvbuff, bytes);
     if (r != ncclSuccess || count == 0) return r;
-    size_t o = block_off(count, comm->nranks, comm->rank) * type_size(t);
-    r = reduce_blocks(call, comm, sendbuff, (char *)recvbuff + o, count, t, op);
-    return r != ncclSuccess ? r : gather_blocks(call, comm, recvbuff, count, type_size(t));
+    return run_on(stream, comm, [=]() {
+        size_t o = block_off(count, comm->nranks, comm->rank) * type_size(t);
+        ncclResult_t q = reduce_blocks(call, comm, sendbuff, (char *)recvbuff + o, count, t, op);
+        return q != ncclSuccess ? q : gather_blocks(call, comm, recvbuff, count, type_size(t));
+    });
 }
 
 ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
@@ -134,7 +154,10 @@ ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recv
     if (r == ncclSuccess) r = check_buf(call, "sendbuff", sendbuff, bytes * (size_t)comm->nranks);
     if (r == ncclSuccess) r = check_buf(call, "recvbuff", recvbuff, bytes);
     if (r != ncclSuccess || recvcount == 0) return r;
-    return reduce_blocks(call, comm, sendbuff, recvbuff, recvcount * (size_t)comm->nranks, t, op);
+    return run_on(stream, comm, [=]() {
+        return reduce_blocks(call, comm, sendbuff, recvbuff, recvcount * (size_t)comm->nranks,
+                             t, op);
+    });
 }
 
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,

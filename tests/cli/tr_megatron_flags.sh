@@ -7,7 +7,7 @@ M="--num-layers 1 --hidden-size 16 --num-attention-heads 2 --seq-length 16
 "$MG_BIN/mg-train" $M --use-mcore-models --use-flash-attn --distributed-backend nccl \
   --attention-softmax-in-fp32 --transformer-impl local --wandb-project p --wandb-exp-name e \
   --no-masked-softmax-fusion --use-flash-attn --context-parallel-size 1 --recompute-activations \
-  --overlap-grad-reduce --num-workers 2 2>&1 >/dev/null
+  --overlap-param-gather --num-workers 2 2>&1 >/dev/null
 echo "exit $?"
 "$MG_BIN/mg-train" $M --use-mcore-models --num-experts 8 --moe-router-topk 2 --fp8-format hybrid \
   --context-parallel-size 2 --rotary-percent 0.5 --use-legacy-models --optimizer sgd 2>&1

@@ -112,16 +112,23 @@ def test_torch_dist_target_with_moments_is_refused(runs, tmp_path):
                      "--ckpt-format", "torch_dist", "--drop-optimizer-state"])
 
 
-def test_distributed_optimizer_moments_resume(runs, data, tmp_path):  # noqa: F811
+BUCKETS = {"one-bucket": [], "bucket-1": ["--overlap-grad-reduce", "--ddp-bucket-size", 1]}
+
+
+@pytest.mark.parametrize("buckets", sorted(BUCKETS))
+def test_distributed_optimizer_moments_resume(runs, data, tmp_path, buckets):  # noqa: F811
     """The moments of distrib_optim.pt (megatron-core's buffer layout, read at each rank of a
     TP=2 PP=2 run with --use-distributed-optimizer; its fp32 master weights checked equal to
     the model's) are resharded to TP=1 PP=1, also once the rank files hold only
     DistributedOptimizer.state_dict() as Megatron writes them, and a plain single-process
-    run resumes from them with the uninterrupted run's losses."""
+    run resumes from them with the uninterrupted run's losses. bucket-1: the run had
+    --overlap-grad-reduce --ddp-bucket-size 1 (a DDP bucket per parameter on the first
+    stage), which the checkpoint's args say (overlap_grad_reduce, ddp_bucket_size), and
+    distrib_optim.pt is read in that bucketed layout."""
     arch, _, full = runs
     ck = tmp_path / "ck"
     run_train(4, model_args(data, arch, TP2PP2 + ["--use-distributed-optimizer"] +
-                            stop_at_10(ck)), tmp_path / "a.jsonl")
+                            BUCKETS[buckets] + stop_at_10(ck)), tmp_path / "a.jsonl")
     out = tmp_path / "tp1"
     p = convert(ck, out)
     assert "parameters and their Adam moments" in p.stdout, p.stdout + p.stderr

@@ -1,10 +1,12 @@
 """The distributed optimizer's buffer and its distrib_optim.pt against megatron-core 0.16.1.
 
 mg-train trains a tiny GPT-2 (tied) and a tiny Llama (untied, GQA, SwiGLU) for 3 iterations
-on 2 ranks with --use-distributed-optimizer and saves. megatron-core's own
-_ParamAndGradBuffer (use_distributed_optimizer, no overlap: one bucket; CPU, the size-1 gloo
-group of the `mcore` fixture, whose layout equals DP 2's: buckets are padded to lcm(DP, 128)
-= 128 for both) lays out parameters of the checkpoint's shapes in Megatron's parameter order,
+on 2 ranks with --use-distributed-optimizer and saves, without --overlap-grad-reduce (one
+bucket) and with it and --ddp-bucket-size 5000 or 1 (several buckets, the test checks at
+least 4; with 1 a bucket per parameter, each bucket's end padding cut from the coalesced
+tensors, which then differ from the one-bucket layout's in length, checked too). megatron-core's own _ParamAndGradBuffer (use_distributed_optimizer, the same
+overlap_grad_reduce and bucket_size; CPU, the size-1 gloo group of the `mcore` fixture, whose
+layout equals DP 2's: buckets are padded to lcm(DP, 128) = 128 for both) lays out parameters of the checkpoint's shapes in Megatron's parameter order,
 and get_parameter_state_dp_zero's coalescing of that layout (buckets one after the other, each
 cut at numel_unpadded) applied to the checkpoint's weights and moments must give exactly the
 'param', 'exp_avg' and 'exp_avg_sq' tensors of our distrib_optim.pt.
@@ -61,13 +63,20 @@ def _load(path):
     return torch.load(path, weights_only=False)
 
 
+BUCKETS = {"one-bucket": None, "bucket-5000": 5000, "bucket-1": 1}
+
+
+@pytest.mark.parametrize("buckets", sorted(BUCKETS))
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
-def test_distrib_optim_matches_megatron_buffer(tmp_path, mcore, monkeypatch, arch):  # noqa: F811
+def test_distrib_optim_matches_megatron_buffer(tmp_path, mcore, monkeypatch, arch,  # noqa: F811
+                                               buckets):
     from megatron.core import parallel_state
     from megatron.core.distributed import DistributedDataParallelConfig
     from megatron.core.distributed.param_and_grad_buffer import _ParamAndGradBuffer
     model_flags = GPT2 if arch == "gpt2" else LLAMA
-    run_mpi(2, "mg-train", [*model_flags, *COMMON, "--save", tmp_path / "ck"])
+    size = BUCKETS[buckets]
+    overlap = ["--overlap-grad-reduce", "--ddp-bucket-size", size] if size else []
+    run_mpi(2, "mg-train", [*model_flags, *COMMON, *overlap, "--save", tmp_path / "ck"])
     d = tmp_path / "ck" / "iter_0000003" / "mp_rank_00"
     ck = _load(d / "model_optim_rng.pt")
     ours = torch.load(d / "distrib_optim.pt", weights_only=True)
@@ -78,8 +87,10 @@ def test_distrib_optim_matches_megatron_buffer(tmp_path, mcore, monkeypatch, arc
     with monkeypatch.context() as m:
         m.setattr(torch.cuda, "current_device", lambda: "cpu")
         buf = _ParamAndGradBuffer(
-            DistributedDataParallelConfig(use_distributed_optimizer=True), torch.float32,
-            torch.float32, params, parallel_state.get_data_parallel_group(), None,
+            DistributedDataParallelConfig(use_distributed_optimizer=True,
+                                          overlap_grad_reduce=size is not None,
+                                          bucket_size=size), torch.float32,
+            torch.float32, params, parallel_state.get_data_parallel_group(), size,
             dict(zip(params, order)), 1.0, list(range(len(params))), False,
             # the default (None) calls a parallel_state function 0.16.1 does not have
             types.SimpleNamespace(tp=parallel_state.get_tensor_model_parallel_group(),
@@ -100,6 +111,9 @@ def test_distrib_optim_matches_megatron_buffer(tmp_path, mcore, monkeypatch, arc
     assert ours["buckets_coalesced"] is True
     assert key == (torch.float32, torch.float32)
     assert mine["numel_unpadded"] == buf.numel_unpadded
+    assert len(buf.buckets) == 1 if size is None else len(buf.buckets) >= 4, len(buf.buckets)
+    if size == 1:
+        assert buf.numel_unpadded == sum(p.numel() for p in params)
     for what, values in source.items():
         world = []
         for b, (lo, hi) in enumerate(buf.bucket_indices):

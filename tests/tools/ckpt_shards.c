@@ -33,7 +33,7 @@ static void write_one(const char *dir, const mg_train_opts *o, int64_t tp_rank,
     mg_gpt_layout lay = {m->tp, tp_rank, pp_rank * per, per, pp_rank == 0,
                          pp_rank == m->pp - 1};
     mg_gpt_opts mo = {mg_gpt_default_gelu(m), o->init_method_std, (uint64_t)o->seed,
-                      o->mask_vocab_padding};
+                      o->mask_vocab_padding, 0};
     mg_gpt *g = NULL;
     mg_gpt_optim *opt = NULL;
     ok(mg_gpt_create(&g, m, &lay, &mo), "model");

@@ -46,7 +46,7 @@ static mg_gpt *probe_setup(int argc, char **argv, mg_train_opts *o, mg_kctx *k)
     ok(mgk_ctx_init(k, strcmp(backend, "fast") == 0 ? MGK_CPU_FAST : MGK_CPU_REF, 0), "kernels");
     mg_gpt_layout lay = mg_gpt_layout_full(&o->model);
     mg_gpt_opts mo = {gelu_of(gelu, &o->model), o->init_method_std, (uint64_t)o->seed,
-                      o->mask_vocab_padding};
+                      o->mask_vocab_padding, 0};
     mg_gpt *g = NULL;
     ok(mg_gpt_create(&g, &o->model, &lay, &mo), "model");
     if (strcmp(weights, "init") == 0) mg_gpt_init_params(g);

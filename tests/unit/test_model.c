@@ -36,7 +36,7 @@ static mg_gpt *make(mg_test_ctx *t, mg_train_opts *o, const char *cmd, const mg_
     MG_CHECK_OK(t, parse(o, cmd));
     mg_gpt_layout full = mg_gpt_layout_full(&o->model);
     mg_gpt_opts mo = {mg_gpt_default_gelu(&o->model), o->init_method_std, (uint64_t)o->seed,
-                      o->mask_vocab_padding};
+                      o->mask_vocab_padding, 0};
     mg_gpt *g = NULL;
     MG_CHECK_OK(t, mg_gpt_create(&g, &o->model, lay ? lay : &full, &mo));
     if (g) mg_gpt_init_params(g);

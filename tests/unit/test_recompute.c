@@ -44,7 +44,7 @@ static mg_gpt *make(mg_test_ctx *t, const char *cmd)
     MG_CHECK_OK(t, train_cmdline_parse(&o, cmd));
     MG_CHECK_OK(t, mg_train_resolve_vocab(&o));
     mg_gpt_layout full = mg_gpt_layout_full(&o.model);
-    mg_gpt_opts mo = {mg_gpt_default_gelu(&o.model), o.init_method_std, (uint64_t)o.seed, 0};
+    mg_gpt_opts mo = {mg_gpt_default_gelu(&o.model), o.init_method_std, (uint64_t)o.seed, 0, 0};
     mg_gpt *g = NULL;
     MG_CHECK_OK(t, mg_gpt_create(&g, &o.model, &full, &mo));
     if (g) mg_gpt_init_params(g);

@@ -20,7 +20,7 @@
 static mg_gpt *model(mg_test_ctx *t, const mg_train_opts *o, const mg_gpt_layout *l, int init)
 {
     mg_gpt_opts mo = {mg_gpt_default_gelu(&o->model), o->init_method_std, (uint64_t)o->seed,
-                      o->mask_vocab_padding};
+                      o->mask_vocab_padding, 0};
     mg_gpt *g = NULL;
     MG_CHECK_OK(t, mg_gpt_create(&g, &o->model, l, &mo));
     if (g && init) mg_gpt_init_params(g);
