@@ -22,6 +22,14 @@ static mg_status rank0_layout(const mg_model_desc *m, mg_gpt_layout *l)
                                &l->layer_first, &l->layers);
 }
 
+/* Bytes of an activation or parameter value: --bf16 / --fp16 move the activations (the
+ * tensor-parallel sums and gathers, the pipeline messages) and the distributed optimizer's
+ * parameter all-gather in 16 bits, as Megatron does. */
+static int64_t act_bytes(const mg_train_opts *o)
+{
+    return o->bf16 || o->fp16 ? 2 : 4;
+}
+
 static mg_status data_parallel(const mg_train_opts *o, const mg_gpt *g, mg_comm_plan *p)
 {
     int64_t dp = o->data_parallel_size, mp = o->model.tp * o->model.pp;
@@ -33,10 +41,10 @@ static mg_status data_parallel(const mg_train_opts *o, const mg_gpt *g, mg_comm_
         mg_dist_layout l;
         MG_FORWARD(mg_dist_layout_build(&l, g, dp, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE));
         for (int64_t b = 0; b < l.nbuckets; b++) {
-            int64_t bytes = (l.bucket[b + 1] - l.bucket[b]) * 4;
-            add(p, dp, MG_COMM_DATA, MG_COMM_OP_REDUCE_SCATTER, 1, bytes, 1,
+            int64_t numel = l.bucket[b + 1] - l.bucket[b];
+            add(p, dp, MG_COMM_DATA, MG_COMM_OP_REDUCE_SCATTER, 1, numel * 4, 1,
                 "gradients (a bucket of the distributed optimizer's buffer)");
-            add(p, dp, MG_COMM_DATA, MG_COMM_OP_ALLGATHER, 1, bytes, 1,
+            add(p, dp, MG_COMM_DATA, MG_COMM_OP_ALLGATHER, 1, numel * act_bytes(o), 1,
                 "parameters (a bucket of the distributed optimizer's buffer)");
         }
         mg_dist_layout_free(&l);
@@ -57,7 +65,8 @@ static void tensor_parallel(const mg_train_opts *o, const mg_gpt *g, int64_t nmi
                             mg_comm_plan *p)
 {
     const mg_model_desc *m = &o->model;
-    int64_t tp = m->tp, N = o->micro_batch_size * m->seq_length, act = N * m->hidden_size * 4;
+    int64_t tp = m->tp, N = o->micro_batch_size * m->seq_length;
+    int64_t act = N * m->hidden_size * act_bytes(o);
     int64_t layers = g->lay.layers * nmicro, first = g->lay.first_stage * nmicro;
     int64_t last = g->lay.last_stage * nmicro;
     if (!o->sequence_parallel) {
@@ -91,7 +100,7 @@ static void pipeline_parallel(const mg_train_opts *o, const mg_gpt *g, int64_t n
 {
     const mg_model_desc *m = &o->model;
     int64_t rows = o->micro_batch_size * m->seq_length / (o->sequence_parallel ? m->tp : 1);
-    int64_t act = rows * m->hidden_size * 4;
+    int64_t act = rows * m->hidden_size * act_bytes(o);
     add(p, m->pp, MG_COMM_PIPELINE, MG_COMM_OP_SEND, nmicro, act, 1,
         "pipeline: activations to the next stage");
     add(p, m->pp, MG_COMM_PIPELINE, MG_COMM_OP_RECV, nmicro, act, 1,

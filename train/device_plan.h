@@ -30,7 +30,7 @@
 typedef struct {
     int64_t params, grads, params16, moments; /* bytes (moments: of the shard with the
                                                * distributed optimizer) */
-    int64_t dist_buffers;                     /* distributed optimizer: buffer + shard */
+    int64_t dist_buffers;                     /* dist. optimizer: buffer + shard (+ 16-bit) */
     int64_t arena, nslots, inputs;            /* one arena's bytes, arenas, input bytes */
     int64_t allocated;                        /* the sum of the above (mgk_alloc) */
     int64_t workspaces;                       /* kernel context + attention scratch */
