@@ -176,8 +176,10 @@ asan: vocab
 # docs/DESIGN.md: without its optional dependencies the build still links, runs and passes
 # its tests (each test checks the refusal instead).
 test-minimal: vocab
-	$(MAKE) BUILD=build-min BIN=build-min/bin HAVE_ONIG=0 HAVE_ARCHIVE=0 HAVE_UTF8PROC=0 HAVE_MPI=0 HAVE_NCCL=0 \
+	rm -rf build-min/nvcc
+	$(MAKE) BUILD=build-min BIN=build-min/bin HAVE_ONIG=0 HAVE_ARCHIVE=0 HAVE_UTF8PROC=0 HAVE_MPI=0 HAVE_NCCL=0 HAVE_CUDA=0 \
 	  HAVE_OPENMP=0 HAVE_BLAS=0 CFLAGS=-Werror $(TOOLS:$(BIN)/%=build-min/bin/%) build-min/test-unit
+	@test ! -e build-min/nvcc || { echo "test-minimal: CUDA kernels were compiled (build-min/nvcc)"; exit 1; }
 	build-min/test-unit
 
 fuzz:

@@ -263,8 +263,12 @@ void mgk_adamw(const mg_kctx *k, float *param, float *m, float *v, const float *
 typedef uint16_t mgk_h16;
 
 void mgk_zero_h16(const mg_kctx *k, mgk_h16 *x, int64_t n);
+void mgk_copy_h16(const mg_kctx *k, mgk_h16 *dst, const mgk_h16 *src, int64_t n);
 void mgk_add_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *a, const mgk_h16 *b,
                  int64_t n);
+void mgk_bias_add_h16(const mg_kctx *k, mgk_h16 *x, const mgk_h16 *bias, int64_t N, int64_t C);
+void mgk_bias_grad_h16(const mg_kctx *k, float *dbias, const mgk_h16 *dout, int64_t N,
+                       int64_t C);
 void mgk_linear_fwd_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *inp, const mgk_h16 *W,
                         const mgk_h16 *bias, int64_t N, int64_t IN, int64_t OUT);
 void mgk_linear_bwd_h16(const mg_kctx *k, mgk_h16 *dinp, float *dW, float *dbias,

@@ -26,10 +26,26 @@ void mgk_zero_h16(const mg_kctx *k, mgk_h16 *x, int64_t n)
     CUDA_ONLY(zero_h16, (k, x, n));
 }
 
+void mgk_copy_h16(const mg_kctx *k, mgk_h16 *dst, const mgk_h16 *src, int64_t n)
+{
+    CUDA_ONLY(copy_h16, (k, dst, src, n));
+}
+
 void mgk_add_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *a, const mgk_h16 *b,
                  int64_t n)
 {
     CUDA_ONLY(add_h16, (k, out, a, b, n));
+}
+
+void mgk_bias_add_h16(const mg_kctx *k, mgk_h16 *x, const mgk_h16 *bias, int64_t N, int64_t C)
+{
+    CUDA_ONLY(bias_add_h16, (k, x, bias, N, C));
+}
+
+void mgk_bias_grad_h16(const mg_kctx *k, float *dbias, const mgk_h16 *dout, int64_t N,
+                       int64_t C)
+{
+    CUDA_ONLY(bias_grad_h16, (k, dbias, dout, N, C));
 }
 
 void mgk_linear_fwd_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *inp, const mgk_h16 *W,

@@ -244,10 +244,9 @@ mg_status mg_comm_allreduce_sum_bf16(mg_comm *c, uint16_t *buf, int64_t n)
     return allreduce(c, buf, n, COMM_BF16, sizeof(uint16_t));
 }
 
-/* One rank: recv = send (n floats), skipped when they are the same memory. */
-static void copy_floats(float *dst, const float *src, int64_t n)
+mg_status mg_comm_allreduce_sum_f16(mg_comm *c, uint16_t *buf, int64_t n)
 {
-    if (n > 0 && dst != src) memmove(dst, src, (size_t)n * sizeof *dst);
+    return allreduce(c, buf, n, COMM_F16, sizeof(uint16_t));
 }
 
 /* n elements of elem bytes from every rank (one rank: a copy unless in place). */
@@ -275,18 +274,36 @@ mg_status mg_comm_allgather_bf16(mg_comm *c, uint16_t *recv, const uint16_t *sen
     return allgather(c, recv, send, n, sizeof(uint16_t));
 }
 
-mg_status mg_comm_reduce_scatter_sum_f32(mg_comm *c, float *recv, const float *send,
-                                         int64_t n)
+static mg_status reduce_scatter(mg_comm *c, void *recv, const void *send, int64_t n,
+                                comm_dtype t, size_t elem)
 {
     MG_FORWARD(check_count(c, "reduce-scatter", recv, n));
     MG_FORWARD(check_count(c, "reduce-scatter", send, n));
-    count(c, MG_COMM_OP_REDUCE_SCATTER, c->size * n * (int64_t)sizeof(float));
+    count(c, MG_COMM_OP_REDUCE_SCATTER, c->size * n * (int64_t)elem);
     if (n == 0) return MG_OK;
     if (c->size == 1) {
-        copy_floats(recv, send, n);
+        if (recv != send) memmove(recv, send, (size_t)n * elem);
         return MG_OK;
     }
-    return c->be->reduce_scatter(c, recv, send, n);
+    return c->be->reduce_scatter(c, recv, send, n, t);
+}
+
+mg_status mg_comm_reduce_scatter_sum_f32(mg_comm *c, float *recv, const float *send,
+                                         int64_t n)
+{
+    return reduce_scatter(c, recv, send, n, COMM_F32, sizeof(float));
+}
+
+mg_status mg_comm_reduce_scatter_sum_bf16(mg_comm *c, uint16_t *recv, const uint16_t *send,
+                                          int64_t n)
+{
+    return reduce_scatter(c, recv, send, n, COMM_BF16, sizeof(uint16_t));
+}
+
+mg_status mg_comm_reduce_scatter_sum_f16(mg_comm *c, uint16_t *recv, const uint16_t *send,
+                                         int64_t n)
+{
+    return reduce_scatter(c, recv, send, n, COMM_F16, sizeof(uint16_t));
 }
 
 mg_status mg_comm_broadcast(mg_comm *c, void *buf, int64_t bytes, int64_t root)

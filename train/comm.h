@@ -26,9 +26,9 @@
  *     place: on return every rank's buffer holds the sum over the group's ranks, added in
  *     rank order (so every rank gets bit-identical values). (nccl: NCCL's own order; every
  *     rank still gets the same bits, which NCCL's ring and tree algorithms guarantee.)
- *   - all-gather: recv (size * n floats) receives rank r's n floats of send at r * n; send
- *     may be recv + rank * n (in place). reduce-scatter: send holds size * n floats; recv
- *     (n floats) receives the sum over ranks of block `rank`; recv may be send + rank * n.
+ *   - all-gather: recv (size * n elements) receives rank r's n elements of send at r * n; send
+ *     may be recv + rank * n (in place). reduce-scatter: send holds size * n elements; recv
+ *     (n elements) receives the sum over ranks of block `rank`; recv may be send + rank * n.
  *     broadcast: root's bytes are copied to every rank's buf.
  *   - Every rank of a group must call the group's collectives in the same order with the
  *     same counts (and root); a mismatch is a deadlock or an error, not detected here.
@@ -128,13 +128,21 @@ mg_status mg_comm_group_by_name(mg_comm *c, const char *name, mg_comm **group);
 mg_status mg_comm_allreduce_sum_f32(mg_comm *c, float *buf, int64_t n);
 mg_status mg_comm_allreduce_sum_f64(mg_comm *c, double *buf, int64_t n);
 mg_status mg_comm_allgather_f32(mg_comm *c, float *recv, const float *send, int64_t n);
-/* bf16 activations (bit patterns, kernels.h mgk_h16), as Megatron's --bf16 moves them: the
- * sum accumulates in fp32 and is rounded once to nearest-even (nccl: NCCL's bf16 sum, which
- * on a GPU rounds after each step of its ring or tree); the all-gather moves the bits. The
- * mpi backend (CPU buffers, fp32 training) has no bf16 sum: MG_ERR_UNSUPPORTED. */
+/* 16-bit activations (bit patterns, kernels.h mgk_h16), as Megatron's --bf16 / --fp16 move
+ * them: the sum accumulates in fp32 and is rounded once to nearest-even (nccl: NCCL's bf16 /
+ * fp16 sum, which on a GPU rounds after each step of its ring or tree; an fp16 sum beyond
+ * 65504 is inf); the all-gather moves the bits. The mpi backend (CPU buffers, fp32 training)
+ * has no 16-bit sum: MG_ERR_UNSUPPORTED. */
 mg_status mg_comm_allreduce_sum_bf16(mg_comm *c, uint16_t *buf, int64_t n);
+mg_status mg_comm_allreduce_sum_f16(mg_comm *c, uint16_t *buf, int64_t n);
 mg_status mg_comm_allgather_bf16(mg_comm *c, uint16_t *recv, const uint16_t *send, int64_t n);
 mg_status mg_comm_reduce_scatter_sum_f32(mg_comm *c, float *recv, const float *send,
+                                         int64_t n);
+/* The 16-bit reduce-scatters (--sequence-parallel with --bf16 / --fp16): the sums of the
+ * 16-bit all-reduces above, block `rank` of them; MG_ERR_UNSUPPORTED on the mpi backend. */
+mg_status mg_comm_reduce_scatter_sum_bf16(mg_comm *c, uint16_t *recv, const uint16_t *send,
+                                          int64_t n);
+mg_status mg_comm_reduce_scatter_sum_f16(mg_comm *c, uint16_t *recv, const uint16_t *send,
                                          int64_t n);
 mg_status mg_comm_broadcast(mg_comm *c, void *buf, int64_t bytes, int64_t root);
 mg_status mg_comm_barrier(mg_comm *c);

@@ -14,14 +14,16 @@
 #include "comm_groups.h"
 #include "comm_launch.h"
 
-typedef enum { COMM_F32, COMM_F64, COMM_BF16 } comm_dtype;
+typedef enum { COMM_F32, COMM_F64, COMM_BF16, COMM_F16 } comm_dtype;
 
 typedef struct comm_backend {
     const char *name;
     mg_status (*allreduce)(mg_comm *c, void *buf, int64_t n, comm_dtype t);
     /* recv gets rank r's `bytes` bytes at r x bytes; send may be recv + rank x bytes */
     mg_status (*allgather)(mg_comm *c, void *recv, const void *send, int64_t bytes);
-    mg_status (*reduce_scatter)(mg_comm *c, float *recv, const float *send, int64_t n);
+    /* n elements of type t (fp32, bf16 or fp16) to each rank */
+    mg_status (*reduce_scatter)(mg_comm *c, void *recv, const void *send, int64_t n,
+                                comm_dtype t);
     mg_status (*broadcast)(mg_comm *c, void *buf, int64_t bytes, int64_t root);
     mg_status (*barrier)(mg_comm *c);
     mg_status (*send)(mg_comm *c, const void *buf, int64_t bytes, int64_t peer);

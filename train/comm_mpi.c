@@ -223,16 +223,21 @@ static mg_status gather_blocks(mg_comm *c, const char *op, void *buf, int64_t n,
 
 static mg_status m_allreduce(mg_comm *c, void *buf, int64_t n, comm_dtype t)
 {
-    MG_RETURN_IF(t == COMM_BF16, MG_ERR_UNSUPPORTED, "not supported yet: a bf16 all-reduce on "
-                 "the MPI backend (CPU buffers are fp32; bf16 runs on the NCCL backend)");
+    MG_RETURN_IF(t == COMM_BF16 || t == COMM_F16, MG_ERR_UNSUPPORTED, "not supported yet: a "
+                 "%s all-reduce on the MPI backend (CPU buffers are fp32; 16-bit runs on the "
+                 "NCCL backend)", t == COMM_BF16 ? "bf16" : "fp16");
     size_t esz = t == COMM_F32 ? sizeof(float) : sizeof(double);
     char *mine = (char *)buf + (size_t)block_off(n, c->size, c->rank) * esz;
     MG_FORWARD(reduce_blocks(c, "all-reduce", buf, mine, n, t));
     return gather_blocks(c, "all-reduce", buf, n, esz, t == COMM_F32 ? MPI_FLOAT : MPI_DOUBLE);
 }
 
-static mg_status m_reduce_scatter(mg_comm *c, float *recv, const float *send, int64_t n)
+static mg_status m_reduce_scatter(mg_comm *c, void *recv, const void *send, int64_t n,
+                                  comm_dtype t)
 {
+    MG_RETURN_IF(t != COMM_F32, MG_ERR_UNSUPPORTED, "not supported yet: a 16-bit "
+                 "reduce-scatter on the MPI backend (CPU buffers are fp32; 16-bit runs on the "
+                 "NCCL backend)");
     return reduce_blocks(c, "reduce-scatter", send, recv, n * c->size, COMM_F32);
 }
 

@@ -125,7 +125,12 @@ static mg_status wait_comm(mg_comm *c, ncclComm_t comm, const char *op, double d
 
 static ncclDataType_t nccl_type(comm_dtype t)
 {
-    return t == COMM_F32 ? ncclFloat : t == COMM_F64 ? ncclDouble : ncclBfloat16;
+    switch (t) {
+    case COMM_F32: return ncclFloat;
+    case COMM_F64: return ncclDouble;
+    case COMM_F16: return ncclHalf;
+    default: return ncclBfloat16;
+    }
 }
 
 static size_t elem_size(comm_dtype t)
@@ -220,20 +225,21 @@ static mg_status n_allgather(mg_comm *c, void *recv, const void *send, int64_t b
                   (void *)d == recv ? NULL : recv, d, all);
 }
 
-static mg_status n_reduce_scatter(mg_comm *c, float *recv, const float *send, int64_t n)
+static mg_status n_reduce_scatter(mg_comm *c, void *recv, const void *send, int64_t n,
+                                  comm_dtype t)
 {
-    size_t bytes = (size_t)n * sizeof(float);
-    float *d = recv;
+    size_t bytes = (size_t)n * elem_size(t);
+    unsigned char *d = recv;
     if (!on_device(recv) || !on_device(send)) { /* reduced in place in the staging buffer */
         unsigned char *s;
         MG_FORWARD(stage_of(c, "reduce-scatter", bytes * (size_t)c->size, &s));
         MG_FORWARD(copy(c, "reduce-scatter", s, send, bytes * (size_t)c->size));
-        send = (const float *)s;
-        d = (float *)s + c->rank * n;
+        send = s;
+        d = s + (size_t)c->rank * bytes;
     }
-    return finish(c, "reduce-scatter", ncclReduceScatter(send, d, (size_t)n, ncclFloat, ncclSum,
-                                                         G(c)->comm, stream_of(c)),
-                  d == recv ? NULL : recv, d, bytes);
+    return finish(c, "reduce-scatter", ncclReduceScatter(send, d, (size_t)n, nccl_type(t),
+                                                         ncclSum, G(c)->comm, stream_of(c)),
+                  (void *)d == recv ? NULL : recv, d, bytes);
 }
 
 static mg_status n_broadcast(mg_comm *c, void *buf, int64_t bytes, int64_t root)

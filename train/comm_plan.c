@@ -23,14 +23,22 @@ static mg_status rank0_layout(const mg_model_desc *m, mg_gpt_layout *l)
                                &l->layer_first, &l->layers);
 }
 
-/* One row per run of buckets of equal size (b0 .. b1 - 1). */
+/* Bytes of an activation or parameter value: --bf16 / --fp16 move the activations (the
+ * tensor-parallel sums and gathers, the pipeline messages) and the distributed optimizer's
+ * parameter all-gather in 16 bits, as Megatron does. */
+static int64_t act_bytes(const mg_train_opts *o)
+{
+    return o->bf16 || o->fp16 ? 2 : 4;
+}
+
+/* One row per run of buckets of equal size (b0 .. b1 - 1), elem_bytes a value. */
 static void add_buckets(mg_comm_plan *p, int64_t dp, mg_comm_op op, const mg_dist_layout *l,
-                        const char *what)
+                        int64_t elem_bytes, const char *what)
 {
     for (int64_t b0 = 0, b1; b0 < l->nbuckets; b0 = b1) {
         int64_t n = l->bucket[b0 + 1] - l->bucket[b0];
         for (b1 = b0 + 1; b1 < l->nbuckets && l->bucket[b1 + 1] - l->bucket[b1] == n; b1++) {}
-        add(p, dp, MG_COMM_DATA, op, b1 - b0, n * 4, 1, what);
+        add(p, dp, MG_COMM_DATA, op, b1 - b0, n * elem_bytes, 1, what);
     }
 }
 
@@ -47,12 +55,12 @@ static mg_status data_parallel(const mg_train_opts *o, const mg_gpt *g, mg_comm_
         MG_FORWARD(mg_grad_layout_build(&l, g, dp, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE,
                                         dist));
         if (!dist)
-            add_buckets(p, dp, MG_COMM_OP_ALLREDUCE, &l,
+            add_buckets(p, dp, MG_COMM_OP_ALLREDUCE, &l, 4,
                         "gradients (a bucket of the --overlap-grad-reduce buffer)");
         else {
-            add_buckets(p, dp, MG_COMM_OP_REDUCE_SCATTER, &l,
+            add_buckets(p, dp, MG_COMM_OP_REDUCE_SCATTER, &l, 4,
                         "gradients (a bucket of the distributed optimizer's buffer)");
-            add_buckets(p, dp, MG_COMM_OP_ALLGATHER, &l,
+            add_buckets(p, dp, MG_COMM_OP_ALLGATHER, &l, act_bytes(o),
                         "parameters (a bucket of the distributed optimizer's buffer)");
         }
         mg_dist_layout_free(&l);
@@ -73,7 +81,8 @@ static void tensor_parallel(const mg_train_opts *o, const mg_gpt *g, int64_t nmi
                             mg_comm_plan *p)
 {
     const mg_model_desc *m = &o->model;
-    int64_t tp = m->tp, N = o->micro_batch_size * m->seq_length, act = N * m->hidden_size * 4;
+    int64_t tp = m->tp, N = o->micro_batch_size * m->seq_length;
+    int64_t act = N * m->hidden_size * act_bytes(o);
     int64_t layers = g->lay.layers * nmicro, first = g->lay.first_stage * nmicro;
     int64_t last = g->lay.last_stage * nmicro;
     if (!o->sequence_parallel) {
@@ -107,7 +116,7 @@ static void pipeline_parallel(const mg_train_opts *o, const mg_gpt *g, int64_t n
 {
     const mg_model_desc *m = &o->model;
     int64_t rows = o->micro_batch_size * m->seq_length / (o->sequence_parallel ? m->tp : 1);
-    int64_t act = rows * m->hidden_size * 4;
+    int64_t act = rows * m->hidden_size * act_bytes(o);
     add(p, m->pp, MG_COMM_PIPELINE, MG_COMM_OP_SEND, nmicro, act, 1,
         "pipeline: activations to the next stage");
     add(p, m->pp, MG_COMM_PIPELINE, MG_COMM_OP_RECV, nmicro, act, 1,

@@ -10,16 +10,19 @@
  *     token count (all-reduce of 2 doubles over DP); the gradients: one all-reduce of the
  *     whole gradient buffer over DP (the model's buffer, alignment padding included), or
  *     with --use-distributed-optimizer one reduce-scatter and one all-gather of each bucket
- *     of the padded buffer (dist_optim.h) plus the shard norm's all-reduce over DP; the
+ *     of the padded buffer (dist_optim.h; the all-gather of 16-bit parameters with --bf16 /
+ *     --fp16) plus the shard norm's all-reduce over DP; the
  *     gradient norm's all-reduce over the model-parallel group (TP x PP).
  *   - Model-parallel rows are exact too, for rank 0's shard (tensor rank 0, the first
  *     pipeline stage with Megatron's layer placement): the tensor-parallel sums of the
- *     model passes (per micro-batch: 4 all-reduces of B x S x h floats per layer, the word
+ *     model passes (per micro-batch: 4 all-reduces of B x S x h values per layer, the word
  *     embedding's and, on a last stage, the output layer's input gradient's; with
  *     --sequence-parallel the all-gather / reduce-scatter pairs instead and the norm and
  *     bias gradient all-reduces; on a last stage the cross-entropy's row maxima and sums),
- *     the pipeline's activation and gradient messages (B x S x h floats, / TP under SP)
- *     and the loss broadcast, and the tied word-embedding gradient's all-reduce.
+ *     the pipeline's activation and gradient messages (B x S x h values, / TP under SP)
+ *     and the loss broadcast, and the tied word-embedding gradient's all-reduce. A value
+ *     of those activations is 4 bytes, 2 with --bf16 / --fp16 (the cross-entropy's
+ *     statistics and every gradient reduction stay fp32).
  *   - Rows over a group of one rank are left out (nothing moves; comm.h does not count
  *     them). The vocabulary must be resolved (padded size).
  */

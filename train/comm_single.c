@@ -22,9 +22,10 @@ static mg_status s_allgather(mg_comm *c, void *recv, const void *send, int64_t b
     return unreachable(c, "all-gather");
 }
 
-static mg_status s_reduce_scatter(mg_comm *c, float *recv, const float *send, int64_t n)
+static mg_status s_reduce_scatter(mg_comm *c, void *recv, const void *send, int64_t n,
+                                  comm_dtype t)
 {
-    (void)recv, (void)send, (void)n;
+    (void)recv, (void)send, (void)n, (void)t;
     return unreachable(c, "reduce-scatter");
 }
 

@@ -48,7 +48,8 @@ static mg_status layout_at(const mg_model_desc *m, int64_t tp_rank, int64_t stag
 }
 
 /* The distributed optimizer's state (dist_optim.h): the moments of the shard, the packed
- * buffer and the reduced gradients of the shard. */
+ * buffer, the reduced gradients of the shard and with --bf16 / --fp16 the 16-bit parameter
+ * buffer. */
 static mg_status plan_dist(const mg_train_opts *o, const mg_gpt *g, mg_device_plan *p)
 {
     mg_dist_layout l;
@@ -57,6 +58,7 @@ static mg_status plan_dist(const mg_train_opts *o, const mg_gpt *g, mg_device_pl
     int64_t shard = l.numel / l.dp;
     p->moments = 2 * (shard ? shard : 1) * 4;
     p->dist_buffers = ((l.numel ? l.numel : 1) + (shard ? shard : 1)) * 4;
+    if (o->bf16 || o->fp16) p->dist_buffers += (l.numel ? l.numel : 1) * 2;
     mg_dist_layout_free(&l);
     return MG_OK;
 }

@@ -30,7 +30,7 @@
 typedef struct {
     int64_t params, grads, params16, moments; /* bytes (moments: of the shard with the
                                                * distributed optimizer) */
-    int64_t dist_buffers;                     /* distributed optimizer: buffer + shard */
+    int64_t dist_buffers;                     /* dist. optimizer: buffer + shard (+ 16-bit) */
     int64_t bucket_buffer;                    /* --overlap-grad-reduce without it: the
                                                * buckets' staging buffer (grad_buckets.h) */
     int64_t arena, nslots, inputs;            /* one arena's bytes, arenas, input bytes */

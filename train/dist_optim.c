@@ -92,6 +92,13 @@ mg_status mg_dist_optim_create(mg_dist_optim **out, const mg_gpt *g, mg_comm *wo
     return MG_OK;
 }
 
+mg_status mg_dist_optim_use_params16(mg_dist_optim *o)
+{
+    if (!o->buf16) /* at least one element, as alloc_floats */
+        o->buf16 = mgk_alloc(o->mem, (size_t)(o->lay.numel ? o->lay.numel : 1) * 2);
+    return o->buf16 ? MG_OK : MG_ERR_NOMEM;
+}
+
 void mg_dist_optim_free(mg_dist_optim *o)
 {
     if (!o) return;
@@ -100,6 +107,7 @@ void mg_dist_optim_free(mg_dist_optim *o)
     mgk_free(o->mem, o->gshard);
     mgk_free(o->mem, o->m);
     mgk_free(o->mem, o->v);
+    mgk_free(o->mem, o->buf16);
     free(o);
 }
 
@@ -145,11 +153,18 @@ typedef struct {
     mgk_adamw_hp hp;
 } adam_ctx;
 
+/* AdamW on a piece of the fp32 masters; with 16-bit parameters their rounded copy goes
+ * straight into this rank's slice of buf16 (megatron-core's bf16 / fp16 param buffer). */
 static void adam_piece(void *vc, const mg_gpt_tensor *t, int64_t e0, int64_t s0, int64_t n)
 {
     adam_ctx *c = vc;
-    mgk_adamw(c->k, c->g->params + t->offset + e0, c->o->m + s0, c->o->v + s0,
-              c->o->gshard + s0, n, &c->hp, t->decay);
+    float *master = c->g->params + t->offset + e0;
+    if (c->o->buf16)
+        mgk_adamw_h16(c->k, master, c->o->buf16 + c->o->lay.start[t - c->g->t] + e0,
+                      c->o->m + s0, c->o->v + s0, c->o->gshard + s0, n, &c->hp, t->decay);
+    else
+        mgk_adamw(c->k, master, c->o->m + s0, c->o->v + s0, c->o->gshard + s0, n, &c->hp,
+                  t->decay);
 }
 
 /* The shard's parameters into this rank's slices of buf (padding zero). */
@@ -181,10 +196,11 @@ static mg_status reduce_scatter_grads(mg_dist_optim *o, const mg_gpt *g, const m
     return MG_OK;
 }
 
-static mg_status gather_params(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *dp,
-                               adam_ctx *c)
+/* Every rank's updated fp32 parameters into g->params (through buf). */
+static mg_status gather_params(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *dp)
 {
-    for_pieces(o, g, param_piece, c);
+    adam_ctx c = {.o = o, .g = g, .k = k};
+    for_pieces(o, g, param_piece, &c);
     for (int64_t b = 0; b < o->lay.nbuckets; b++) {
         int64_t lo, n, at;
         slice(o, b, &lo, &n, &at);
@@ -192,6 +208,28 @@ static mg_status gather_params(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg
     }
     unpack(o, g, k, g->params, o->buf);
     return MG_OK;
+}
+
+/* Every rank's updated 16-bit parameters (adam_piece wrote this rank's slices of buf16)
+ * into g->params16. */
+static mg_status gather_params16(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *dp)
+{
+    for (int64_t b = 0; b < o->lay.nbuckets; b++) {
+        int64_t lo, n, at;
+        slice(o, b, &lo, &n, &at);
+        MG_FORWARD(mg_comm_allgather_bf16(dp, o->buf16 + o->lay.bucket[b], o->buf16 + lo, n));
+    }
+    for (size_t j = 0; j < g->nt; j++)
+        mgk_copy_h16(k, g->params16 + g->t[j].offset, o->buf16 + o->lay.start[j],
+                     g->t[j].numel);
+    return MG_OK;
+}
+
+mg_status mg_dist_gather_masters(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k,
+                                 mg_comm *world)
+{
+    if (!o->buf16) return MG_OK; /* fp32: the step gathered them */
+    return gather_params(o, g, k, mg_comm_group(world, MG_COMM_DATA));
 }
 
 typedef struct {
@@ -230,7 +268,7 @@ mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *w
     adam_ctx c = {o, g, k, {hp->lr, hp->beta1, hp->beta2, hp->eps, hp->weight_decay, o->step,
                             coeff}};
     for_pieces(o, g, adam_piece, &c);
-    return gather_params(o, g, k, dp, &c);
+    return o->buf16 ? gather_params16(o, g, k, dp) : gather_params(o, g, k, dp);
 }
 
 /* model (host, model layout) <- shard of every rank, gathered into dbuf (o's memory) and

@@ -17,7 +17,15 @@
  *   - State: the fp32 Adam moments of the shard only (numel / DP floats each, bucket after
  *     bucket) and the step count. In fp32 training the model's parameters are the master
  *     weights: each rank updates the elements of its shard and the all-gather gives every
- *     rank the whole updated parameters.
+ *     rank the whole updated parameters. With 16-bit parameters (--bf16 / --fp16:
+ *     g->params16) g->params are the fp32 masters, of which each rank updates its shard's
+ *     elements only (megatron-core's shard of main params), AdamW writes their 16-bit
+ *     rounding into this rank's slices of a 16-bit buffer of the same layout (megatron-core's
+ *     param buffer in the model's dtype) and that buffer is all-gathered, bucket by bucket,
+ *     into g->params16; mg_dist_gather_masters() completes the masters for a checkpoint.
+ *     The gradients stay fp32 in either precision (mg-train accumulates them in fp32: for
+ *     --bf16 megatron-core's accumulate_allreduce_grads_in_fp32, which Megatron forces; for
+ *     --fp16 Megatron's default reduces them in fp16, mg-train in fp32).
  *   - mg_dist_step(): after the micro-batches (gradients accumulated in g->grads, loss
  *     summed over DP: mg_gpt_accumulate), the gradients scaled by 1 / DP are packed into the
  *     buffer and reduce-scattered bucket by bucket over DP (sum in rank order: the same bits
@@ -30,7 +38,8 @@
  *     last stage's tied copy; the padding not at all), summed over the data-parallel group
  *     and then the model-parallel group — the plain step's norm up to the summation order; clipping and AdamW (step.h semantics) on the shard;
  *     the updated parameters all-gathered bucket by bucket. Communication per step: one
- *     reduce-scatter and one all-gather of numel floats per bucket over DP.
+ *     reduce-scatter of numel floats and one all-gather of numel parameters (floats, or 16-bit
+ *     values) per bucket over DP.
  *   - Checkpoints keep the model layout (checkpoint.h): mg_dist_gather_moments() assembles
  *     the full moments on every DP rank (an all-gather per bucket of m and of v);
  *     mg_dist_load_moments() takes this rank's shard from full moments (no communication).
@@ -75,6 +84,7 @@ typedef struct {
     float *buf;              /* numel: packed gradients, then the gathered parameters */
     float *gshard;           /* shard: the reduced gradients of this rank's slices */
     float *m, *v;            /* shard: Adam moments */
+    mgk_h16 *buf16;          /* numel, with 16-bit parameters (g->params16): their buffer */
     int64_t step;
     int grads_reduced;       /* every bucket reduce-scattered already (grad_buckets.h) */
     mgk_backend mem;         /* where buf, gshard, m and v live (kernels.h mgk_alloc) */
@@ -84,6 +94,9 @@ typedef struct {
  * runs on the device model's parameters and gradients and a context of that backend). */
 mg_status mg_dist_optim_create(mg_dist_optim **o, const mg_gpt *g, mg_comm *world,
                                mg_names nm, mgk_backend mem);
+/* --bf16 / --fp16: the 16-bit parameter buffer (numel values in o's memory), after which
+ * mg_dist_step takes a model with params16 (see the contract). */
+mg_status mg_dist_optim_use_params16(mg_dist_optim *o);
 void mg_dist_optim_free(mg_dist_optim *o); /* accepts NULL */
 
 /* Bucket b of g->grads scaled by 1 / DP and reduce-scattered into this rank's gshard;
@@ -95,6 +108,11 @@ mg_status mg_dist_reduce_bucket(mg_dist_optim *o, const mg_gpt *g, const mg_kctx
 mg_status mg_dist_step(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k, mg_comm *world,
                        const mg_step_hp *hp, mg_step_result *res);
 
+/* With 16-bit parameters: g->params (the fp32 masters, of which each rank updates its shard
+ * only) <- every rank's shard, an all-gather per bucket over DP (before a checkpoint); a
+ * no-op in fp32 training, whose step gathers them. */
+mg_status mg_dist_gather_masters(mg_dist_optim *o, mg_gpt *g, const mg_kctx *k,
+                                 mg_comm *world);
 /* full (host, model layout, g->numel) <- the moments of every shard. */
 mg_status mg_dist_gather_moments(const mg_dist_optim *o, const mg_gpt *g, mg_comm *world,
                                  mg_gpt_optim *full);

@@ -4,16 +4,16 @@
  * norm statistics, the attention's saved state, the loss and its log-sum-exp in fp32), on the
  * kernels' 16-bit variants (kernels.h).
  *
- * Contract: any tensor-parallel rank without sequence parallelism (so the SP twins alias
- * their buffers): the vocabulary-parallel embedding and the row-parallel outputs (attention
- * projection, fc2) summed over the group in bf16 as Megatron does (mg_tp_reduce_h16; a
- * row-parallel bias is added by tensor rank 0 before the sum, so that it counts once; Megatron
- * adds it after the sum: the two differ by one bf16 rounding), the vocabulary-parallel loss
- * on the logit shard (mg_tp_xent_fwd_h16); any pipeline stage: the embedding on the first,
- * the head on the last, the residual stream at the stage boundaries in 16 bits
- * (mg_gpt_stage_bytes); every buffer is forward.c's arena slot, planned at 16-bit size
- * (take_act) and read through mg_h16(). The loss of each token goes to a->loss for
- * mg_gpt_forward's masked mean.
+ * Contract: any tensor-parallel rank, with or without sequence parallelism, as forward.c's
+ * pass: the vocabulary-parallel embedding and the row-parallel outputs (attention projection,
+ * fc2) summed over the group in the 16-bit type as Megatron does (all-reduce, or reduce-
+ * scatter to the rank's Ns rows under SP: mg_tp_reduce_h16), a row-parallel bias added after
+ * the sum (mg_tp_row_linear_fwd_h16), the norm outputs all-gathered in 16 bits under SP
+ * (mg_tp_gather_h16), the vocabulary-parallel loss on the logit shard (mg_tp_xent_fwd_h16);
+ * any pipeline stage: the embedding on the first, the head on the last, the residual stream
+ * (Ns rows) at the stage boundaries in 16 bits (mg_gpt_stage_bytes); every buffer is
+ * forward.c's arena slot, planned at 16-bit size (take_act) and read through mg_h16(). The
+ * loss of each token goes to a->loss for mg_gpt_forward's masked mean.
  */
 #include "model_internal.h"
 
@@ -25,20 +25,17 @@ static void norm_fwd(const mg_gpt *g, const mg_kctx *k, float *out, float *mean,
     else mgk_layernorm_fwd_h16(k, mg_h16(out), mean, rstd, mg_h16(x), w, b, N, C, eps);
 }
 
-/* The row-parallel bias: tensor rank 0's (added before the group's sum). */
-static const mgk_h16 *row_bias(const mg_gpt_acts *a, const mgk_h16 *bias)
-{
-    return a->tp_rank == 0 ? bias : NULL;
-}
-
+/* forward.c's embedding: the word embedding summed (scattered under SP), the position
+ * embedding of the rank's rows added after the sum. */
 static mg_status embed_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
-    mgk_h16 *x = mg_h16(a->x[0]);
-    mgk_embedding_fwd_h16(k, x, a->batch.ids, mg_gw16(g, a, P_WTE), a->N, a->H, a->vocab0,
+    mgk_h16 *x = mg_h16(a->x[0]), *sum = a->sp ? mg_h16(a->tmp) : x;
+    mgk_embedding_fwd_h16(k, sum, a->batch.ids, mg_gw16(g, a, P_WTE), a->N, a->H, a->vocab0,
                            a->Vp, 0);
-    MG_FORWARD(mg_tp_reduce_h16(a, x, a->H));
+    MG_FORWARD(mg_tp_reduce_h16(a, k, x, sum, a->H));
+    const int32_t *pos = a->sp ? a->pos + a->tp_rank * a->Ns : a->pos; /* the rank's rows */
     if (g->m.learned_positions)
-        mgk_embedding_fwd_h16(k, x, a->pos, mg_gw16(g, a, P_WPE), a->N, a->H, 0,
+        mgk_embedding_fwd_h16(k, x, pos, mg_gw16(g, a, P_WPE), a->Ns, a->H, 0,
                                g->m.max_position_embeddings, 1);
     return MG_OK;
 }
@@ -49,8 +46,9 @@ static mg_status attn_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *
     int64_t N = a->N, QD = a->Hq * a->D;
     mgk_h16 *q = mg_h16(s->q), *kk = mg_h16(s->k), *v = mg_h16(s->v);
     norm_fwd(g, k, s->ln1, s->ln1_mean, s->ln1_rstd, a->x[l], mg_lw16(g, a, l, P_IN_W),
-             mg_lw16(g, a, l, P_IN_B), N, a->H);
-    mgk_linear_fwd_h16(k, mg_h16(a->qkv), mg_h16(s->ln1), mg_lw16(g, a, l, P_QKV_W),
+             mg_lw16(g, a, l, P_IN_B), a->Ns, a->H);
+    MG_FORWARD(mg_tp_gather_h16(a, mg_h16(s->ln1g), mg_h16(s->ln1), a->H));
+    mgk_linear_fwd_h16(k, mg_h16(a->qkv), mg_h16(s->ln1g), mg_lw16(g, a, l, P_QKV_W),
                        mg_lw16(g, a, l, P_QKV_B), N, a->H, a->QKV);
     mgk_qkv_split_h16(k, q, kk, v, mg_h16(a->qkv), N, a->Hq, a->Hkv, a->D);
     if (!g->m.learned_positions) {
@@ -59,10 +57,10 @@ static mg_status attn_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *
         mgk_rope_fwd_h16(k, kk, kk, a->pos, a->B, a->T, a->Hkv, a->D, a->D, base);
     }
     mgk_attn_fwd_h16(k, &a->ad, mg_h16(s->ao), s->att, q, kk, v, a->batch.seg);
-    mgk_linear_fwd_h16(k, mg_h16(s->xmid), mg_h16(s->ao), mg_lw16(g, a, l, P_PROJ_W),
-                        row_bias(a, mg_lw16(g, a, l, P_PROJ_B)), N, QD, a->H);
-    MG_FORWARD(mg_tp_reduce_h16(a, mg_h16(s->xmid), a->H));
-    mgk_add_h16(k, mg_h16(s->xmid), mg_h16(s->xmid), mg_h16(a->x[l]), N * a->H);
+    MG_FORWARD(mg_tp_row_linear_fwd_h16(a, k, mg_h16(s->xmid), mg_h16(s->ao),
+                                        mg_lw16(g, a, l, P_PROJ_W),
+                                        mg_lw16(g, a, l, P_PROJ_B), QD, a->H));
+    mgk_add_h16(k, mg_h16(s->xmid), mg_h16(s->xmid), mg_h16(a->x[l]), a->Ns * a->H);
     return MG_OK;
 }
 
@@ -72,15 +70,15 @@ static mg_status mlp_block_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k
     mgk_h16 *out = mg_h16(a->x[l + 1]), *fc1 = mg_h16(s->fc1), *act = mg_h16(s->act);
     int64_t N = a->N;
     norm_fwd(g, k, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, mg_lw16(g, a, l, P_POST_W),
-             mg_lw16(g, a, l, P_POST_B), N, a->H);
-    mgk_linear_fwd_h16(k, fc1, mg_h16(s->ln2), mg_lw16(g, a, l, P_FC1_W),
+             mg_lw16(g, a, l, P_POST_B), a->Ns, a->H);
+    MG_FORWARD(mg_tp_gather_h16(a, mg_h16(s->ln2g), mg_h16(s->ln2), a->H));
+    mgk_linear_fwd_h16(k, fc1, mg_h16(s->ln2g), mg_lw16(g, a, l, P_FC1_W),
                        mg_lw16(g, a, l, P_FC1_B), N, a->H, a->F1);
     if (g->m.swiglu) mgk_swiglu_fwd_h16(k, act, fc1, N, a->F);
     else mgk_gelu_fwd_h16(k, act, fc1, N * a->F, g->opt.gelu);
-    mgk_linear_fwd_h16(k, out, act, mg_lw16(g, a, l, P_FC2_W),
-                        row_bias(a, mg_lw16(g, a, l, P_FC2_B)), N, a->F, a->H);
-    MG_FORWARD(mg_tp_reduce_h16(a, out, a->H));
-    mgk_add_h16(k, out, out, mg_h16(s->xmid), N * a->H);
+    MG_FORWARD(mg_tp_row_linear_fwd_h16(a, k, out, act, mg_lw16(g, a, l, P_FC2_W),
+                                        mg_lw16(g, a, l, P_FC2_B), a->F, a->H));
+    mgk_add_h16(k, out, out, mg_h16(s->xmid), a->Ns * a->H);
     return MG_OK;
 }
 
@@ -93,8 +91,9 @@ mg_status mg_gpt_layer_fwd_h16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k
 static mg_status head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
     norm_fwd(g, k, a->lnf, a->lnf_mean, a->lnf_rstd, a->x[a->L], mg_gw16(g, a, P_LNF_W),
-             mg_gw16(g, a, P_LNF_B), a->N, a->H);
-    mgk_linear_fwd_h16(k, mg_h16(a->logits), mg_h16(a->lnf), mg_gw16(g, a, P_OUT), NULL, a->N,
+             mg_gw16(g, a, P_LNF_B), a->Ns, a->H);
+    MG_FORWARD(mg_tp_gather_h16(a, mg_h16(a->lnfg), mg_h16(a->lnf), a->H));
+    mgk_linear_fwd_h16(k, mg_h16(a->logits), mg_h16(a->lnfg), mg_gw16(g, a, P_OUT), NULL, a->N,
                         a->H, a->Vp);
     if (a->tpc) return mg_tp_xent_fwd_h16(a, k, a->batch.targets, mg_gpt_loss_vocab(g));
     mgk_xent_fwd_h16(k, a->loss, a->lse, mg_h16(a->logits), a->batch.targets, a->N, a->Vp,
@@ -104,10 +103,6 @@ static mg_status head_fwd(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 
 mg_status mg_gpt_forward_h16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k)
 {
-    MG_RETURN_IF(a->sp, MG_ERR_UNSUPPORTED, "not supported yet: --%s with --sequence-parallel",
-                 mgk_half_name(k->half));
-    MG_RETURN_IF(a->tpc && k->half != MGK_HALF_BF16, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --%s with tensor parallelism", mgk_half_name(k->half));
     if (g->lay.first_stage) MG_FORWARD(embed_fwd(g, a, k));
     for (int64_t l = 0; l < a->L; l++) MG_FORWARD(mg_gpt_layer_fwd_h16(g, a, k, l));
     return g->lay.last_stage ? head_fwd(g, a, k) : MG_OK;

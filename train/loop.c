@@ -219,7 +219,9 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
     mg_train_ckpt_state st = {it, it * o->global_batch_size, (int64_t)s->valid_cursor,
                               s->flops_so_far, 1, s->sched_behind, s->scaler};
     mg_gpt_optim *full = s->opt;
-    mg_status ss = mg_device_to_host(s->g, s->dg, s->opt, s->dev_opt, &s->k);
+    /* 16-bit parameters: each rank holds its shard's fp32 masters only until gathered */
+    mg_status ss = s->dopt ? mg_dist_gather_masters(s->dopt, s->dg, &s->k, s->comm) : MG_OK;
+    if (ss == MG_OK) ss = mg_device_to_host(s->g, s->dg, s->opt, s->dev_opt, &s->k);
     if (ss == MG_OK && s->dopt) { /* every DP rank takes part in gathering the moments */
         ss = mg_gpt_optim_create(&full, s->g);
         if (ss == MG_OK) ss = mg_dist_gather_moments(s->dopt, s->g, s->comm, full);
@@ -303,9 +305,6 @@ static mg_status open_device(run_state *s)
     }
     /* the collectives follow the kernels on the compute stream (comm.h) */
     mg_comm_set_stream(s->comm, mgk_stream_handle(&s->k));
-    MG_RETURN_IF(o->use_distributed_optimizer && (o->bf16 || o->fp16), MG_ERR_UNSUPPORTED,
-                 "not supported yet: --use-distributed-optimizer with %s on --device cuda",
-                 o->bf16 ? "--bf16" : "--fp16");
     return MG_OK;
 }
 
@@ -329,6 +328,7 @@ static mg_status setup(run_state *s)
     MG_FORWARD(mg_grad_scaler_init(&s->scaler, o));
     MG_FORWARD(load_checkpoint(s));
     MG_FORWARD(mg_device_model(&s->dg, s->g, &s->k, o->bf16 || o->fp16));
+    if (s->dopt && (o->bf16 || o->fp16)) MG_FORWARD(mg_dist_optim_use_params16(s->dopt));
     if (s->opt) MG_FORWARD(mg_device_optim(&s->dev_opt, s->opt, s->g, &s->k));
     if (o->overlap_grad_reduce)
         MG_FORWARD(mg_grad_buckets_create(&s->buckets, s->dg, s->comm,
@@ -472,6 +472,15 @@ static mg_status device_time(run_state *s, int64_t it, mgk_mark *a, mgk_mark *b)
     return st;
 }
 
+/* Megatron's check_for_nan_in_loss_and_grad (pretrain_gpt.py loss_func: a NaN or an Inf
+ * loss ends the run), which its validate_args turns off for --fp16 with dynamic loss scaling,
+ * where a non-finite loss is the scaler's signal: that iteration is skipped, the scale
+ * backs off and the log counts it as a nan iteration. */
+static int nan_check(const run_state *s)
+{
+    return s->scaler.kind != MG_SCALER_DYNAMIC;
+}
+
 static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, double *secs)
 {
     double t0 = now_s();
@@ -485,7 +494,7 @@ static mg_status one_iteration(run_state *s, int64_t it, mg_step_result *res, do
     MG_FORWARD(st);
     *secs = now_s() - t0;
     snapshot_counts(s, it);
-    MG_RETURN_IF(!isfinite(res->loss), MG_ERR_FORMAT,
+    MG_RETURN_IF(!isfinite(res->loss) && nan_check(s), MG_ERR_FORMAT,
                  "NaN/Inf loss at iteration %lld (lm loss %g, grad norm %g); stopping",
                  (long long)it, res->loss, res->grad_norm);
     return MG_OK;

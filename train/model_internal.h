@@ -72,7 +72,8 @@ mg_status mg_gpt_recompute_chunk(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx 
                                  int64_t l);
 
 /* The passes with 16-bit activations and weights (forward_h16.c, backward_h16.c; a->h16):
- * the whole model on one rank (tp = 1, one pipeline stage); the loss in a->loss (fp32). */
+ * any tensor-parallel rank (with or without sequence parallelism) of any pipeline stage; the
+ * loss in a->loss (fp32). */
 mg_status mg_gpt_forward_h16(const mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k);
 mg_status mg_gpt_backward_h16(mg_gpt *g, mg_gpt_acts *a, const mg_kctx *k, double grad_scale);
 
@@ -119,10 +120,18 @@ mg_status mg_tp_row_linear_fwd(const struct mg_gpt_acts *a, const mg_kctx *k, fl
 /* Vocabulary-parallel cross-entropy of a->logits into a->loss and a->lse. */
 mg_status mg_tp_xent_fwd(const struct mg_gpt_acts *a, const mg_kctx *k,
                          const int32_t *targets, int64_t vocab);
-/* --bf16 (no sequence parallelism): x (N rows of C bf16 values) <- its sum over the group
- * (Megatron's all-reduce in the activations' type; a no-op when tp = 1). */
-mg_status mg_tp_reduce_h16(const struct mg_gpt_acts *a, mgk_h16 *x, int64_t C);
-/* mg_tp_xent_fwd on the bf16 logits of a --bf16 arena (the statistics in fp32). */
+/* --bf16 / --fp16: mg_tp_gather, mg_tp_reduce and mg_tp_row_linear_fwd on 16-bit values of
+ * k's kind, the sums in that type as Megatron moves them (accumulated in fp32, rounded once;
+ * comm.h), the row-parallel bias added after the sum (tp = 1: the fused single-process
+ * mgk_linear_fwd_h16). */
+mg_status mg_tp_gather_h16(const struct mg_gpt_acts *a, mgk_h16 *full, const mgk_h16 *local,
+                           int64_t C);
+mg_status mg_tp_reduce_h16(const struct mg_gpt_acts *a, const mg_kctx *k, mgk_h16 *out,
+                           mgk_h16 *partial, int64_t C);
+mg_status mg_tp_row_linear_fwd_h16(const struct mg_gpt_acts *a, const mg_kctx *k, mgk_h16 *out,
+                                   const mgk_h16 *inp, const mgk_h16 *W, const mgk_h16 *bias,
+                                   int64_t IN, int64_t C);
+/* mg_tp_xent_fwd on the 16-bit logits of a --bf16 / --fp16 arena (the statistics in fp32). */
 mg_status mg_tp_xent_fwd_h16(const struct mg_gpt_acts *a, const mg_kctx *k,
                               const int32_t *targets, int64_t vocab);
 

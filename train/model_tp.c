@@ -72,8 +72,42 @@ mg_status mg_tp_xent_fwd_h16(const mg_gpt_acts *a, const mg_kctx *k, const int32
     return xent_combine(a, k);
 }
 
-mg_status mg_tp_reduce_h16(const mg_gpt_acts *a, mgk_h16 *x, int64_t C)
+/* ---- 16-bit activations (--bf16 / --fp16): the sums in the context's 16-bit type ---- */
+
+mg_status mg_tp_gather_h16(const mg_gpt_acts *a, mgk_h16 *full, const mgk_h16 *local,
+                           int64_t C)
 {
-    MG_ASSERT(!a->sp);
-    return a->tpc ? mg_comm_allreduce_sum_bf16(a->tpc, x, a->N * C) : MG_OK;
+    if (!a->sp) {
+        MG_ASSERT(full == local);
+        return MG_OK;
+    }
+    return mg_comm_allgather_bf16(a->tpc, full, local, a->Ns * C); /* the bits, either type */
+}
+
+mg_status mg_tp_reduce_h16(const mg_gpt_acts *a, const mg_kctx *k, mgk_h16 *out,
+                           mgk_h16 *partial, int64_t C)
+{
+    int fp16 = k->half == MGK_HALF_FP16;
+    if (a->sp)
+        return fp16 ? mg_comm_reduce_scatter_sum_f16(a->tpc, out, partial, a->Ns * C)
+                    : mg_comm_reduce_scatter_sum_bf16(a->tpc, out, partial, a->Ns * C);
+    MG_ASSERT(out == partial);
+    if (!a->tpc) return MG_OK;
+    return fp16 ? mg_comm_allreduce_sum_f16(a->tpc, partial, a->N * C)
+                : mg_comm_allreduce_sum_bf16(a->tpc, partial, a->N * C);
+}
+
+mg_status mg_tp_row_linear_fwd_h16(const mg_gpt_acts *a, const mg_kctx *k, mgk_h16 *out,
+                                   const mgk_h16 *inp, const mgk_h16 *W, const mgk_h16 *bias,
+                                   int64_t IN, int64_t C)
+{
+    if (!a->tpc) {
+        mgk_linear_fwd_h16(k, out, inp, W, bias, a->N, IN, C);
+        return MG_OK;
+    }
+    mgk_h16 *partial = a->sp ? mg_h16(a->tmp) : out;
+    mgk_linear_fwd_h16(k, partial, inp, W, NULL, a->N, IN, C);
+    MG_FORWARD(mg_tp_reduce_h16(a, k, out, partial, C));
+    if (bias) mgk_bias_add_h16(k, out, bias, a->Ns, C);
+    return MG_OK;
 }

@@ -204,6 +204,13 @@ extern "C" void mgk_cuda_zero_h16(const mg_kctx *k, mgk_h16 *x, int64_t n)
     if (n > 0) MGK_CUDA_CHECK(cudaMemsetAsync(x, 0, (size_t)n * sizeof(mgk_h16), mgk_stream(k)));
 }
 
+extern "C" void mgk_cuda_copy_h16(const mg_kctx *k, mgk_h16 *dst, const mgk_h16 *src, int64_t n)
+{
+    if (n > 0)
+        MGK_CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)n * sizeof(mgk_h16),
+                                       cudaMemcpyDeviceToDevice, mgk_stream(k)));
+}
+
 extern "C" void mgk_cuda_add(const mg_kctx *k, float *out, const float *a, const float *b,
                              int64_t n)
 {

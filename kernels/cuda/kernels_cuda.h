@@ -88,6 +88,7 @@ void mgk_cuda_residual_rmsnorm_fwd_h16(const mg_kctx *k, mgk_h16 *resid, mgk_h16
 /* ---- 16-bit variants (kernels.h meaning; type rule above) ------------------------------------ */
 
 void mgk_cuda_zero_h16(const mg_kctx *k, mgk_h16 *x, int64_t n);
+void mgk_cuda_copy_h16(const mg_kctx *k, mgk_h16 *dst, const mgk_h16 *src, int64_t n);
 void mgk_cuda_add_h16(const mg_kctx *k, mgk_h16 *out, const mgk_h16 *a, const mgk_h16 *b,
                       int64_t n);
 void mgk_cuda_bias_add_h16(const mg_kctx *k, mgk_h16 *x, const mgk_h16 *bias, int64_t N,

@@ -24,6 +24,11 @@ static void elementwise_case(ct *c, int64_t C)
         mgk_bias_add(&c->ref, ct_round16(c, a, N * C), bias, N, C);
         KT_CLOSE(c->t, ct_label(c, "add + bias_add"), ct_down16(c, Da, N * C), a, N * C,
                  ct_tol16(c), ct_tol16(c));
+        mgk_h16 *Dc;
+        ct_in16(c, N * C, 10, 1.0f, &Dc);
+        mgk_cuda_copy_h16(&c->dev, Dc, Da, N * C);
+        KT_SAME(c->t, ct_label(c, "copy"), ct_down16(c, Dc, N * C), ct_down16(c, Da, N * C),
+                N * C);
         float *g = ct_rand(c, C, 4, 1.0f), *Dg = CT_UPF(c, g, C);
         mgk_cuda_bias_grad_h16(&c->dev, Dg, Db, N, C);
         mgk_bias_grad(&c->ref, g, b, N, C);

@@ -23,9 +23,16 @@ of 2 x 16 tokens per iteration, 20 iterations, vocabulary 999 padded to 1024), 4
     same names, shapes and dtypes, values within the drift of 20 Adam steps.
   - the TP=2 x PP=2 device run's checkpoint exported to Hugging Face by mg-convert (TP and PP
     merged): transformers' logits on random ids equal mg-train's model on the exported weights.
-  - --bf16 (bf16 activations at the stage boundaries and in the tensor-parallel sums,
-    gradients reduced in fp32) at PP=2 x DP=2 and TP=2 x DP=2: losses within BF16_REL (2e-3)
-    of the single-process --bf16 device run, falling.
+  - --bf16 and --fp16 (16-bit activations at the stage boundaries and in the tensor-parallel
+    sums, all-gathers and reduce-scatters, gradients reduced in fp32) at PP=2 x DP=2,
+    TP=2 x DP=2 and TP=2 x DP=2 with --sequence-parallel: losses within BF16_REL (2e-3) /
+    FP16_REL (5e-4) of the single-process device run of the precision, falling; rank 0 moves
+    the bytes --dry-run plans (16-bit activations at 2 bytes).
+  - --fp16 with forced overflows (--initial-loss-scale 2^28) at TP=2 x DP=2: every rank skips
+    together (the scales are megatron-core's DynamicGradScaler's, both tensor-parallel
+    ranks' checkpoints hold its state).
+  - --use-distributed-optimizer with --bf16 / --fp16 at TP=2 x DP=2: the plain 16-bit run's
+    losses, the planned memory and bytes, fp32 masters in both checkpoint files.
   - --dry-run --device cuda plans every pipeline stage's device memory.
 
 mpirun --oversubscribe --allow-run-as-root (a missing mpirun fails); OMP_NUM_THREADS=1.
@@ -37,8 +44,11 @@ import pytest
 import torch
 
 import conftest
+from test_dist_train import _totals
 from test_train_ckpt import _torch_load
-from test_train_device import BF16_REL, _assert_close_tensors, _assert_memory_as_planned, _emu
+from test_train_loss_scale import megatron_scales, scaler_module  # noqa: F401 - a fixture
+from test_train_device import (BF16_REL, FP16_REL, _assert_close_tensors,
+                               _assert_memory_as_planned, _emu)
 from test_train_parallel import (V, assert_same_run, data, model_args, mpirun,  # noqa: F401
                                  run_train)
 from test_train_parallel_ckpt import assert_probe_logits
@@ -85,25 +95,80 @@ def test_device_layout_equals_cpu(data, arch, layout, tmp_path):  # noqa: F811
         assert_probe_logits(arch, hf, tmp_path)
 
 
-BF16_LAYOUTS = {"pp2-dp2": ["--pipeline-model-parallel-size", 2], "tp2-dp2": TP2DP2}
+H16_LAYOUTS = {"pp2-dp2": ["--pipeline-model-parallel-size", 2], "tp2-dp2": TP2DP2,
+               "tp2-sp-dp2": TP2DP2 + ["--sequence-parallel"]}
+# --fp16 with Megatron's dynamic loss scaling from 2^10 (no overflow on this model)
+H16_FLAGS = {"bf16": ["--bf16"], "fp16": ["--fp16", "--initial-loss-scale", 1024]}
 
 
-@pytest.mark.parametrize("layout", sorted(BF16_LAYOUTS))
-def test_bf16_layout_near_single_process(data, layout, tmp_path):  # noqa: F811
-    """--bf16 on 4 ranks against the single-process --bf16 device run: within BF16_REL
-    (the tensor-parallel activation sums in bf16, gradients reduced in fp32; measured when
-    written: 8.9e-6 at PP=2 x DP=2, 1.7e-5 at TP=2 x DP=2), the loss falling."""
-    arch, args = "gpt2", model_args(data, "gpt2", ["--bf16"])
-    one = conftest.run_mg([_emu(), *args, "--device", "cuda", "--log-file",
-                           tmp_path / "one.jsonl"], env=ENV)
-    assert "1 ranks" in one.stderr, one.stderr
-    ref = [json.loads(line) for line in open(tmp_path / "one.jsonl")]
-    got, _ = run_device(arch, args + BF16_LAYOUTS[layout], tmp_path / "dev.jsonl")
+@pytest.fixture(scope="module")
+def one_h16(data, tmp_path_factory):  # noqa: F811
+    """The single-process device run of each precision: {precision: records}."""
+    d, out = tmp_path_factory.mktemp("one_h16"), {}
+    for prec, flags in H16_FLAGS.items():
+        metrics = d / f"{prec}.jsonl"
+        one = conftest.run_mg([_emu(), *model_args(data, "gpt2", flags), "--device", "cuda",
+                               "--log-file", metrics], env=ENV)
+        assert "1 ranks" in one.stderr, one.stderr
+        out[prec] = [json.loads(line) for line in open(metrics)]
+    return out
+
+
+def assert_near(ref, got, rel, what):
+    """Same records; every loss (train and validation) within rel of ref's; the same loss
+    scales and no skipped iteration; the training loss falls."""
     assert [(r["kind"], r["iteration"]) for r in got] == [(r["kind"], r["iteration"]) for r in ref]
     worst = max(abs(a["loss"] - b["loss"]) / abs(a["loss"]) for a, b in zip(ref, got))
-    assert worst <= BF16_REL, f"bf16 {layout}: loss differs by {worst:.3g} relative"
-    train = [r["loss"] for r in got if r["kind"] == "train"]
-    assert train[-1] < train[0], f"bf16 {layout}: the loss does not fall: {train}"
+    assert worst <= rel, f"{what}: loss differs by {worst:.3g} relative"
+    train = [(a, b) for a, b in zip(ref, got) if a["kind"] == "train"]
+    assert all(b["skipped"] == 0 and b["loss_scale"] == a["loss_scale"] for a, b in train)
+    assert train[-1][1]["loss"] < train[0][1]["loss"], f"{what}: the loss does not fall"
+
+
+@pytest.mark.parametrize("layout", sorted(H16_LAYOUTS))
+@pytest.mark.parametrize("prec", sorted(H16_FLAGS))
+def test_h16_layout_near_single_process(data, one_h16, prec, layout, tmp_path):  # noqa: F811
+    """--bf16 / --fp16 on 4 ranks against the single-process device run of the same precision:
+    within BF16_REL (2e-3) / FP16_REL (5e-4), the loss falling (the tensor-parallel
+    activation sums, all-gathers and reduce-scatters in 16 bits, gradients reduced in fp32;
+    measured when written: bf16 8.0e-6 at PP=2 x DP=2, 3.0e-5 at TP=2 x DP=2 and with SP;
+    fp16 1.6e-6 at PP=2 x DP=2, 2.3e-6 at TP=2 x DP=2 and with SP)."""
+    args = model_args(data, "gpt2", H16_FLAGS[prec] + H16_LAYOUTS[layout])
+    got, err = run_device("gpt2", args, tmp_path / "dev.jsonl")
+    rel = BF16_REL if prec == "bf16" else FP16_REL
+    assert_near(one_h16[prec], got, rel, f"{prec} {layout}")
+    # rank 0 moves the --dry-run plan's bytes: the activations in 16 bits
+    plan = conftest.run_mg([_emu(), *args, "--device", "cuda", "--dry-run"],
+                           env={"WORLD_SIZE": "4", **ENV}).stdout
+    measured = _totals(err, "measured")
+    assert measured and measured == _totals(plan, "total"), (err, plan)
+
+
+def test_fp16_overflow_at_tp2_skips_on_every_rank(data, tmp_path, scaler_module):  # noqa: F811
+    """--fp16 from --initial-loss-scale 2^28 at TP=2 x DP=2: the first iterations overflow;
+    found_inf (the gradient norm over the model-parallel group not finite) skips them on
+    every rank together: the logged loss scales are megatron-core's DynamicGradScaler's on
+    the logged overflow sequence, and each tensor-parallel rank's checkpoint (written by that
+    rank) holds that scaler's state and a scheduler that stepped for the advanced iterations
+    only (measured when written: 9 of 20 skipped, the single-process run skips 8: one
+    borderline overflow falls the other way with 16-bit sums over two ranks)."""
+    flags = ["--fp16", "--initial-loss-scale", 2**28, "--save-interval", 100]
+    got, _ = run_device("gpt2", model_args(data, "gpt2", flags + TP2DP2 + ["--save",
+                                                                           tmp_path / "ck"]),
+                        tmp_path / "dev.jsonl")
+    got = [r for r in got if r["kind"] == "train"]
+    skips = "".join(str(r["skipped"]) for r in got)
+    assert skips.startswith("11") and "0" in skips, skips
+    scales, ref = megatron_scales(scaler_module, 2.0**28, skips)
+    assert [r["loss_scale"] for r in got] == scales
+    want = ref.state_dict()
+    for mp in ("mp_rank_00", "mp_rank_01"):
+        ck = _torch_load(tmp_path / "ck" / "iter_0000020" / mp / "model_optim_rng.pt")
+        ours = ck["optimizer"]["grad_scaler"]
+        assert torch.equal(ours["scale"], want["scale"]), mp
+        assert (ours["growth_tracker"], ours["hysteresis_tracker"]) == \
+            (want["growth_tracker"], want["hysteresis_tracker"]), mp
+        assert ck["opt_param_scheduler"]["num_steps"] == skips.count("0") * 12, mp
 
 
 def _shard_files(ck):
@@ -140,6 +205,45 @@ def test_distributed_optimizer_on_device(data, tmp_path):  # noqa: F811
         for k in ("exp_avg", "exp_avg_sq"):
             _assert_close_tensors({k: ta[k]}, {k: tb[k]},
                                   lambda x: 1e-4 * float(x.abs().max()), f"{f}")
+
+
+def _model_tensors(shard):
+    """model_optim_rng.pt's model tensors of a shard folder (no extra states)."""
+    model = _torch_load(shard / "model_optim_rng.pt")["model"]
+    return {k: t for k, t in model.items() if isinstance(t, torch.Tensor)}
+
+
+@pytest.mark.parametrize("prec", sorted(H16_FLAGS))
+def test_h16_distributed_optimizer_on_device(data, prec, tmp_path):  # noqa: F811
+    """--use-distributed-optimizer with --bf16 / --fp16 at TP=2 x DP=2 (fp32 gradients
+    reduce-scattered, AdamW on the shard's fp32 masters, the 16-bit parameters all-gathered)
+    against the same 16-bit layout without it: the same losses within 1e-5 relative and loss
+    scales, rank 0 allocating the planned device bytes and moving the --dry-run plan's bytes;
+    each model shard's checkpoint holds fp32 master weights (model_optim_rng.pt's model, from
+    every rank's shard) within 1e-2 x lr of the plain run's after 20 Adam steps (a stale
+    shard is 20 steps away), and distrib_optim.pt with its 'param' (fp32) equal to them
+    (measured when written: the same losses bit for bit in bf16 and fp16)."""
+    flags = H16_FLAGS[prec] + TP2DP2 + ["--save-interval", 100]
+    plain, _ = run_device("gpt2", model_args(data, "gpt2", flags + ["--save", tmp_path / "a"]),
+                          tmp_path / "plain.jsonl")
+    args = model_args(data, "gpt2", flags + ["--use-distributed-optimizer",
+                                             "--save", tmp_path / "b"])
+    got, err = run_device("gpt2", args, tmp_path / "dist.jsonl")
+    assert_near(plain, got, 1e-5, f"{prec} distributed optimizer")
+    _assert_memory_as_planned(err)
+    plan = conftest.run_mg([_emu(), *args, "--device", "cuda", "--dry-run"],
+                           env={"WORLD_SIZE": "4", **ENV}).stdout
+    assert _totals(err, "measured") == _totals(plan, "total"), (err, plan)
+    for mp in ("mp_rank_00", "mp_rank_01"):
+        a, b = (_model_tensors(tmp_path / d / "iter_0000020" / mp) for d in "ab")
+        _assert_close_tensors(b, a, lambda t: 1e-2 * LR, f"{prec} {mp} masters")
+        state = _torch_load(tmp_path / "b" / "iter_0000020" / mp / "distrib_optim.pt")
+        (_, buf), = state[0].items()
+        # the buffer's values (its alignment gaps are zeros): the masters, each once
+        nonzero = lambda x: x[x != 0].sort().values  # noqa: E731
+        flat = torch.cat([t.flatten() for t in b.values()])
+        assert buf["param"].dtype == torch.float32, mp
+        assert torch.equal(nonzero(buf["param"]), nonzero(flat)), mp
 
 
 def test_dry_run_plans_each_stage(data):  # noqa: F811

@@ -256,6 +256,19 @@ def _megatron_line_fields(flags, interval):
     return out
 
 
+def megatron_scales(scaler_module, initial, skips):
+    """megatron-core's DynamicGradScaler (mg-train's defaults) from `initial` over the overflow
+    flags skips ("1": overflow): (the scale after each update, the scaler)."""
+    ref = scaler_module.DynamicGradScaler(initial_scale=initial, min_scale=1.0,
+                                          growth_factor=2.0, backoff_factor=0.5,
+                                          growth_interval=1000, hysteresis=2)
+    scales = []
+    for f in skips:
+        ref.update(f == "1")
+        scales.append(float(ref.scale.item()))
+    return scales, ref
+
+
 def test_fp16_overflow_lowers_the_scale_as_megatron(botchan, tmp_path, scaler_module):
     """--fp16 from --initial-loss-scale 2^28 (the tiny GPT-2's fp16 gradients overflow above
     about 2^22): the first iterations overflow and are skipped, the scale after each
@@ -272,13 +285,7 @@ def test_fp16_overflow_lowers_the_scale_as_megatron(botchan, tmp_path, scaler_mo
     recs = [r for r in map(json.loads, open(metrics)) if r["kind"] == "train"]
     flags = "".join(str(r["skipped"]) for r in recs)
     assert flags.startswith("11") and "0" in flags, flags
-    ref = scaler_module.DynamicGradScaler(initial_scale=2.0**28, min_scale=1.0,
-                                          growth_factor=2.0, backoff_factor=0.5,
-                                          growth_interval=1000, hysteresis=2)
-    want = []
-    for f in flags:
-        ref.update(f == "1")
-        want.append(float(ref.scale.item()))
+    want, _ = megatron_scales(scaler_module, 2.0**28, flags)
     assert [r["loss_scale"] for r in recs] == want
     lines = _lines(p.stdout)
     fields = _megatron_line_fields(flags, 4)
@@ -290,3 +297,22 @@ def test_fp16_overflow_lowers_the_scale_as_megatron(botchan, tmp_path, scaler_mo
         assert (" lm loss: " in line) == has_loss and (" grad norm: " in line) == has_norm, line
     advanced = [r["loss"] for r in recs if not r["skipped"]]
     assert advanced[-1] < advanced[0] - 0.2, advanced
+
+
+def test_fp16_nan_loss_with_dynamic_scaling_goes_on(botchan, tmp_path):
+    """Megatron's validate_args turns check_for_nan_in_loss_and_grad off for --fp16 with
+    dynamic loss scaling (a non-finite loss is the scaler's signal): after a step with
+    --lr 1e30 the fp16 weights are inf and the loss NaN/Inf, and the run goes on, each such
+    iteration skipped and counted as a nan iteration. With a constant --loss-scale the check
+    stays on, as in every other precision (pretrain_gpt.py loss_func: NaN or Inf is fatal):
+    the run stops at the first non-finite loss with exit 1."""
+    emu = _emu()
+    blow_up = ["--device", "cuda", "--fp16", "--lr", "1e30", "--lr-warmup-iters", 0,
+               "--min-lr", 0, "--log-interval", 1]
+    p, recs = _run(botchan, 4, tmp_path, "dyn", [*blow_up, "--initial-loss-scale", 1], emu)
+    assert [(r["nan"], r["skipped"]) for r in recs] == [(0, 0)] + [(1, 1)] * 3, recs
+    assert all(r["loss"] is None and r["loss_scale"] == 1.0 for r in recs[1:])
+    assert "| number of nan iterations:   1 |" in _lines(p.stdout)[-1], p.stdout
+    args = _train_args(botchan, "gpt2", 4, ["--eval-iters", 0, *blow_up, "--loss-scale", 1])
+    q = conftest.run_mg([emu] + args[1:], check=False, env=ENV)
+    assert q.returncode == 1 and "NaN/Inf loss at iteration 2" in q.stderr, q.stderr
