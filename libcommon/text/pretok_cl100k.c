@@ -132,27 +132,6 @@ FAST size_t fast_other_crlf(mg_pk_win *w, const uint8_t *s, size_t n, size_t p)
     return e;
 }
 
-/* \p{N}{1,max} from i (run_digits). */
-FAST size_t fast_digits(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, size_t n,
-                        size_t i)
-{
-    size_t e = mg_pk_win_run(w, s, n, MG_PK_C_DIGIT, i);
-    if (cfg->digits_max && e - i >= (size_t)cfg->digits_max) return i + (size_t)cfg->digits_max;
-    return e < n && s[e] >= 0x80 ? 0 : e; /* a non-ASCII \p{N} may follow */
-}
-
-/* The whitespace alternatives at i (ws_piece) for a run of ASCII whitespace. */
-FAST size_t fast_ws(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, size_t n,
-                    size_t i)
-{
-    size_t j = mg_pk_win_ascii_run(w, s, n, MG_PK_C_WS, i);
-    if (j == 0) return 0;
-    if (cfg->ws_end && j == n) return n;
-    size_t crlf = mg_pk_win_last_crlf(w, s, i, j);
-    if (crlf) return crlf;
-    return pk_ws_tail(i, j, j - 1, n);
-}
-
 /* piece_ascii over the window, or 0 (pretok_ascii.h). Its two letter cases come first (a
  * letter bit implies an ASCII byte that is no apostrophe); the rest in piece_ascii's order. */
 FAST size_t cl100k_fast(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, size_t n,
@@ -169,8 +148,8 @@ FAST size_t cl100k_fast(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, 
     if (b >= 0x80 || b == '\'' || i + 1 >= n || s[i + 1] >= 0x80) return 0;
     if (mg_pk_win_is(w, MG_PK_C_OTHER, i)) return fast_other_crlf(w, s, n, i + 1);
     if (b == ' ' && mg_pk_win_is(w, MG_PK_C_OTHER, i + 1)) return fast_other_crlf(w, s, n, i + 2);
-    if (mg_pk_win_is(w, MG_PK_C_DIGIT, i)) return fast_digits(cfg, w, s, n, i);
-    return fast_ws(cfg, w, s, n, i);
+    if (mg_pk_win_is(w, MG_PK_C_DIGIT, i)) return mg_pk_win_digits(cfg, w, s, n, i);
+    return mg_pk_win_ws(cfg, w, s, n, i);
 }
 
 MG_PK_DEFINE_SPLIT_FAST(mg_split_cl100k, cl100k_fast, cl100k_piece)

@@ -66,6 +66,8 @@ mg_status mg_split_gpt2_ref(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, 
                             mg_spans *out);
 mg_status mg_split_cl100k_ref(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t base,
                               mg_spans *out);
+mg_status mg_split_o200k_ref(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t base,
+                             mg_spans *out);
 
 /* Grows out (pretok.c); the inline push below calls it when full. */
 mg_status mg_pk_spans_grow(mg_spans *out);

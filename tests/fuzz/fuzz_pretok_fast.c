@@ -1,4 +1,4 @@
-/* fuzz_pretok_fast.c — libFuzzer target: the GPT-2 and cl100k scanners' window loops
+/* fuzz_pretok_fast.c — libFuzzer target: the GPT-2, cl100k and o200k scanners' window loops
  * against their reference loops (tests/fuzz/pretok_fast_oracle.h) on arbitrary bytes.
  * Byte 0 picks the config (family), the rest is the text; any difference aborts.
  */

@@ -1,12 +1,13 @@
 /* pretok_fast_oracle.h — differential check of the scanners' window loops (mg_split_gpt2,
- * mg_split_cl100k: ASCII pieces decided from pretok_ascii.h's byte-class masks) against
+ * mg_split_cl100k, mg_split_o200k: ASCII pieces decided from pretok_ascii.h's byte-class
+ * masks) against
  * their reference loops (mg_split_*_ref: the scanner's piece function at every position),
  * shared by tests/fuzz/fuzz_pretok_fast.c and tests/unit/test_pretok_fast.c.
  *
  * Any bytes (malformed UTF-8 included): both loops must give the same pieces. The configs
  * are those of the families in libcommon/text/pretok.c that use these scanners (GPT-2;
- * cl100k as HF, tiktoken, tiktoken under Oniguruma; Qwen2; Megatron v1), so Llama-3's,
- * Qwen3's and r50k's regexes are covered.
+ * cl100k as HF, tiktoken, tiktoken under Oniguruma; Qwen2; Megatron v1; o200k; Megatron
+ * v2), so Llama-3's, Qwen3's and r50k's regexes are covered.
  */
 #ifndef MG_PRETOK_FAST_ORACLE_H
 #define MG_PRETOK_FAST_ORACLE_H
@@ -29,6 +30,8 @@ static const pretok_fast_case pretok_fast_cases[] = {
     {"cl100k-tiktoken-onig", mg_split_cl100k, mg_split_cl100k_ref, {2, 0, 1}},
     {"qwen2", mg_split_cl100k, mg_split_cl100k_ref, {2, 1, 0}},
     {"megatron-v1", mg_split_cl100k, mg_split_cl100k_ref, {0, 1, 0}},
+    {"o200k", mg_split_o200k, mg_split_o200k_ref, {2, 3, 0}},
+    {"megatron-v2", mg_split_o200k, mg_split_o200k_ref, {0, 1, 0}},
 };
 #define PRETOK_FAST_NCASES (sizeof pretok_fast_cases / sizeof pretok_fast_cases[0])
 

@@ -1,7 +1,7 @@
 /* test_pretok_fast.c — the scanners' window loops (libcommon/text/pretok_ascii.h): the byte
  * classes of the SSE2 and the portable classifier against mg_pk_ascii_kind for all 256
- * bytes, both classifiers alike on every window position of a mixed text, and the GPT-2 and
- * cl100k window loops against their reference loops (tests/fuzz/pretok_fast_oracle.h) on
+ * bytes, both classifiers alike on every window position of a mixed text, and the GPT-2,
+ * cl100k and o200k window loops against their reference loops (tests/fuzz/pretok_fast_oracle.h) on
  * edge cases and on deterministic pseudo-random texts mixing ASCII runs longer than a
  * window, contractions, CR/LF, non-ASCII letters, digits and spaces, and malformed bytes.
  */
@@ -12,14 +12,18 @@
 #include "harness.h"
 #include "text/pretok_ascii.h"
 
-/* The class letters of byte k of window w ("L", "N", "W", "O", "" for none; "WC" CR/LF). */
+/* The class letters of byte k of window w ("LU", "LL", "N", "W", "O", "" for none; "WC"
+ * CR/LF; "?" for an impossible combination). */
 static const char *win_class(const mg_pk_win *w, unsigned k)
 {
     uint64_t bit = 1ULL << k;
     int l = !!(w->m[MG_PK_C_LETTER] & bit), d = !!(w->m[MG_PK_C_DIGIT] & bit);
     int s = !!(w->m[MG_PK_C_WS] & bit), o = !!(w->m[MG_PK_C_OTHER] & bit);
     int c = !!(w->m[MG_PK_C_CRLF] & bit);
-    if (l + d + s + o > 1 || (c && !s)) return "?";
+    int up = !!(w->m[MG_PK_C_UPPER] & bit), lo = !!(w->m[MG_PK_C_LOWER] & bit);
+    if (l + d + s + o > 1 || (c && !s) || up + lo != l) return "?";
+    if (up) return "LU";
+    if (lo) return "LL";
     return l ? "L" : d ? "N" : o ? "O" : s ? (c ? "WC" : "W") : "";
 }
 
@@ -27,7 +31,7 @@ static const char *table_class(unsigned b)
 {
     if (b >= 0x80) return "";
     switch (mg_pk_ascii_kind[b]) {
-    case MG_PK_L: return "L";
+    case MG_PK_L: return b < 'a' ? "LU" : "LL";
     case MG_PK_N: return "N";
     case MG_PK_WS: return b == '\r' || b == '\n' ? "WC" : "W";
     default: return "O";
@@ -73,6 +77,7 @@ static const char *const fragments[] = {
     "\x7f", "\x0b", "\x0c", "\xc3\xa9", "caf\xc3\xa9", "\xd0\xbf\xd1\x80\xd0\xb8", "\xd9\xa3",
     "1\xd9\xa3", "\xc2\xa0", " \xc2\xa0", "\xe3\x80\x80", "\xe2\x80\x94", "\xe4\xb8\xad",
     "\xff", "\xc3", "\xe2\x80", "\x80", " \xc3\xa9t\xc3\xa9", "a\xcc\x81", "\xef\xbc\x91",
+    "HTTPServer", "iPhone", "ABCdef", "/\n/", " //", "?/", "\xc3\x89" "cole", "XML\xc3\xa9",
 };
 #define NFRAG (sizeof fragments / sizeof fragments[0])
 
