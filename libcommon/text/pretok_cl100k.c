@@ -7,7 +7,11 @@
  *   CL100K_TIKTOKEN_ONIG: that text under Oniguruma, digit runs unbounded
  *   QWEN2: \p{N} single digits;  MEGATRON_V1: no contractions, single digits.
  * Every character is matched by some alternative, so a match always starts at pos.
+ * mg_split_cl100k decides the ASCII pieces from a window of byte classes (cl100k_fast,
+ * pretok_ascii.h) and leaves every other piece to cl100k_piece, the reference, which
+ * mg_split_cl100k_ref applies to every piece.
  */
+#include "pretok_ascii.h"
 #include "pretok_internal.h"
 
 static inline int is_crlf(uint8_t b) { return b == '\r' || b == '\n'; }
@@ -114,4 +118,38 @@ int mg_scan_cl100k(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t po
     return 1;
 }
 
-MG_PK_DEFINE_SPLIT_ALL(mg_split_cl100k, cl100k_piece)
+MG_PK_DEFINE_SPLIT_ALL(mg_split_cl100k_ref, cl100k_piece)
+
+/* ---- the window's fast path: piece_ascii's decisions with the runs read from masks ---- */
+
+#define FAST static inline __attribute__((always_inline))
+
+/* [^\s\p{L}\p{N}]+ from p, then [\r\n]* (run_other_crlf). */
+FAST size_t fast_other_crlf(mg_pk_win *w, const uint8_t *s, size_t n, size_t p)
+{
+    size_t e = mg_pk_win_ascii_run(w, s, n, MG_PK_C_OTHER, p);
+    while (e && e < n && is_crlf(s[e])) e++; /* ASCII: no other character continues it */
+    return e;
+}
+
+/* piece_ascii over the window, or 0 (pretok_ascii.h). Its two letter cases come first (a
+ * letter bit implies an ASCII byte that is no apostrophe); the rest in piece_ascii's order. */
+FAST size_t cl100k_fast(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, size_t n,
+                        size_t i)
+{
+    size_t off = i - w->base;
+    uint64_t letters = w->m[MG_PK_C_LETTER] >> off;
+    if (letters & 1) return mg_pk_win_ascii_run_at(w, s, n, MG_PK_C_LETTER, i + 1, letters >> 1);
+    uint8_t b = s[i];
+    /* [^\r\n\p{L}\p{N}] before a letter (the letter bit says s[i + 1] exists) */
+    uint64_t before = (w->m[MG_PK_C_OTHER] | w->m[MG_PK_C_WS]) & ~w->m[MG_PK_C_CRLF];
+    if ((letters & 2) && (before >> off & 1) && b != '\'')
+        return mg_pk_win_ascii_run_at(w, s, n, MG_PK_C_LETTER, i + 2, letters >> 2);
+    if (b >= 0x80 || b == '\'' || i + 1 >= n || s[i + 1] >= 0x80) return 0;
+    if (mg_pk_win_is(w, MG_PK_C_OTHER, i)) return fast_other_crlf(w, s, n, i + 1);
+    if (b == ' ' && mg_pk_win_is(w, MG_PK_C_OTHER, i + 1)) return fast_other_crlf(w, s, n, i + 2);
+    if (mg_pk_win_is(w, MG_PK_C_DIGIT, i)) return mg_pk_win_digits(cfg, w, s, n, i);
+    return mg_pk_win_ws(cfg, w, s, n, i);
+}
+
+MG_PK_DEFINE_SPLIT_FAST(mg_split_cl100k, cl100k_fast, cl100k_piece)

@@ -4,7 +4,11 @@
  * proved by the differential tests):
  *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  * Every character is matched by some alternative, so a match always starts at pos.
+ * mg_split_gpt2 decides the ASCII pieces from a window of byte classes (gpt2_fast,
+ * pretok_ascii.h) and leaves every other piece to gpt2_piece, the reference, which
+ * mg_split_gpt2_ref applies to every piece.
  */
+#include "pretok_ascii.h"
 #include "pretok_internal.h"
 
 /* Character kinds: White_Space, \p{L}, \p{N}, anything else. */
@@ -117,4 +121,32 @@ int mg_scan_gpt2(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t pos,
     return 1;
 }
 
-MG_PK_DEFINE_SPLIT_ALL(mg_split_gpt2, gpt2_piece)
+MG_PK_DEFINE_SPLIT_ALL(mg_split_gpt2_ref, gpt2_piece)
+
+/* ---- the window's fast path: gpt2_piece's decisions with the runs read from masks ---- */
+
+/* The window class of an ASCII kind other than whitespace. */
+static inline int kind_class(int kind)
+{
+    return kind == K_L ? MG_PK_C_LETTER : kind == K_N ? MG_PK_C_DIGIT : MG_PK_C_OTHER;
+}
+
+/* gpt2_piece over the window (same order of tests), or 0 (pretok_ascii.h). */
+static inline __attribute__((always_inline)) size_t
+gpt2_fast(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, size_t n, size_t i)
+{
+    (void)cfg;
+    uint8_t b = s[i];
+    if (b >= 0x80 || b == '\'') return 0;
+    if (b == ' ' && i + 1 < n) { /* ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+` */
+        if (s[i + 1] >= 0x80) return 0;
+        int next = mg_pk_ascii_kind[s[i + 1]];
+        if (next != K_WS) return mg_pk_win_ascii_run(w, s, n, kind_class(next), i + 2);
+    }
+    int kind = mg_pk_ascii_kind[b];
+    if (kind != K_WS) return mg_pk_win_ascii_run(w, s, n, kind_class(kind), i + 1);
+    size_t j = mg_pk_win_ascii_run(w, s, n, MG_PK_C_WS, i);
+    return j ? pk_ws_tail(i, j, j - 1, n) : 0;
+}
+
+MG_PK_DEFINE_SPLIT_FAST(mg_split_gpt2, gpt2_fast, gpt2_piece)

@@ -59,6 +59,15 @@ mg_status mg_split_cl100k(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, si
                           mg_spans *out);
 mg_status mg_split_o200k(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t base,
                          mg_spans *out);
+/* The reference loops: the scanner's piece function at every position, no window
+ * (tests/unit/test_pretok_fast.c and tests/fuzz/fuzz_pretok_fast.c compare them with the
+ * loops above, which decide the ASCII pieces from pretok_ascii.h's window). */
+mg_status mg_split_gpt2_ref(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t base,
+                            mg_spans *out);
+mg_status mg_split_cl100k_ref(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t base,
+                              mg_spans *out);
+mg_status mg_split_o200k_ref(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t base,
+                             mg_spans *out);
 
 /* Grows out (pretok.c); the inline push below calls it when full. */
 mg_status mg_pk_spans_grow(mg_spans *out);

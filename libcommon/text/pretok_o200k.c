@@ -7,7 +7,11 @@
  * W = Ll|Lm|Lo|M ("lower"); the two overlap in Lm, Lo and M, which is why the backtracking
  * of U* against W+ is emulated exactly below. Every character is matched by some
  * alternative, so a match always starts at pos.
+ * mg_split_o200k decides the ASCII pieces from a window of byte classes (o200k_fast,
+ * pretok_ascii.h) and leaves every other piece to o200k_piece, the reference, which
+ * mg_split_o200k_ref applies to every piece.
  */
+#include "pretok_ascii.h"
 #include "pretok_internal.h"
 
 #define SET_U (PK_BIT(MG_UC_LU) | PK_BIT(MG_UC_LT) | PK_BIT(MG_UC_LM) | PK_BIT(MG_UC_LO) | PK_M)
@@ -159,4 +163,49 @@ int mg_scan_o200k(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t pos
     return 1;
 }
 
-MG_PK_DEFINE_SPLIT_ALL(mg_split_o200k, o200k_piece)
+MG_PK_DEFINE_SPLIT_ALL(mg_split_o200k_ref, o200k_piece)
+
+/* ---- the window's fast path: o200k_piece's ASCII decisions with the runs from masks ---- */
+
+#define FAST static inline __attribute__((always_inline))
+
+/* word_ascii from j, the first letter (after the prefix, if any): [A-Z]*[a-z]+ or [A-Z]+,
+ * then the contraction suffix; 0 when a byte >= 0x80 ends the letters. */
+FAST size_t fast_word(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, size_t n,
+                      size_t j)
+{
+    size_t k = mg_pk_win_run(w, s, n, MG_PK_C_UPPER, j);
+    size_t e = k < n && is_lower(s[k]) ? mg_pk_win_run(w, s, n, MG_PK_C_LOWER, k + 1) : k;
+    if (e < n && s[e] >= 0x80) return 0;
+    if (cfg->contractions && e < n && s[e] == '\'') e += mg_pk_contraction(s, n, e, 1);
+    return e;
+}
+
+/* [^\s\p{L}\p{N}]+[\r\n/]* from p (other_run) over the window. */
+FAST size_t fast_other(mg_pk_win *w, const uint8_t *s, size_t n, size_t p)
+{
+    size_t e = mg_pk_win_ascii_run(w, s, n, MG_PK_C_OTHER, p);
+    while (e && e < n && (is_crlf(s[e]) || s[e] == '/')) e++;
+    return e;
+}
+
+/* o200k_piece for an ASCII s[i] (and s[i + 1], if any), in its order, or 0 (pretok_ascii.h):
+ * a letter, or a prefix [^\r\n\p{L}\p{N}] before one, starts word(); two ASCII non-letters
+ * rule both letter alternatives out, and other_ascii, the digits and the whitespace
+ * alternatives follow. */
+FAST size_t o200k_fast(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, size_t n,
+                       size_t i)
+{
+    uint8_t b = s[i];
+    if (b >= 0x80 || i + 1 >= n || s[i + 1] >= 0x80) return 0;
+    if (mg_pk_win_is(w, MG_PK_C_LETTER, i)) return fast_word(cfg, w, s, n, i);
+    int digit = mg_pk_win_is(w, MG_PK_C_DIGIT, i);
+    if (mg_pk_win_is(w, MG_PK_C_LETTER, i + 1))
+        return digit || is_crlf(b) ? 0 : fast_word(cfg, w, s, n, i + 1);
+    if (mg_pk_win_is(w, MG_PK_C_OTHER, i)) return fast_other(w, s, n, i + 1);
+    if (b == ' ' && mg_pk_win_is(w, MG_PK_C_OTHER, i + 1)) return fast_other(w, s, n, i + 2);
+    if (digit) return mg_pk_win_digits(cfg, w, s, n, i);
+    return mg_pk_win_ws(cfg, w, s, n, i);
+}
+
+MG_PK_DEFINE_SPLIT_FAST(mg_split_o200k, o200k_fast, o200k_piece)

@@ -1,0 +1,88 @@
+/* pretok_ascii.c — fills a scanner window (pretok_ascii.h): the classes of up to 64 bytes
+ * as bit masks, 16 bytes a step with SSE2 (x86-64's baseline), byte by byte elsewhere.
+ */
+#include "pretok_ascii.h"
+
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+static void set_len(mg_pk_win *w, size_t n, size_t base)
+{
+    w->base = base;
+    w->len = n - base < 64 ? n - base : 64;
+    w->at_end = base + w->len == n;
+    w->rlim = w->at_end ? w->len : w->len - 1;
+}
+
+void mg_pk_win_fill_scalar(mg_pk_win *w, const uint8_t *s, size_t n, size_t base)
+{
+    set_len(w, n, base);
+    memset(w->m, 0, sizeof w->m);
+    for (size_t k = 0; k < w->len; k++) {
+        uint8_t b = s[base + k];
+        uint64_t bit = 1ULL << k;
+        if (b >= 0x80) continue;
+        if ((unsigned)(b - 'A') < 26) w->m[MG_PK_C_UPPER] |= bit;
+        if ((unsigned)(b - 'a') < 26) w->m[MG_PK_C_LOWER] |= bit;
+        if ((unsigned)((b | 0x20) - 'a') < 26) w->m[MG_PK_C_LETTER] |= bit;
+        else if ((unsigned)(b - '0') < 10) w->m[MG_PK_C_DIGIT] |= bit;
+        else if (b == ' ' || (unsigned)(b - '\t') < 5) w->m[MG_PK_C_WS] |= bit;
+        else w->m[MG_PK_C_OTHER] |= bit;
+        if (b == '\r' || b == '\n') w->m[MG_PK_C_CRLF] |= bit;
+    }
+}
+
+#if defined(__SSE2__)
+/* (x - lo) < count as unsigned bytes, for count < 128: shifted into the signed range. */
+static inline __m128i in_range(__m128i x, char lo, int count)
+{
+    __m128i u = _mm_add_epi8(x, _mm_set1_epi8((char)(0x80 - (unsigned char)lo)));
+    return _mm_cmplt_epi8(u, _mm_set1_epi8((char)(-128 + count)));
+}
+
+/* The class masks of the 64 bytes at p. */
+static void classify64(mg_pk_win *w, const uint8_t *p)
+{
+    uint64_t up = 0, lo = 0, d = 0, sp = 0, c = 0, high = 0;
+    for (unsigned k = 0; k < 64; k += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + k));
+        __m128i cr = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\r')),
+                                  _mm_cmpeq_epi8(x, _mm_set1_epi8('\n')));
+        __m128i ws = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')), in_range(x, '\t', 5));
+        up |= (uint64_t)(unsigned)_mm_movemask_epi8(in_range(x, 'A', 26)) << k;
+        lo |= (uint64_t)(unsigned)_mm_movemask_epi8(in_range(x, 'a', 26)) << k;
+        d |= (uint64_t)(unsigned)_mm_movemask_epi8(in_range(x, '0', 10)) << k;
+        sp |= (uint64_t)(unsigned)_mm_movemask_epi8(ws) << k;
+        c |= (uint64_t)(unsigned)_mm_movemask_epi8(cr) << k;
+        high |= (uint64_t)(unsigned)_mm_movemask_epi8(x) << k;
+    }
+    uint64_t l = up | lo;
+    w->m[MG_PK_C_LETTER] = l;
+    w->m[MG_PK_C_UPPER] = up;
+    w->m[MG_PK_C_LOWER] = lo;
+    w->m[MG_PK_C_DIGIT] = d;
+    w->m[MG_PK_C_WS] = sp;
+    w->m[MG_PK_C_CRLF] = c;
+    w->m[MG_PK_C_OTHER] = ~(l | d | sp | high);
+}
+#endif
+
+void mg_pk_win_fill(mg_pk_win *w, const uint8_t *s, size_t n, size_t base)
+{
+#if defined(__SSE2__)
+    if (n - base < 64) { /* the text's tail: a copy padded with 0x80 (in no class) */
+        uint8_t tail[64];
+        memset(tail, 0x80, sizeof tail);
+        memcpy(tail, s + base, n - base);
+        classify64(w, tail);
+    } else {
+        classify64(w, s + base);
+    }
+    set_len(w, n, base);
+#else
+    mg_pk_win_fill_scalar(w, s, n, base);
+#endif
+}
