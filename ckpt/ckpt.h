@@ -99,6 +99,7 @@ struct ck_source {
     int moments;
     double optim_step;           /* the moments' step count (torch's state[i]['step']) */
     const mg_pk_obj *optim_groups; /* rank 0's param_groups (their 'params' are replaced) */
+    mg_pk_obj *optim_scaler;       /* rank 0's optimizer 'grad_scaler' (kept), or NULL */
     int64_t iteration;           /* the source's iteration; -1: release */
     const mg_pk_obj *root0;      /* Megatron source: rank 0's pickled root, or NULL */
     void *impl;

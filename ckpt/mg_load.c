@@ -7,9 +7,10 @@
  * listed; optimizer state is dropped and listed with --drop-optimizer-state or --saver hf,
  * else kept as the source's Adam moments (ck_source.moments, bound by mg_moments.c: torch's
  * optimizer state dict in every rank file, or the distrib_optim.pt beside it) with rank
- * 0's opt_param_scheduler; other forms (chained optimizers, mixed precision's nested form,
- * legacy names, a torch_dist target) are refused; anything else outside the schema,
- * virtual pipeline, torch_dist and MoE are refused. Errors name file and tensor.
+ * 0's opt_param_scheduler and 'grad_scaler'; other forms (chained optimizers, a --bf16/--fp16
+ * run's Float16OptimizerWithFloat16Params state, megatron-core's nested form without
+ * distrib_optim.pt, legacy names, a torch_dist target) are refused; anything else outside
+ * the schema, virtual pipeline, torch_dist and MoE are refused. Errors name file and tensor.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -146,6 +147,10 @@ static mg_status moments_kept(ck_source *s, const rank_file *rf, const mg_pk_obj
 {
     const char *why = o->torch_dist ? "into a torch_dist checkpoint"
                       : opt && opt->kind == MG_PK_LIST ? "of several chained optimizers"
+                      : opt && mg_pk_get(opt, "fp32_from_fp16_params")
+                          ? "of a --bf16/--fp16 run (megatron-core's "
+                            "Float16OptimizerWithFloat16Params: its fp32_from_fp16_params "
+                            "masters are not resharded)"
                       : opt && !rf->dopt && !mg_pk_get(opt, "state") && mg_pk_get(opt, "optimizer")
                           ? "in megatron-core's nested form without distrib_optim.pt (a "
                             "mixed-precision optimizer)"
@@ -165,6 +170,7 @@ static mg_status moments_kept(ck_source *s, const rank_file *rf, const mg_pk_obj
     if (first) {
         s->moments = 1;
         s->optim_groups = groups;
+        s->optim_scaler = mg_pk_get(opt, "grad_scaler");
         s->optim_step = -1;
     }
     if (rf->dopt && state)

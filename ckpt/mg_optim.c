@@ -2,7 +2,9 @@
  * moments are kept (ck_source.moments): torch's optimizer state dict as Megatron's
  * FP32Optimizer and mg-train write it, {'state': {i: {'step', 'exp_avg', 'exp_avg_sq'}},
  * 'param_groups': [...]}, i numbering the file's parameters in megatron-core's optimizer
- * order (mg/megatron_param_order.h: the decay group, then the no-decay group).
+ * order (mg/megatron_param_order.h: the decay group, then the no-decay group), and the
+ * source's 'grad_scaler' beside them when it has one (MixedPrecisionOptimizer's and
+ * DistributedOptimizer's state dicts; replicated, rank 0's).
  *
  * Contract (ckpt.h): the groups are the source's (rank 0's), in its order, each key kept but
  * 'params', which lists the target's indices of its decay class (wd_mult, else
@@ -141,6 +143,7 @@ mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_fil
     if (st == MG_OK) st = build_state(g, s, &x, pk, order, *steps, state);
     if (st == MG_OK) st = mg_pk_set(g, d, "state", state);
     if (st == MG_OK) st = mg_pk_set(g, d, "param_groups", groups);
+    if (st == MG_OK && s->optim_scaler) st = mg_pk_set(g, d, "grad_scaler", s->optim_scaler);
     free(x.t);
     free(order);
     *out = d;
