@@ -313,17 +313,16 @@ def _convert(src, out, *extra, check=True):
 
 
 def test_convert_16bit_checkpoint(bf16_run, tmp_path):
-    """The 16-bit model tensors reshard (TP=2 and back) bit for bit and stay bf16, and export
-    to Hugging Face in bf16 (config torch_dtype bfloat16); the mixed-precision optimizer
-    state is not resharded yet: refused (exit 2, no output) unless --drop-optimizer-state."""
+    """Without optimizer state the 16-bit model tensors reshard (TP=2 and back) bit for bit
+    and stay bf16, and export to Hugging Face in bf16 (config torch_dtype bfloat16); with it,
+    another --target-dtype is refused (exit 2, no output: the masters belong to bf16 weights)."""
     import json
     import safetensors.torch as st
     _, ck, _, _ = bf16_run
-    p = _convert(ck, tmp_path / "kept", "--target-tensor-parallel-size", 2, check=False)
+    p = _convert(ck, tmp_path / "f32", "--target-dtype", "fp32", check=False)
     assert p.returncode == 2 and "not supported yet" in p.stderr \
-        and "Float16OptimizerWithFloat16Params" in p.stderr \
         and "--drop-optimizer-state" in p.stderr, p.stderr
-    assert not (tmp_path / "kept").exists()
+    assert not (tmp_path / "f32").exists()
     _convert(ck, tmp_path / "tp2", "--target-tensor-parallel-size", 2, "--drop-optimizer-state")
     _convert(tmp_path / "tp2", tmp_path / "back")
     src = _torch_load(_ckpt_file(ck, ITERS))
@@ -343,6 +342,52 @@ def test_convert_16bit_checkpoint(bf16_run, tmp_path):
     emb = [v for k, v in exported.items() if k.endswith("wte.weight")]
     assert len(emb) == 1
     assert torch.equal(emb[0], src["model"]["embedding.word_embeddings.weight"][:1000])
+
+
+def _assert_same_mixed_state(a, b):
+    """Model tensors, torch's optimizer dict, masters and scaler of two mixed-precision
+    checkpoints, bit for bit."""
+    for k, v in a["model"].items():
+        if isinstance(v, torch.Tensor):
+            assert v.dtype == b["model"][k].dtype and torch.equal(v, b["model"][k]), k
+    x, y = a["optimizer"], b["optimizer"]
+    assert list(x) == list(y)
+    assert x["optimizer"]["param_groups"] == y["optimizer"]["param_groups"]
+    for i, e in x["optimizer"]["state"].items():
+        for k in ("exp_avg", "exp_avg_sq", "step"):
+            assert torch.equal(e[k], y["optimizer"]["state"][i][k]), (i, k)
+    assert [len(g) for g in x["fp32_from_fp16_params"]] == \
+        [len(g) for g in y["fp32_from_fp16_params"]]
+    for p, q in zip([t for g in _masters(a) for t in g], [t for g in _masters(b) for t in g],
+                    strict=True):
+        assert p.dtype == q.dtype == torch.float32 and torch.equal(p, q)
+    if "grad_scaler" in x:
+        assert torch.equal(x["grad_scaler"]["scale"], y["grad_scaler"]["scale"])
+        assert x["grad_scaler"]["growth_tracker"] == y["grad_scaler"]["growth_tracker"]
+        assert x["grad_scaler"]["hysteresis_tracker"] == y["grad_scaler"]["hysteresis_tracker"]
+
+
+def test_convert_reshards_mixed_optimizer_state(run, tmp_path):
+    """The --bf16/--fp16 optimizer state (moments, fp32 masters split like their parameters,
+    the scaler) goes to TP=2 and back with every bit kept, in Megatron's mixed-precision form;
+    mg-train resumes from the round trip with the uninterrupted run's losses."""
+    prec, ck, args, full = run
+    staged = tmp_path / "at3"
+    (staged / "iter_0000003").mkdir(parents=True)
+    (staged / "latest_checkpointed_iteration.txt").write_text("3")
+    for f in (ck / "iter_0000003").iterdir():
+        (staged / "iter_0000003" / f.name).mkdir()
+        for g in f.iterdir():
+            (staged / "iter_0000003" / f.name / g.name).write_bytes(g.read_bytes())
+    p = _convert(staged, tmp_path / "tp2", "--target-tensor-parallel-size", 2)
+    assert "Adam moments and fp32 masters" in p.stdout, p.stdout
+    tp2 = _torch_load(tmp_path / "tp2" / "iter_0000003" / "mp_rank_01" / "model_optim_rng.pt")
+    assert tp2["args"].tensor_model_parallel_size == 2
+    assert {t.dtype for t in tp2["model"].values() if isinstance(t, torch.Tensor)} == {HALF[prec]}
+    _convert(tmp_path / "tp2", tmp_path / "back")
+    _assert_same_mixed_state(_torch_load(_ckpt_file(staged, 3)),
+                             _torch_load(_ckpt_file(tmp_path / "back", 3)))
+    assert _run(args + ["--load", tmp_path / "back"], tmp_path / "r.jsonl") == full[3:]
 
 
 def test_convert_keeps_grad_scaler(tmp_path):
