@@ -31,6 +31,11 @@ the fp32 masters per param group}. Proven here:
      (the masters from the 16-bit weights, Megatron's reload_model_params) and, as Megatron
      loads the scheduler with the optimizer only, the learning rate starts again from the
      schedule's beginning while the iteration continues.
+  5. mg-convert: a checkpoint with this optimizer state goes TP=1 -> TP=2 -> TP=1 with every
+     bit kept (the masters split like their parameters) and mg-train resumes from it with the
+     uninterrupted losses; without the state the bf16 weights reshard bit for bit and export
+     to Hugging Face in bf16; another --target-dtype with the state is refused; resharding
+     the moments keeps the optimizer's 'grad_scaler'.
 
 CPU workarounds for megatron-core (besides test_train_mcore.py's): Float16OptimizerWithFloat16Params
 takes only parameters whose type() is 'torch.cuda.BFloat16Tensor'/'torch.cuda.HalfTensor'
