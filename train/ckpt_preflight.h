@@ -29,7 +29,7 @@
  *       - when the optimizer state is loaded (not --finetune, --no-load-optim, release):
          the checkpoint's optimizer state is megatron-core's Float16OptimizerWithFloat16Params'
          (a --bf16/--fp16 run's) and the run's is FP32Optimizer's, or the reverse (Megatron's
-         load_state_dict fails with a KeyError and load_checkpoint exits naming
+         load_state_dict raises KeyError and load_checkpoint stops advising
          --no-load-optim); MG_ERR_UNSUPPORTED for a torch_dist checkpoint's optimizer state
          in a --bf16/--fp16 run (its fp32_param masters: not supported yet).
      plus ckpt_head.h's errors (a Hugging Face folder, a missing iteration or rank file).

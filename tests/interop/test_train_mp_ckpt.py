@@ -25,9 +25,11 @@ the fp32 masters per param group}. Proven here:
   3. Resume: mg-train --load at iteration 3 of a 5-iteration --bf16 run repeats the
      uninterrupted run's losses bit for bit, from its own checkpoint and from the same
      checkpoint with the optimizer state megatron-core's state_dict() wrote.
-  4. Another optimizer class (Megatron's load_state_dict raises KeyError and load_checkpoint
-     exits naming --no-load-optim): an fp32 run refuses a --bf16 checkpoint's optimizer
-     state and a --bf16 run an fp32 one (exit 2); with --no-load-optim the weights load
+  4. Another optimizer class (megatron-core's FP32Optimizer and
+     Float16OptimizerWithFloat16Params raise KeyError on each other's state, checked;
+     load_checkpoint then stops advising --no-load-optim, test_train_mcore's
+     test_load_checkpoint_optimizer_branch): an fp32 run refuses a --bf16 checkpoint's
+     optimizer state and a --bf16 run an fp32 one (exit 2); with --no-load-optim the weights load
      (the masters from the 16-bit weights, Megatron's reload_model_params) and, as Megatron
      loads the scheduler with the optimizer only, the learning rate starts again from the
      schedule's beginning while the iteration continues.
@@ -275,7 +277,7 @@ def test_resume_bit_for_bit(run, mcore, monkeypatch, tmp_path):
 
 # --- 4. another optimizer class, --no-load-optim ---------------------------------------------
 
-def test_fp32_run_and_bf16_checkpoint(bf16_run, data, tmp_path):
+def test_fp32_run_and_bf16_checkpoint(bf16_run, data, mcore, monkeypatch, tmp_path):
     _, ck, emu_args, _ = bf16_run
     cpu = _args(data, iters=ITERS)
     p = _run(cpu + ["--load", ck, "--ckpt-step", 3], tmp_path / "a.jsonl", check=False)
@@ -303,6 +305,16 @@ def test_fp32_run_and_bf16_checkpoint(bf16_run, data, tmp_path):
     # and the reverse: a --bf16 run refuses an fp32 run's optimizer state
     p = _run(emu_args + ["--load", tmp_path / "f32"], tmp_path / "c.jsonl", check=False)
     assert p.returncode == 2 and "an fp32 run's (FP32Optimizer)" in p.stderr, p.stderr
+    # as megatron-core's optimizers do: each raises KeyError on the other's state
+    from test_train_mcore import load_mcore, megatron_optimizer
+    s5, fp32_model = load_mcore(mcore, tmp_path / "f32", 5)
+    fp32_opt = megatron_optimizer(mcore, TEOrderChunk(fp32_model, s5["model"], s5["args"]),
+                                  fp32_model, s5["args"], monkeypatch)
+    with pytest.raises(KeyError, match="state"):
+        fp32_opt.load_state_dict(s3["optimizer"])
+    mixed_opt, _ = float16_optimizer(mcore, s3, _load_model(mcore, s3, "bf16"), monkeypatch)
+    with pytest.raises(KeyError, match="optimizer_state_dict"):
+        mixed_opt.load_state_dict(s5["optimizer"])
 
 
 def _lrs(path):
