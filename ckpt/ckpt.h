@@ -97,14 +97,20 @@ struct ck_source {
      * parameter i at CK_MOMENT(s, i, 1), exp_avg_sq at CK_MOMENT(s, i, 2) (locate and
      * release take them; s->params has the first nparams only: ck_param). */
     int moments;
+    /* with the moments, a --bf16/--fp16 run's fp32 masters (Float16OptimizerWithFloat16Params'
+     * fp32_from_fp16_params) at CK_MOMENT(s, i, 3) */
+    int masters;
     double optim_step;           /* the moments' step count (torch's state[i]['step']) */
     const mg_pk_obj *optim_groups; /* rank 0's param_groups (their 'params' are replaced) */
+    mg_pk_obj *optim_scaler;       /* rank 0's optimizer 'grad_scaler' (kept), or NULL */
     int64_t iteration;           /* the source's iteration; -1: release */
     const mg_pk_obj *root0;      /* Megatron source: rank 0's pickled root, or NULL */
     void *impl;
 };
 
 #define CK_MOMENT(s, pi, k) ((pi) + (size_t)(k) * (s)->nparams)
+/* The canonical copies of each parameter: itself, its moments, its master. */
+#define CK_COPIES(s) ((size_t)1 + ((s)->moments ? 2 : 0) + ((s)->masters ? 1 : 0))
 
 /* The parameter behind canonical index pi (a parameter, or one of its moments). */
 static inline const mg_param *ck_param(const ck_source *s, size_t pi)

@@ -7,9 +7,11 @@
  * listed; optimizer state is dropped and listed with --drop-optimizer-state or --saver hf,
  * else kept as the source's Adam moments (ck_source.moments, bound by mg_moments.c: torch's
  * optimizer state dict in every rank file, or the distrib_optim.pt beside it) with rank
- * 0's opt_param_scheduler; other forms (chained optimizers, mixed precision's nested form,
- * legacy names, a torch_dist target) are refused; anything else outside the schema,
- * virtual pipeline, torch_dist and MoE are refused. Errors name file and tensor.
+ * 0's opt_param_scheduler and 'grad_scaler' (a --bf16/--fp16 run's
+ * Float16OptimizerWithFloat16Params state also with its fp32 masters, ck_source.masters);
+ * other forms (chained optimizers, megatron-core's nested form without distrib_optim.pt,
+ * legacy names, a torch_dist target) are refused; anything else outside
+ * the schema, virtual pipeline, torch_dist and MoE are refused. Errors name file and tensor.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -139,14 +141,18 @@ static entry *lookup(rank_file *rf, const char *name)
 }
 
 /* Optimizer state that is not dropped: torch's {'state': {i: {exp_avg, exp_avg_sq, step}},
- * 'param_groups'} (Megatron's FP32Optimizer; mg-train's) in every rank file, kept as the
+ * 'param_groups'} (Megatron's FP32Optimizer; mg-train's) in every rank file, or nested in a
+ * --bf16/--fp16 run's {'optimizer', 'fp32_from_fp16_params'} (with its masters), kept as the
  * source's moments (bind_moments); other forms are refused. */
 static mg_status moments_kept(ck_source *s, const rank_file *rf, const mg_pk_obj *opt,
                               const ck_opts *o, int first)
 {
+    int mixed = opt && opt->kind != MG_PK_LIST && mg_pk_get(opt, "fp32_from_fp16_params");
     const char *why = o->torch_dist ? "into a torch_dist checkpoint"
                       : opt && opt->kind == MG_PK_LIST ? "of several chained optimizers"
-                      : opt && !rf->dopt && !mg_pk_get(opt, "state") && mg_pk_get(opt, "optimizer")
+                      : mixed && rf->dopt ? "of a --bf16/--fp16 run beside distrib_optim.pt"
+                      : opt && !rf->dopt && !mixed && !mg_pk_get(opt, "state") &&
+                              mg_pk_get(opt, "optimizer")
                           ? "in megatron-core's nested form without distrib_optim.pt (a "
                             "mixed-precision optimizer)"
                           : NULL;
@@ -154,9 +160,13 @@ static mg_status moments_kept(ck_source *s, const rank_file *rf, const mg_pk_obj
                  "(%s); pass --drop-optimizer-state to drop it", why, rf->rel);
     MG_RETURN_IF(!first && !s->moments, MG_ERR_FORMAT, "%s holds optimizer state, rank 0 "
                  "does not", rf->rel);
-    /* the distributed optimizer's groups: DistributedOptimizer.state_dict()'s */
-    const mg_pk_obj *inner = rf->dopt && opt ? mg_pk_get(opt, "optimizer") : opt;
-    const mg_pk_obj *state = opt ? mg_pk_get(opt, "state") : NULL;
+    MG_RETURN_IF(!first && mixed != s->masters, MG_ERR_FORMAT, "%s: optimizer state of "
+                 "another class than rank 0's (fp32_from_fp16_params %s)", rf->rel,
+                 mixed ? "present" : "absent");
+    /* the distributed optimizer's groups: DistributedOptimizer.state_dict()'s; a --bf16/--fp16
+     * run's torch state: Float16OptimizerWithFloat16Params.state_dict()'s 'optimizer' */
+    const mg_pk_obj *inner = (rf->dopt || mixed) && opt ? mg_pk_get(opt, "optimizer") : opt;
+    const mg_pk_obj *state = opt ? mg_pk_get(mixed ? inner : opt, "state") : NULL;
     const mg_pk_obj *groups = inner ? mg_pk_get(inner, "param_groups") : NULL;
     MG_RETURN_IF(!rf->dopt && (!state || state->kind != MG_PK_DICT), MG_ERR_FORMAT,
                  "%s: optimizer state without torch's 'state' dict", rf->rel);
@@ -164,7 +174,9 @@ static mg_status moments_kept(ck_source *s, const rank_file *rf, const mg_pk_obj
                  "without a 'param_groups' list", rf->rel);
     if (first) {
         s->moments = 1;
+        s->masters = mixed;
         s->optim_groups = groups;
+        s->optim_scaler = mg_pk_get(opt, "grad_scaler");
         s->optim_step = -1;
     }
     if (rf->dopt && state)
@@ -397,7 +409,7 @@ static mg_status same_replica(const mg_param *p, const shard *a, const shard *b,
 
 static mg_status bind_params(ck_source *s, mg_impl *h)
 {
-    h->sh = mg_calloc(s->nparams * (size_t)s->tp * (s->moments ? 3 : 1), sizeof(shard));
+    h->sh = mg_calloc(s->nparams * (size_t)s->tp * CK_COPIES(s), sizeof(shard));
     if (!h->sh) return MG_ERR_NOMEM;
     int seen = 0;
     for (size_t i = 0; i < s->nparams; i++) {

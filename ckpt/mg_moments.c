@@ -8,7 +8,10 @@
  * and every step count equal; a distrib_optim.pt beside the rank file instead gives the
  * moments at megatron-core's buffer offsets (mg/dist_buffer.h) of the same parameters, its
  * fp32 master weights equal to the model's, the step count from the param groups. The last
- * stage's tied embedding copy has moments that are the embedding's (not bound). Legacy
+ * stage's tied embedding copy has moments that are the embedding's (not bound). A --bf16/
+ * --fp16 run's state (Float16OptimizerWithFloat16Params: torch's dict under 'optimizer')
+ * also gives each parameter's fp32 master from fp32_from_fp16_params at CK_MOMENT(s, pi, 3),
+ * checked like a moment. Legacy
  * names are refused. Errors name the file and the tensor.
  */
 #include <stdio.h>
@@ -62,9 +65,11 @@ static mg_status stage_params(const ck_source *s, int64_t stage, stage_list *l)
     return MG_OK;
 }
 
-/* The moments of state entry e (index i, of parameter pi named name) on TP rank r. */
+/* The moments of state entry e (index i, of parameter pi named name) on TP rank r, and its
+ * fp32 master (a --bf16/--fp16 run's; NULL otherwise). */
 static mg_status bind_entry(ck_source *s, mg_impl *h, const rank_file *rf, const mg_pk_obj *e,
-                            int64_t i, size_t pi, const char *name, int64_t r)
+                            const mg_pk_obj *master, int64_t i, size_t pi, const char *name,
+                            int64_t r)
 {
     static const char *const keys[] = {"exp_avg", "exp_avg_sq"};
     MG_RETURN_IF(!e || (e->kind != MG_PK_DICT && e->kind != MG_PK_ODICT), MG_ERR_FORMAT,
@@ -85,7 +90,31 @@ static mg_status bind_entry(ck_source *s, mg_impl *h, const rank_file *rf, const
         MG_FORWARD(ck_mg_check_shard(s, h, &s->params[pi], rf, &x,
                                &h->sh[CK_MOMENT(s, pi, k + 1) * (size_t)s->tp + (size_t)r]));
     }
-    return MG_OK;
+    if (!master) return MG_OK;
+    char what[256];
+    snprintf(what, sizeof what, "optimizer.fp32_from_fp16_params (index %lld: master of %s)",
+             (long long)i, name);
+    entry x = {what, master, 1};
+    return ck_mg_check_shard(s, h, &s->params[pi], rf, &x,
+                             &h->sh[CK_MOMENT(s, pi, 3) * (size_t)s->tp + (size_t)r]);
+}
+
+/* Master i of fp32_from_fp16_params (one list per param group, each as long as its group's
+ * 'params'), or NULL with the error set. */
+static const mg_pk_obj *master_at(const rank_file *rf, const mg_pk_obj *masters,
+                                  const mg_pk_obj *groups, size_t i)
+{
+    size_t at = i;
+    int ok = masters && masters->kind == MG_PK_LIST && masters->n == groups->n;
+    for (size_t g = 0; ok && g < masters->n; g++) {
+        const mg_pk_obj *m = masters->items[g];
+        ok = m->kind == MG_PK_LIST && m->n == mg_pk_len(mg_pk_get(groups->items[g], "params"));
+        if (ok && at < m->n) return m->items[at];
+        if (ok) at -= m->n;
+    }
+    mg_error_set(MG_ERR_FORMAT, "%s: optimizer fp32_from_fp16_params is not one list per param "
+                 "group as long as the group's params (master %zu)", rf->rel, i);
+    return NULL;
 }
 
 /* The param groups' 'params' must number the n parameters 0, 1, ... group after group, as
@@ -112,15 +141,20 @@ static mg_status bind_rank_moments(ck_source *s, mg_impl *h, int64_t stage, int6
 {
     const rank_file *rf = &h->files[stage * s->tp + r];
     const mg_pk_obj *opt = mg_pk_get(mg_torch_root(rf->f), "optimizer");
-    const mg_pk_obj *state = mg_pk_get(opt, "state"), *groups = mg_pk_get(opt, "param_groups");
+    const mg_pk_obj *masters = s->masters ? mg_pk_get(opt, "fp32_from_fp16_params") : NULL;
+    const mg_pk_obj *torch = s->masters ? mg_pk_get(opt, "optimizer") : opt;
+    const mg_pk_obj *state = mg_pk_get(torch, "state"), *groups = mg_pk_get(torch, "param_groups");
     mg_param_list pl = {stage_name, stage_decay, l, l->n};
     MG_FORWARD(ck_groups_order(groups, &pl, order, rf->rel));
     MG_FORWARD(same_group_params(rf, groups, l->n));
     MG_RETURN_IF(mg_pk_len(state) != l->n, MG_ERR_FORMAT, "%s: optimizer state for %zu "
                  "tensors, the stage has %zu parameters", rf->rel, mg_pk_len(state), l->n);
-    for (size_t i = 0; i < l->n; i++)
-        MG_FORWARD(bind_entry(s, h, rf, mg_pk_get_index(state, (int64_t)i), (int64_t)i,
+    for (size_t i = 0; i < l->n; i++) {
+        const mg_pk_obj *master = masters ? master_at(rf, masters, groups, i) : NULL;
+        if (masters && !master) return MG_ERR_FORMAT;
+        MG_FORWARD(bind_entry(s, h, rf, mg_pk_get_index(state, (int64_t)i), master, (int64_t)i,
                               l->pi[order[i]], l->name[order[i]], r));
+    }
     return MG_OK;
 }
 

@@ -2,7 +2,12 @@
  * moments are kept (ck_source.moments): torch's optimizer state dict as Megatron's
  * FP32Optimizer and mg-train write it, {'state': {i: {'step', 'exp_avg', 'exp_avg_sq'}},
  * 'param_groups': [...]}, i numbering the file's parameters in megatron-core's optimizer
- * order (mg/megatron_param_order.h: the decay group, then the no-decay group).
+ * order (mg/megatron_param_order.h: the decay group, then the no-decay group), and the
+ * source's 'grad_scaler' beside them when it has one (MixedPrecisionOptimizer's and
+ * DistributedOptimizer's state dicts; replicated, rank 0's). With the source's fp32 masters
+ * (a --bf16/--fp16 run's, ck_source.masters) the output is Float16OptimizerWithFloat16Params'
+ * form: {'optimizer': that dict, 'grad_scaler', 'fp32_from_fp16_params': the planned master
+ * tensors per group, in state order}.
  *
  * Contract (ckpt.h): the groups are the source's (rank 0's), in its order, each key kept but
  * 'params', which lists the target's indices of its decay class (wd_mult, else
@@ -98,10 +103,11 @@ static mg_status build_groups(mg_pk_graph *g, const ck_source *s, const file_par
     return MG_OK;
 }
 
-/* The moment tensors of f->t[j] (pk of exp_avg and exp_avg_sq). */
+/* The moment tensors of f->t[j] (pk of exp_avg, exp_avg_sq and the fp32 master, NULL
+ * without masters). */
 static void moments_of(const ck_file *f, mg_pk_obj **pk, size_t j, mg_pk_obj **m)
 {
-    m[0] = m[1] = NULL;
+    m[0] = m[1] = m[2] = NULL;
     for (size_t i = 0; i < f->n; i++)
         if (f->t[i].moment && f->t[i].of == j) m[f->t[i].moment - 1] = pk[i];
 }
@@ -111,7 +117,7 @@ static mg_status build_state(mg_pk_graph *g, const ck_source *s, const file_para
                              mg_pk_obj *state)
 {
     for (size_t i = 0; i < x->n; i++) {
-        mg_pk_obj *m[2];
+        mg_pk_obj *m[3];
         moments_of(x->f, pk, x->t[order[i]], m);
         MG_ASSERT(m[0] && m[1]);
         steps[i] = (float)s->optim_step;
@@ -124,6 +130,31 @@ static mg_status build_state(mg_pk_graph *g, const ck_source *s, const file_para
         MG_FORWARD(mg_pk_set_obj(g, state, k, e));
     }
     return MG_OK;
+}
+
+/* Float16OptimizerWithFloat16Params.state_dict() around torch's dict d: {'optimizer': d,
+ * 'grad_scaler', 'fp32_from_fp16_params': per group, the masters in state order}. */
+static mg_status nest_mixed(mg_pk_graph *g, const ck_source *s, const file_params *x,
+                            mg_pk_obj **pk, const size_t *order, mg_pk_obj *d, mg_pk_obj **out)
+{
+    const mg_pk_obj *groups = mg_pk_get(d, "param_groups");
+    mg_pk_obj *r = *out = mg_pk_container(g, MG_PK_DICT);
+    mg_pk_obj *masters = mg_pk_container(g, MG_PK_LIST);
+    if (!r || !masters) return MG_ERR_NOMEM;
+    for (size_t gi = 0, i = 0; gi < groups->n; gi++) {
+        mg_pk_obj *list = mg_pk_container(g, MG_PK_LIST);
+        if (!list) return MG_ERR_NOMEM;
+        for (size_t n = mg_pk_len(mg_pk_get(groups->items[gi], "params")); n > 0; n--, i++) {
+            mg_pk_obj *m[3];
+            moments_of(x->f, pk, x->t[order[i]], m);
+            MG_ASSERT(m[2]);
+            MG_FORWARD(mg_pk_append(g, list, m[2]));
+        }
+        MG_FORWARD(mg_pk_append(g, masters, list));
+    }
+    MG_FORWARD(mg_pk_set(g, r, "optimizer", d));
+    if (s->optim_scaler) MG_FORWARD(mg_pk_set(g, r, "grad_scaler", s->optim_scaler));
+    return mg_pk_set(g, r, "fp32_from_fp16_params", masters);
 }
 
 mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_file *f,
@@ -141,8 +172,11 @@ mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_fil
     if (st == MG_OK) st = build_state(g, s, &x, pk, order, *steps, state);
     if (st == MG_OK) st = mg_pk_set(g, d, "state", state);
     if (st == MG_OK) st = mg_pk_set(g, d, "param_groups", groups);
+    *out = d;
+    if (st == MG_OK && s->masters) st = nest_mixed(g, s, &x, pk, order, d, out);
+    else if (st == MG_OK && s->optim_scaler)
+        st = mg_pk_set(g, d, "grad_scaler", s->optim_scaler);
     free(x.t);
     free(order);
-    *out = d;
     return st;
 }

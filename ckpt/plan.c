@@ -78,6 +78,11 @@ mg_status ck_plan_target(mg_model_desc *t, const ck_source *s, const ck_opts *o)
     t->pp_first = o->pp_first;
     t->pp_last = o->pp_last;
     if (o->dtype != MG_TD_INVALID) t->dtype = o->dtype;
+    MG_RETURN_IF(s->masters && t->dtype != s->m.dtype, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --target-dtype %s with the optimizer state of a %s run "
+                 "(its fp32 masters beside %s weights); pass --drop-optimizer-state to drop it",
+                 mg_tdtype_name(t->dtype), mg_tdtype_name(s->m.dtype),
+                 mg_tdtype_name(s->m.dtype));
     /* the source's unit unless given (Megatron's saver passes md.make_vocab_size_divisible_by
      * on); HF sources and args without it: 128 (mg_model_init / mg_model_from_args) */
     if (o->divisible_by > 0) t->make_vocab_size_divisible_by = o->divisible_by;
@@ -135,12 +140,12 @@ static mg_status plan_param(ck_file *f, const ck_plan *pl, const ck_source *s, s
     return shard_runs(t, s, pi, f->tp_rank, pl->m.tp, pl->m.padded_vocab_size);
 }
 
-/* The Adam moments of parameter tensor j of f: its runs over the source's moments, in
- * float32 (Megatron's optimizer state), appended to f. */
+/* The Adam moments of parameter tensor j of f (and with s->masters its fp32 master): its
+ * runs over the source's moments, in float32 (Megatron's optimizer state), appended to f. */
 static mg_status plan_moments(ck_file *f, const ck_source *s, size_t j)
 {
-    static const char *const what[] = {"exp_avg", "exp_avg_sq"};
-    for (int k = 1; k <= 2; k++) {
+    static const char *const what[] = {"exp_avg", "exp_avg_sq", "fp32 master"};
+    for (int k = 1; k <= (s->masters ? 3 : 2); k++) {
         char name[600];
         snprintf(name, sizeof name, "%s of %s", what[k - 1], f->t[j].name);
         ck_tensor *m = ck_add_tensor(f, name, MG_TD_F32, f->t[j].ndim, f->t[j].grows,

@@ -2,7 +2,8 @@
  * file, name, shape, replicated copy) and compare every canonical parameter, element by
  * element in the target dtype, with the source after the same conversion; on Megatron
  * output also the padding rows of the vocabulary tensors (ck_vocab_row); with the source's
- * Adam moments kept, the moments (float32) and the step count alike.
+ * Adam moments kept, the moments (float32) and the step count alike, and a --bf16/--fp16
+ * run's fp32 masters with them.
  *
  * Contract (ckpt.h): prints "verify: N parameters (M tensors, B bytes) identical" on stdout,
  * or fails with MG_ERR_FORMAT naming the first differing parameter and element.
@@ -113,17 +114,22 @@ mg_status ck_verify(const ck_source *s, const ck_plan *pl, const char *dir, int 
         st = mg_error_set(MG_ERR_FORMAT, "verify: optimizer step %g written, %g expected",
                           w->optim_step, s->optim_step);
     uint64_t bytes = 0;
-    size_t all = s->nparams * (s->moments ? 3 : 1);
-    for (size_t i = 0; i < all && st == MG_OK; i++) { /* moments: float32 */
+    if (st == MG_OK && w->masters != s->masters)
+        st = mg_error_set(MG_ERR_FORMAT, "verify: the output %s the fp32 masters",
+                          w->masters ? "holds" : "lacks");
+    static const char *const copy[] = {"", "exp_avg", "exp_avg_sq", "fp32 master"};
+    size_t all = s->nparams * CK_COPIES(s);
+    for (size_t i = 0; i < all && st == MG_OK; i++) { /* moments, masters: float32 */
         mg_tdtype dt = i < s->nparams ? pl->m.dtype : MG_TD_F32;
         st = compare_param(s, w, i, dt, &bytes);
         if (st == MG_OK && loader == CK_MEGATRON) st = padding_rows(s, w, i, pl, dt);
-        if (st != MG_OK && i >= s->nparams)
-            mg_error_prefix("verify: %s", i < 2 * s->nparams ? "exp_avg" : "exp_avg_sq");
+        if (st != MG_OK && i >= s->nparams) mg_error_prefix("verify: %s", copy[i / s->nparams]);
     }
     if (st == MG_OK)
         printf("verify: %zu parameters%s (%zu tensor%s in %zu file%s, %llu bytes) identical "
-               "to the source\n", s->nparams, s->moments ? " and their Adam moments" : "",
+               "to the source\n", s->nparams,
+               s->masters ? ", their Adam moments and fp32 masters"
+               : s->moments ? " and their Adam moments" : "",
                pl->ntensors, pl->ntensors == 1 ? "" : "s", pl->nfiles,
                pl->nfiles == 1 ? "" : "s", (unsigned long long)bytes);
     ck_source_free(w);

@@ -32,10 +32,23 @@ size_t mg_train_ckpt_param_order(const mg_gpt *g, const mg_tname *names, size_t 
     return ndecay;
 }
 
-static mg_pk_obj *tensor_of(mg_pk_graph *pg, const mg_gpt_tensor *t, const float *buf)
+/* View t of a buffer of dtype's values laid out as params (same offsets). */
+static mg_pk_obj *tensor_as(mg_pk_graph *pg, const mg_gpt_tensor *t, mg_tdtype dtype,
+                            const void *buf)
 {
     int64_t shape[2] = {t->shape[0], t->shape[1]};
-    return mg_pk_tensor_new(pg, MG_TD_F32, t->ndim, shape, buf + t->offset);
+    const uint8_t *at = (const uint8_t *)buf + (size_t)t->offset * mg_tdtype_size(dtype);
+    return mg_pk_tensor_new(pg, dtype, t->ndim, shape, at);
+}
+
+static mg_pk_obj *tensor_of(mg_pk_graph *pg, const mg_gpt_tensor *t, const float *buf)
+{
+    return tensor_as(pg, t, MG_TD_F32, buf);
+}
+
+int mg_train_ckpt_mixed_optim(const mg_train_opts *o)
+{
+    return (o->bf16 || o->fp16) && !o->use_distributed_optimizer;
 }
 
 static mg_status put_int(mg_pk_graph *pg, mg_pk_obj *m, const char *k, int64_t v)
@@ -91,13 +104,22 @@ static mg_status build_args(mg_pk_graph *pg, const mg_train_opts *o,
     return o->tok.type ? put_str(pg, *ns, "tokenizer_type", o->tok.type) : MG_OK;
 }
 
-static mg_status build_model(mg_pk_graph *pg, const mg_gpt *g, const mg_tname *names,
-                             mg_pk_obj **model)
+/* The model's state dict: the fp32 parameters, or with --bf16/--fp16 (b->half) Float16Module's
+ * 16-bit weights, the masters rounded to nearest-even as the run's own 16-bit copy is. */
+static mg_status build_model(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
+                             const mg_train_save_bufs *b, mg_pk_obj **model)
 {
+    mg_tdtype dt = b->half ? o->model.dtype : MG_TD_F32;
+    const void *buf = g->params;
+    if (b->half) {
+        MG_FORWARD(mg_dtype_convert(b->half, dt, g->params, MG_TD_F32, (size_t)g->numel));
+        buf = b->half;
+    }
     *model = mg_pk_container(pg, MG_PK_ODICT);
     if (!*model) return MG_ERR_NOMEM;
+    const mg_tname *names = b->names;
     for (size_t i = 0; i < g->nt; i++) {
-        mg_pk_obj *t = tensor_of(pg, &g->t[i], g->params);
+        mg_pk_obj *t = tensor_as(pg, &g->t[i], dt, buf);
         if (!t) return MG_ERR_NOMEM;
         MG_FORWARD(mg_pk_set(pg, *model, names[i], t));
     }
@@ -203,12 +225,11 @@ static mg_status put_grad_scaler(mg_pk_graph *pg, const mg_grad_scaler *s, mg_pk
     return mg_pk_set(pg, od, "grad_scaler", d);
 }
 
-static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
-                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
-                             const mg_tname *names, size_t *order, const float *step,
-                             mg_pk_obj **out)
+/* torch.optim.AdamW's state_dict(): {'state', 'param_groups' (decay, no-decay)}. */
+static mg_status build_adamw(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
+                             const mg_gpt_optim *opt, const size_t *order, size_t ndecay,
+                             const float *step, mg_pk_obj **out)
 {
-    size_t ndecay = mg_train_ckpt_param_order(g, names, order);
     mg_pk_obj *d = mg_pk_container(pg, MG_PK_DICT), *state = mg_pk_container(pg, MG_PK_DICT);
     mg_pk_obj *groups = mg_pk_container(pg, MG_PK_LIST), *g0 = NULL, *g1 = NULL;
     if (!d || !state || !groups) return MG_ERR_NOMEM;
@@ -219,10 +240,55 @@ static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_g
     MG_FORWARD(mg_pk_append(pg, groups, g1));
     MG_FORWARD(mg_pk_set(pg, d, "state", state));
     MG_FORWARD(mg_pk_set(pg, d, "param_groups", groups));
-    if (o->use_distributed_optimizer) MG_FORWARD(put_dist_groups(pg, o, opt->step, d));
-    MG_FORWARD(put_grad_scaler(pg, &st->scaler, d));
     *out = d;
     return MG_OK;
+}
+
+/* Float16OptimizerWithFloat16Params' fp32_from_fp16_params: per param group, the fp32
+ * masters in the group's parameter order. */
+static mg_status build_masters(mg_pk_graph *pg, const mg_gpt *g, const size_t *order,
+                               size_t ndecay, mg_pk_obj **out)
+{
+    mg_pk_obj *groups = *out = mg_pk_container(pg, MG_PK_LIST);
+    const size_t bounds[3] = {0, ndecay, g->nt};
+    if (!groups) return MG_ERR_NOMEM;
+    for (int k = 0; k < 2; k++) {
+        mg_pk_obj *grp = mg_pk_container(pg, MG_PK_LIST);
+        if (!grp) return MG_ERR_NOMEM;
+        for (size_t i = bounds[k]; i < bounds[k + 1]; i++) {
+            mg_pk_obj *t = tensor_of(pg, &g->t[order[i]], g->params);
+            if (!t) return MG_ERR_NOMEM;
+            MG_FORWARD(mg_pk_append(pg, grp, t));
+        }
+        MG_FORWARD(mg_pk_append(pg, groups, grp));
+    }
+    return MG_OK;
+}
+
+/* The optimizer's state dict: FP32Optimizer's (torch's AdamW dict, 'grad_scaler' beside its
+ * keys), DistributedOptimizer's (the same with its groups), or with --bf16/--fp16
+ * Float16OptimizerWithFloat16Params.state_dict(): {'optimizer': AdamW's, 'grad_scaler'
+ * (when the run has a scaler), 'fp32_from_fp16_params'}. */
+static mg_status build_optim(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
+                             const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
+                             const mg_tname *names, size_t *order, const float *step,
+                             mg_pk_obj **out)
+{
+    size_t ndecay = mg_train_ckpt_param_order(g, names, order);
+    mg_pk_obj *adamw = NULL, *d = NULL, *masters = NULL;
+    MG_FORWARD(build_adamw(pg, o, g, opt, order, ndecay, step, &adamw));
+    if (!mg_train_ckpt_mixed_optim(o)) {
+        if (o->use_distributed_optimizer) MG_FORWARD(put_dist_groups(pg, o, opt->step, adamw));
+        MG_FORWARD(put_grad_scaler(pg, &st->scaler, adamw));
+        *out = adamw;
+        return MG_OK;
+    }
+    d = *out = mg_pk_container(pg, MG_PK_DICT);
+    if (!d) return MG_ERR_NOMEM;
+    MG_FORWARD(mg_pk_set(pg, d, "optimizer", adamw));
+    MG_FORWARD(put_grad_scaler(pg, &st->scaler, d));
+    MG_FORWARD(build_masters(pg, g, order, ndecay, &masters));
+    return mg_pk_set(pg, d, "fp32_from_fp16_params", masters);
 }
 
 /* Megatron's OptimizerParamScheduler.state_dict() (steps in samples). */
@@ -244,6 +310,31 @@ static mg_status build_sched(mg_pk_graph *pg, const mg_train_opts *o,
     return put_float(pg, d, "wd_incr_steps", s->wd_incr_steps);
 }
 
+mg_status mg_train_save_bufs_init(mg_train_save_bufs *b, const mg_train_opts *o,
+                                  const mg_gpt *g, const mg_gpt_optim *opt)
+{
+    size_t n = g->nt ? g->nt : 1;
+    b->order = mg_calloc(n, sizeof(size_t));
+    b->steps = mg_calloc(n, sizeof(float));
+    b->names = mg_gpt_names(g, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE);
+    b->half = o->model.dtype != MG_TD_F32 ? mg_calloc((size_t)g->numel + 1, sizeof(uint16_t))
+                                          : NULL;
+    for (size_t i = 0; b->steps && i < g->nt; i++) b->steps[i] = (float)opt->step;
+    if (b->order && b->steps && b->names && (b->half || o->model.dtype == MG_TD_F32))
+        return MG_OK;
+    mg_train_save_bufs_free(b);
+    return MG_ERR_NOMEM;
+}
+
+void mg_train_save_bufs_free(mg_train_save_bufs *b)
+{
+    free(b->order);
+    free(b->steps);
+    free(b->names);
+    free(b->half);
+    memset(b, 0, sizeof *b);
+}
+
 mg_status mg_train_ckpt_build_root(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,
                                    const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
                                    mg_train_save_bufs *b, mg_pk_obj **root)
@@ -254,7 +345,7 @@ mg_status mg_train_ckpt_build_root(mg_pk_graph *pg, const mg_train_opts *o, cons
     MG_FORWARD(mg_pk_set(pg, r, "args", x));
     MG_FORWARD(put_float(pg, r, "checkpoint_version", 3.0));
     MG_FORWARD(put_int(pg, r, "iteration", st->iteration));
-    MG_FORWARD(build_model(pg, g, b->names, &x));
+    MG_FORWARD(build_model(pg, o, g, b, &x));
     MG_FORWARD(mg_pk_set(pg, r, "model", x));
     MG_FORWARD(build_optim(pg, o, g, opt, st, b->names, b->order, b->steps, &x));
     MG_FORWARD(mg_pk_set(pg, r, "optimizer", x));
@@ -308,18 +399,14 @@ static mg_status write_shard(const char *tmp, const mg_train_ckpt_shard *sh,
     MG_FORWARD(make_dir(p));
     snprintf(p, sizeof p, "%s/%s/" MG_MEGATRON_RANK_FILE, tmp, name);
     mg_pk_graph *pg = mg_pk_graph_create();
-    mg_train_save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
-                            mg_calloc(g->nt ? g->nt : 1, sizeof(float)),
-                            mg_gpt_names(g, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE)};
-    for (size_t i = 0; b.steps && i < g->nt; i++) b.steps[i] = (float)opt->step;
+    mg_train_save_bufs b;
     mg_pk_obj *root = NULL;
-    mg_status s = MG_ERR_NOMEM;
-    if (pg && b.order && b.steps && b.names) s = mg_train_ckpt_build_root(pg, o, g, opt, st, &b, &root);
+    mg_status s = mg_train_save_bufs_init(&b, o, g, opt);
+    if (s == MG_OK && !pg) s = MG_ERR_NOMEM;
+    if (s == MG_OK) s = mg_train_ckpt_build_root(pg, o, g, opt, st, &b, &root);
     mg_torch_save_opts so = {.archive_name = "model_optim_rng"};
     if (s == MG_OK) s = mg_torch_save(p, root, &so);
-    free(b.order);
-    free(b.steps);
-    free(b.names);
+    mg_train_save_bufs_free(&b);
     mg_pk_graph_free(pg);
     return s;
 }
@@ -576,24 +663,16 @@ static mg_status read_grad_scaler(const char *path, const mg_pk_obj *od, mg_grad
     return MG_OK;
 }
 
-static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od,
-                            const mg_tname *names, mg_names nm, mg_grad_scaler *scaler)
+/* torch.optim.AdamW's state_dict d ({'state', 'param_groups'}) into opt's moments and step
+ * count, in the optimizer's parameter order of names. */
+static mg_status load_adamw(const char *path, const mg_gpt *g, mg_gpt_optim *opt,
+                            const mg_pk_obj *d, const mg_tname *names)
 {
-    MG_RETURN_IF(od && od->kind == MG_PK_LIST, MG_ERR_UNSUPPORTED,
-                 "not supported yet: %s: the state of several chained optimizers "
-                 "(megatron-core's ChainedOptimizer: virtual pipeline or expert parameters)",
-                 path);
-    if (od && (od->kind == MG_PK_DICT || od->kind == MG_PK_ODICT))
-        MG_FORWARD(read_grad_scaler(path, od, scaler));
-    const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
-    const mg_pk_obj *inner = od && !state ? mg_pk_get(od, "optimizer") : NULL;
-    if (inner && (inner->kind == MG_PK_DICT || inner->kind == MG_PK_ODICT) &&
-        !mg_pk_get(inner, "state"))
-        return load_dist_optim(path, g, opt, inner, nm);
+    const mg_pk_obj *state = mg_pk_get(d, "state");
     MG_RETURN_IF(!state || state->kind != MG_PK_DICT, MG_ERR_FORMAT,
                  "%s: no optimizer state (pass --no-load-optim or --finetune to start a new "
                  "optimizer)", path);
-    MG_FORWARD(check_group_keys(path, mg_pk_get(od, "param_groups")));
+    MG_FORWARD(check_group_keys(path, mg_pk_get(d, "param_groups")));
     size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
     if (!order) return MG_ERR_NOMEM;
     mg_train_ckpt_param_order(g, names, order);
@@ -619,6 +698,79 @@ static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, cons
     MG_RETURN_IF(g->nt && step < 0, MG_ERR_FORMAT, "%s: optimizer step count missing", path);
     opt->step = (int64_t)step;
     return MG_OK;
+}
+
+/* fp32_from_fp16_params (build_masters' layout) into g->params. */
+static mg_status load_masters(const char *path, mg_gpt *g, const mg_pk_obj *masters,
+                              const mg_tname *names)
+{
+    MG_RETURN_IF(masters->kind != MG_PK_LIST || masters->n != 2, MG_ERR_FORMAT,
+                 "%s: optimizer fp32_from_fp16_params is not a list of two param groups "
+                 "(decay, no-decay)", path);
+    size_t *order = mg_calloc(g->nt ? g->nt : 1, sizeof *order);
+    if (!order) return MG_ERR_NOMEM;
+    size_t ndecay = mg_train_ckpt_param_order(g, names, order);
+    const size_t bounds[3] = {0, ndecay, g->nt};
+    mg_status s = MG_OK;
+    for (size_t k = 0; s == MG_OK && k < 2; k++) {
+        const mg_pk_obj *grp = masters->items[k];
+        size_t want = bounds[k + 1] - bounds[k];
+        if (grp->kind != MG_PK_LIST || grp->n != want) {
+            s = mg_error_set(MG_ERR_FORMAT, "%s: optimizer fp32_from_fp16_params group %zu "
+                             "holds %zu tensors, the model's has %zu", path, k,
+                             grp->kind == MG_PK_LIST ? grp->n : 0, want);
+            break;
+        }
+        for (size_t i = 0; s == MG_OK && i < want; i++) {
+            size_t at = order[bounds[k] + i];
+            s = copy_tensor(path, "optimizer fp32_from_fp16_params master of", &g->t[at],
+                            names[at], grp->items[i], g->params);
+        }
+    }
+    free(order);
+    return s;
+}
+
+/* Float16OptimizerWithFloat16Params.state_dict() (build_optim): the moments from its
+ * 'optimizer', the fp32 masters (replacing the 16-bit model tensors' values). */
+static mg_status load_mixed_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt,
+                                  const mg_pk_obj *od, const mg_pk_obj *masters,
+                                  const mg_tname *names)
+{
+    const mg_pk_obj *inner = mg_pk_get(od, "optimizer");
+    MG_RETURN_IF(!inner || (inner->kind != MG_PK_DICT && inner->kind != MG_PK_ODICT),
+                 MG_ERR_FORMAT, "%s: the mixed-precision optimizer state (fp32_from_fp16_params) "
+                 "has no 'optimizer' dict", path);
+    MG_FORWARD(load_adamw(path, g, opt, inner, names));
+    return load_masters(path, g, masters, names);
+}
+
+int mg_train_ckpt_optim_is_mixed(const mg_pk_obj *od)
+{
+    return od && (od->kind == MG_PK_DICT || od->kind == MG_PK_ODICT) &&
+           mg_pk_get(od, "fp32_from_fp16_params") != NULL;
+}
+
+static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od,
+                            const mg_tname *names, mg_names nm, mg_grad_scaler *scaler)
+{
+    MG_RETURN_IF(od && od->kind == MG_PK_LIST, MG_ERR_UNSUPPORTED,
+                 "not supported yet: %s: the state of several chained optimizers "
+                 "(megatron-core's ChainedOptimizer: virtual pipeline or expert parameters)",
+                 path);
+    if (od && (od->kind == MG_PK_DICT || od->kind == MG_PK_ODICT))
+        MG_FORWARD(read_grad_scaler(path, od, scaler));
+    if (mg_train_ckpt_optim_is_mixed(od))
+        return load_mixed_optim(path, g, opt, od, mg_pk_get(od, "fp32_from_fp16_params"), names);
+    const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
+    const mg_pk_obj *inner = od && !state ? mg_pk_get(od, "optimizer") : NULL;
+    if (inner && (inner->kind == MG_PK_DICT || inner->kind == MG_PK_ODICT) &&
+        !mg_pk_get(inner, "state"))
+        return load_dist_optim(path, g, opt, inner, nm);
+    MG_RETURN_IF(!od || (od->kind != MG_PK_DICT && od->kind != MG_PK_ODICT), MG_ERR_FORMAT,
+                 "%s: no optimizer state (pass --no-load-optim or --finetune to start a new "
+                 "optimizer)", path);
+    return load_adamw(path, g, opt, od, names);
 }
 
 static int64_t int_of(const mg_pk_obj *x, int64_t dflt)

@@ -15,12 +15,14 @@
  *     optimizer's distrib_optim.pt); a commit or clean-up removes them with the folder.
  *     With --ckpt-format torch_dist (checkpoint_internal.h) the iteration folder holds the
  *     torch_dist files instead; one model shard only (TP = PP = 1, else "not supported yet"
- *     on save and load).
+ *     on save and load), fp32 only (--bf16/--fp16: "not supported yet" on save).
  *   - The file: {'args': Namespace (mg_model_to_args + transformer_impl
  *     "transformer_engine" or "local" (--transformer-impl), sequence_parallel, iteration,
  *     consumed_train_samples, consumed_valid_samples, train_iters, global/micro batch size,
  *     seed, lr), 'checkpoint_version': 3.0, 'iteration', 'model': OrderedDict of fp32
- *     tensors of this shard (layer numbers local to its stage) under the model's
+ *     tensors of this shard (--bf16/--fp16: Float16Module's 16-bit ones, the masters rounded
+ *     to nearest-even as the run's weight copy is; args bf16/fp16 and params_dtype say
+ *     which) (layer numbers local to its stage) under the model's
  *     Megatron-Core names of that spec (TE: the norms fused as
  *     linear_qkv.layer_norm_weight / linear_fc1.layer_norm_weight; local: input_layernorm /
  *     pre_mlp_layernorm), 'optimizer': torch.optim.AdamW state_dict ({'state': {i: {'step',
@@ -32,7 +34,12 @@
  *     spec's input_layernorm before both)),
  *     'opt_param_scheduler' (Megatron's OptimizerParamScheduler.state_dict, steps in
  *     samples: num_steps leaves out the skipped iterations' samples),
- *     'num_floating_point_operations_so_far'}; with a grad scaler (grad_scaler.h) the
+ *     'num_floating_point_operations_so_far'}; with --bf16/--fp16 and without the
+ *     distributed optimizer (mg_train_ckpt_mixed_optim), 'optimizer' is megatron-core's
+ *     Float16OptimizerWithFloat16Params.state_dict() instead: {'optimizer': that AdamW
+ *     state_dict, 'grad_scaler' (below, when the run has a scaler), 'fp32_from_fp16_params':
+ *     [[the fp32 masters of the decay group], [those of the no-decay group]], each in its
+ *     group's parameter order}; with a grad scaler (grad_scaler.h) the
  *     optimizer dict also holds 'grad_scaler' where megatron-core's MixedPrecisionOptimizer
  *     and DistributedOptimizer state dicts hold it: {'scale': float32 tensor [1],
  *     'growth_tracker', 'hysteresis_tracker'} for the dynamic scaler, {} for the constant
@@ -55,7 +62,10 @@
  *     kv_channels, FFN size and padded vocabulary, where present, must equal the model's.
  *     With optim != NULL the moments and step count are restored (same checks), and the
  *     optimizer's 'grad_scaler' is read into st->scaler (a dynamic one's scale: a float32
- *     tensor of one element, integer trackers); where the
+ *     tensor of one element, integer trackers); the mixed-precision state dict (with
+ *     'fp32_from_fp16_params', from mg-train or megatron-core) gives the moments from its
+ *     'optimizer' and the fp32 masters, which replace the 16-bit model tensors' values
+ *     (which class of state a run may load is ckpt_preflight.h's check); where the
  *     file's 'optimizer' is megatron-core's DistributedOptimizer.state_dict() (param groups
  *     only, the step count in each), from distrib_optim.pt beside it (dist_optim.h: the fp32
  *     master weights replace the file's model tensors, written at any DP size); param
@@ -69,6 +79,7 @@
 
 #include "grad_scaler.h"
 #include "mg/error.h"
+#include "mg/pickle.h"
 #include "model.h"
 #include "options.h"
 #include "step.h"
@@ -89,6 +100,13 @@ typedef struct {
 typedef struct {
     int64_t tp_rank, pp_rank, pp;  /* this model shard and the pipeline size */
 } mg_train_ckpt_shard;
+
+/* The run's optimizer is megatron-core's Float16OptimizerWithFloat16Params (--bf16/--fp16
+ * without --use-distributed-optimizer): its state dict is the mixed-precision one. */
+int mg_train_ckpt_mixed_optim(const mg_train_opts *o);
+
+/* The optimizer state dict od (a file's 'optimizer') is the mixed-precision one. */
+int mg_train_ckpt_optim_is_mixed(const mg_pk_obj *od);
 
 mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_gpt *g,
                              const mg_gpt_optim *opt, const mg_train_ckpt_state *st);

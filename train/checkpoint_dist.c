@@ -208,18 +208,16 @@ mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_opts *o, cons
     MG_RETURN_IF(g->lay.tp != 1 || g->lay.layers != g->m.num_layers, MG_ERR_UNSUPPORTED,
                  "not supported yet: --ckpt-format torch_dist with tensor or pipeline "
                  "parallelism");
+    MG_RETURN_IF(o->bf16 || o->fp16, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --ckpt-format torch_dist with %s (Megatron's "
+                 "mixed-precision sharded layout)", o->bf16 ? "--bf16" : "--fp16");
     writer w = {mg_dcp_meta_create(), mg_pk_graph_create()};
-    mg_train_save_bufs b = {mg_calloc(g->nt ? g->nt : 1, sizeof(size_t)),
-                            mg_calloc(g->nt ? g->nt : 1, sizeof(float)),
-                            mg_gpt_names(g, o->local_spec ? MG_NAMES_LOCAL : MG_NAMES_TE)};
-    for (size_t i = 0; b.steps && i < g->nt; i++) b.steps[i] = (float)opt->step;
-    mg_status s = w.m && w.pg && b.order && b.steps && b.names
-                      ? write_all(dir, o, g, opt, st, &w, &b) : MG_ERR_NOMEM;
+    mg_train_save_bufs b;
+    mg_status s = mg_train_save_bufs_init(&b, o, g, opt);
+    if (s == MG_OK) s = w.m && w.pg ? write_all(dir, o, g, opt, st, &w, &b) : MG_ERR_NOMEM;
     mg_dcp_meta_free(w.m);
     mg_pk_graph_free(w.pg);
-    free(b.order);
-    free(b.steps);
-    free(b.names);
+    mg_train_save_bufs_free(&b);
     return s;
 }
 

@@ -20,7 +20,13 @@ typedef struct {
     size_t *order;
     float *steps; /* one per tensor: tensors sharing a pointer share a storage in the file */
     mg_tname *names; /* in the naming of --transformer-impl */
+    uint16_t *half;  /* --bf16/--fp16: the 16-bit model tensors (laid out as params), else NULL */
 } mg_train_save_bufs;
+
+/* Allocates b for a save of g and opt under o (MG_ERR_NOMEM with nothing held); frees it. */
+mg_status mg_train_save_bufs_init(mg_train_save_bufs *b, const mg_train_opts *o,
+                                  const mg_gpt *g, const mg_gpt_optim *opt);
+void mg_train_save_bufs_free(mg_train_save_bufs *b);
 
 /* The torch file's root dict (checkpoint.h) in pg; tensors point at g's and opt's buffers. */
 mg_status mg_train_ckpt_build_root(mg_pk_graph *pg, const mg_train_opts *o, const mg_gpt *g,

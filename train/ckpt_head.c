@@ -133,6 +133,7 @@ static mg_status open_torch(mg_train_ckpt_head *h, const char *dir, const char *
                  mg_pk_kind_name(root->kind));
     h->args = mg_pk_get(root, "args");
     h->sched = mg_pk_get(root, "opt_param_scheduler");
+    h->optim = mg_pk_get(root, "optimizer");
     h->tp = int_arg(h->args, "tensor_model_parallel_size");
     h->pp = int_arg(h->args, "pipeline_model_parallel_size");
     return check_rank_files(dir, h);
@@ -170,5 +171,5 @@ void mg_train_ckpt_head_close(mg_train_ckpt_head *h)
     mg_dcp_dir_close(h->d);
     h->f = NULL;
     h->d = NULL;
-    h->args = h->sched = NULL;
+    h->args = h->sched = h->optim = NULL;
 }

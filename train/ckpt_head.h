@@ -1,7 +1,7 @@
 /* ckpt_head.h — what a --load names, read before anything is built: the iteration folder
  * (the tracker's, or --ckpt-step N), the checkpoint's format and layout, and the first model
- * shard's `args` and `opt_param_scheduler` (mg-train's checks and --use-checkpoint-args,
- * ckpt_preflight.h). The tensors are not read here (checkpoint.h loads them).
+ * shard's `args`, `opt_param_scheduler` and `optimizer` (mg-train's checks and
+ * --use-checkpoint-args, ckpt_preflight.h). The tensors are not read here (checkpoint.h loads them).
  *
  * Contract:
  *   - mg_train_ckpt_iter: step < 0 takes the tracker's iteration (mg/megatron_layout.h);
@@ -12,7 +12,7 @@
  *     from its common state) or `torch` (mp_rank_00, else mp_rank_00_000, else
  *     MG_ERR_NOTFOUND listing the folder). For `torch` it checks that every rank file the
  *     args' tensor_model_parallel_size x pipeline_model_parallel_size imply is there
- *     (MG_ERR_FORMAT naming the first missing one). args and sched point into the open
+ *     (MG_ERR_FORMAT naming the first missing one). args, sched and optim point into the open
  *     file (NULL when absent) until mg_train_ckpt_head_close, which accepts a zeroed head.
  */
 #ifndef MG_TRAIN_CKPT_HEAD_H
@@ -33,6 +33,7 @@ typedef struct {
     int64_t tp, pp;            /* the layout args name (1 when absent) */
     const mg_pk_obj *args;     /* argparse.Namespace, or NULL */
     const mg_pk_obj *sched;    /* opt_param_scheduler dict, or NULL */
+    const mg_pk_obj *optim;    /* the optimizer state dict (`torch`), or NULL */
     mg_torch_file *f;          /* owned */
     mg_dcp_dir *d;             /* owned (torch_dist) */
 } mg_train_ckpt_head;

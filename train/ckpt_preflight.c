@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "ckpt_head.h"
 #include "mg/model_desc.h"
 
@@ -275,6 +276,34 @@ static mg_status check_sched(mg_train_opts *o, const mg_train_ckpt_head *h)
     return MG_OK;
 }
 
+/* The optimizer classes must match as Megatron's load_state_dict needs them to: the
+ * mixed-precision state (fp32_from_fp16_params) for Float16OptimizerWithFloat16Params,
+ * torch's AdamW dict for FP32Optimizer (the distributed optimizer's state loads into either). */
+static mg_status check_optim(const mg_train_opts *o, const mg_train_ckpt_head *h)
+{
+    if (o->finetune || o->no_load_optim || h->it.release) return MG_OK;
+    int run_mixed = mg_train_ckpt_mixed_optim(o);
+    const char *prec = o->bf16 ? "--bf16" : "--fp16";
+    MG_RETURN_IF(h->dist && run_mixed, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --load %s: the optimizer state of a torch_dist checkpoint "
+                 "in a %s run (pass --no-load-optim to load the weights alone)", o->load, prec);
+    const mg_pk_obj *od = h->optim;
+    if (h->dist || !od || (od->kind != MG_PK_DICT && od->kind != MG_PK_ODICT)) return MG_OK;
+    int file_mixed = mg_train_ckpt_optim_is_mixed(od), file_fp32 = mg_pk_get(od, "state") != NULL;
+    MG_RETURN_IF(file_mixed && !run_mixed, MG_ERR_ARG,
+                 "--load %s: the checkpoint's optimizer state is a --bf16/--fp16 run's "
+                 "(Float16OptimizerWithFloat16Params: fp32_from_fp16_params), this run's "
+                 "optimizer is %s, which cannot load it (neither can Megatron's): pass "
+                 "--no-load-optim or --finetune to load the weights alone", o->load,
+                 o->use_distributed_optimizer ? "the distributed optimizer" : "FP32Optimizer");
+    MG_RETURN_IF(file_fp32 && run_mixed, MG_ERR_ARG,
+                 "--load %s: the checkpoint's optimizer state is an fp32 run's (FP32Optimizer), "
+                 "this %s run's optimizer is Float16OptimizerWithFloat16Params, which cannot "
+                 "load it (neither can Megatron's): pass --no-load-optim or --finetune to "
+                 "load the weights alone", o->load, prec);
+    return MG_OK;
+}
+
 mg_status mg_train_ckpt_preflight(mg_train_opts *o)
 {
     if (!o->load) return MG_OK;
@@ -283,6 +312,7 @@ mg_status mg_train_ckpt_preflight(mg_train_opts *o)
     if (s == MG_OK) s = check_layout(o, &h);
     if (s == MG_OK) s = check_model(o, &h);
     if (s == MG_OK) s = check_sched(o, &h);
+    if (s == MG_OK) s = check_optim(o, &h);
     mg_train_ckpt_head_close(&h);
     return s;
 }

@@ -26,7 +26,13 @@
  *         wd_incr_steps, wd_incr_style differs from the flags' (Megatron's
  *         OptimizerParamScheduler.load_state_dict), every difference named. With
  *         --use-checkpoint-opt_param-scheduler, o->sched takes the checkpoint's values.
- *     plus ckpt_head.h's errors (a Hugging Face folder, a missing iteration or rank file).
+ *       - when the optimizer state is loaded (not --finetune, --no-load-optim, release):
+         the checkpoint's optimizer state is megatron-core's Float16OptimizerWithFloat16Params'
+         (a --bf16/--fp16 run's) and the run's is FP32Optimizer's, or the reverse (Megatron's
+         load_state_dict raises KeyError and load_checkpoint stops advising
+         --no-load-optim); MG_ERR_UNSUPPORTED for a torch_dist checkpoint's optimizer state
+         in a --bf16/--fp16 run (its fp32_param masters: not supported yet).
+     plus ckpt_head.h's errors (a Hugging Face folder, a missing iteration or rank file).
  */
 #ifndef MG_TRAIN_CKPT_PREFLIGHT_H
 #define MG_TRAIN_CKPT_PREFLIGHT_H

@@ -203,7 +203,9 @@ static mg_status load_checkpoint(run_state *s)
                  "--global-batch-size (%lld)", o->load, (long long)st.consumed_train_samples,
                  (long long)st.iteration, (long long)o->global_batch_size);
     s->start_iter = st.iteration;
-    s->sched_behind = st.sched_behind;
+    /* Megatron loads the scheduler with the optimizer only: without it num_steps starts at 0
+     * while the iteration and the consumed samples continue */
+    s->sched_behind = st.optim_loaded ? st.sched_behind : st.consumed_train_samples;
     if (st.optim_loaded) MG_FORWARD(restore_scaler(s, &st.scaler));
     s->valid_cursor = (uint64_t)st.consumed_valid_samples;
     s->flops_so_far = st.flops_so_far;

@@ -267,6 +267,9 @@ static mg_status check_data_ckpt(mg_train_opts *o)
                  MG_ERR_UNSUPPORTED, "not supported yet: --ckpt-format torch_dist with tensor "
                  "or pipeline parallelism (--tensor-model-parallel-size %lld "
                  "--pipeline-model-parallel-size %lld)", LL(o->model.tp), LL(o->model.pp));
+    MG_RETURN_IF(o->save && o->ckpt_torch_dist && (o->bf16 || o->fp16), MG_ERR_UNSUPPORTED,
+                 "not supported yet: --ckpt-format torch_dist with %s (Megatron's "
+                 "mixed-precision sharded layout)", o->bf16 ? "--bf16" : "--fp16");
     return MG_OK;
 }
 

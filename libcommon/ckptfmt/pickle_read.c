@@ -462,6 +462,20 @@ static mg_pk_obj *latin1_bytes(vm *m, const mg_pk_obj *args)
     return o;
 }
 
+/* fn(*args) when fn rebuilds a tensor (torch._utils._rebuild_tensor[_v2|_v3]) into *o;
+ * *o stays NULL for another fn. A plain torch.Tensor that carried Python attributes comes
+ * as _rebuild_from_type_v2(fn, torch.Tensor, args, attributes) (torch.Tensor.__reduce_ex__;
+ * megatron-core's fp32 masters carry tensor_model_parallel, partition_dim, ...): op_reduce
+ * hands its fn and args here, the attributes are dropped (torch.load's tensor is the same). */
+static mg_status tensor_of_rebuild(vm *m, const mg_pk_obj *fn, mg_pk_obj *args, mg_pk_obj **o)
+{
+    if (is_global(fn, "torch._utils", "_rebuild_tensor_v2") ||
+        is_global(fn, "torch._utils", "_rebuild_tensor"))
+        return make_tensor(m, args, 0, o);
+    if (is_global(fn, "torch._utils", "_rebuild_tensor_v3")) return make_tensor(m, args, 1, o);
+    return MG_OK;
+}
+
 static mg_status op_reduce(vm *m)
 {
     mg_pk_obj *args, *fn;
@@ -469,14 +483,14 @@ static mg_status op_reduce(vm *m)
     MG_FORWARD(pop(m, &fn));
     if (args->kind != MG_PK_TUPLE) return fail(m, "REDUCE arguments are not a tuple");
     mg_pk_obj *o = NULL;
-    if (is_global(fn, "torch._utils", "_rebuild_tensor_v2") ||
-        is_global(fn, "torch._utils", "_rebuild_tensor"))
-        MG_FORWARD(make_tensor(m, args, 0, &o));
-    else if (is_global(fn, "torch._utils", "_rebuild_tensor_v3"))
-        MG_FORWARD(make_tensor(m, args, 1, &o));
-    else if ((is_global(fn, "torch._utils", "_rebuild_parameter") ||
-              is_global(fn, "torch._utils", "_rebuild_parameter_with_state")) &&
-             args->n >= 2 && args->items[0]->kind == MG_PK_TENSOR) {
+    if (is_global(fn, "torch._tensor", "_rebuild_from_type_v2") && args->n == 4 &&
+        is_global(args->items[1], "torch", "Tensor") && args->items[2]->kind == MG_PK_TUPLE)
+        MG_FORWARD(tensor_of_rebuild(m, args->items[0], args->items[2], &o));
+    else MG_FORWARD(tensor_of_rebuild(m, fn, args, &o));
+    if (o) return push(m, o);
+    if ((is_global(fn, "torch._utils", "_rebuild_parameter") ||
+         is_global(fn, "torch._utils", "_rebuild_parameter_with_state")) &&
+        args->n >= 2 && args->items[0]->kind == MG_PK_TENSOR) {
         o = args->items[0];
         o->tensor->parameter = 1;
         o->tensor->requires_grad = is_int(args->items[1]) && args->items[1]->i;

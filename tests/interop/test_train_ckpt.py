@@ -2,7 +2,8 @@
 (weights_only) opens, the export through mg-convert to Hugging Face and transformers' logits
 against mg-train's model on the same weights, bit-identical resumption (a run stopped with
 --exit-interval and resumed with --load logs the same losses as the uninterrupted run),
---no-load-optim, --finetune, and refusal of a mismatching checkpoint.
+--no-load-optim (a new optimizer and learning-rate schedule, the iteration continuing),
+--finetune, and refusal of a mismatching checkpoint.
 
 Tiny models on random documents; OMP_NUM_THREADS=1 (results, not speed).
 """
@@ -171,10 +172,17 @@ def test_resume_is_bit_identical(data, tmp_path):
                                               "--no-load-optim"]), tmp_path / "c.jsonl")
     assert [i for i, _ in no_opt] == list(range(4, 9))
     assert no_opt[0] == full[3] and no_opt[1:] != full[4:]
+    # nor the scheduler (Megatron loads opt_param_scheduler with the optimizer only): the
+    # learning rates start again from the schedule's first step
+    assert _lrs(tmp_path / "c.jsonl") == _lrs(tmp_path / "full.jsonl")[:5]
     # --no-load-rng: there is no RNG state; the same as a plain resume
     rng = _run(_args(data, iters=8, extra=["--load", _stage(ck, tmp_path, 3), "--no-load-rng"]),
                tmp_path / "d.jsonl")
     assert rng == full[3:]
+
+
+def _lrs(metrics):
+    return [r["lr"] for r in map(json.loads, open(metrics)) if r["kind"] == "train"]
 
 
 def _stage(ck, tmp_path, it):

@@ -16,8 +16,9 @@ near iteration 20 that turns 1e-9 differences into 1e-5 ones within one step):
   - --bf16 (bf16 weights and activations, fp32 master weights, gradients and moments): the
     losses stay within BF16_REL = 2e-3 relative of the fp32 CPU run's (measured when written:
     2.3e-4 GPT-2, 1.2e-4 Llama) and fall; the checkpoint holds the fp32
-    masters (not bf16-rounded values), and exported to Hugging Face (mg-convert) gives
-    transformers' logits equal to mg-train's model on those weights
+    masters (not bf16-rounded values) in Megatron's mixed-precision layout (the model
+    tensors in bf16, test_train_mp_ckpt.py), and exported to Hugging Face (mg-convert:
+    bf16 weights) gives transformers' logits equal to mg-train's model on those weights
     (test_train_ckpt.assert_hf_export_matches).
   - --fp16 --loss-scale 1 (fp16 weights and activations, fp32 masters, gradients and moments;
     no loss scaling: Megatron's grad scaler is not supported yet, so plain --fp16 is refused):
@@ -155,10 +156,12 @@ def test_bf16_device(botchan, arch, tmp_path):  # noqa: F811
     _assert_same_records(dev, cpu, BF16_REL, f"{arch} bf16")
     _assert_memory_as_planned(p.stderr)
     assert any(_rel(d["loss"], c["loss"]) > 1e-5 for d, c in zip(dev, cpu))  # bf16 ran
-    model = _ckpt(ck)["model"]
-    masters = torch.cat([t.flatten() for t in model.values()])
+    sd = _ckpt(ck)
+    masters = torch.cat([t.flatten() for g in sd["optimizer"]["fp32_from_fp16_params"]
+                         for t in g])
     assert masters.dtype == torch.float32
     assert bool((masters.view(torch.int32) & 0xFFFF).any()), "bf16-rounded, not fp32 masters"
+    assert {t.dtype for t in sd["model"].values()} == {torch.bfloat16}
     args = _args(botchan, arch)
     assert_hf_export_matches(ck, ITERS, tmp_path / "hf", args, botchan["vocab"], 64, tmp_path)
 

@@ -20,8 +20,9 @@ same updates, and megatron-core's load_state_dict reads it back.
 On the emulation build (`make emu`, --device cuda --bf16; 1-2 s an iteration under load, so
 3 iterations a run and no validation): --loss-scale 1 changes nothing bitwise, --loss-scale
 1024 neither (measured when written: identical losses and grad norms; the test allows 1e-6
-relative), --loss-scale 1e39 skips every iteration and leaves the fp32 masters at their
-initialisation. With --fp16 (issue 14's Done-when): the first iterations overflow from
+relative), --loss-scale 1e39 skips every iteration and leaves the fp32 masters (the
+checkpoint's fp32_from_fp16_params) and the bf16 weights at their initialisation. With
+--fp16 (issue 14's Done-when): the first iterations overflow from
 --initial-loss-scale 2^28, the scales are megatron-core's DynamicGradScaler's on the same overflow sequence, the
 log lines count the skipped iterations as training_log does, then the loss falls.
 """
@@ -61,13 +62,28 @@ def _lines(stdout):
     return [line for line in stdout.splitlines() if line.startswith(" [")]
 
 
+def _adamw(ck):
+    """torch's AdamW state dict in a checkpoint's optimizer dict (nested in the --bf16/--fp16
+    layout, Float16OptimizerWithFloat16Params.state_dict)."""
+    od = ck["optimizer"]
+    return od["optimizer"] if "fp32_from_fp16_params" in od else od
+
+
+def _masters(ck):
+    """The fp32 masters of a --bf16/--fp16 checkpoint, in the optimizer's order."""
+    return [t for g in ck["optimizer"]["fp32_from_fp16_params"] for t in g]
+
+
 def _assert_same_state(a, b, what):
-    """The model tensors, the moments and the step counts of two checkpoints, bit for bit."""
+    """The model tensors, the masters, the moments and the step counts of two checkpoints,
+    bit for bit."""
     assert a["model"].keys() == b["model"].keys()
     for k, t in a["model"].items():
         if isinstance(t, torch.Tensor):
             assert torch.equal(t, b["model"][k]), f"{what}: {k}"
-    sa, sb = a["optimizer"]["state"], b["optimizer"]["state"]
+    if "fp32_from_fp16_params" in a["optimizer"]:
+        assert all(torch.equal(x, y) for x, y in zip(_masters(a), _masters(b), strict=True))
+    sa, sb = _adamw(a)["state"], _adamw(b)["state"]
     assert sa.keys() == sb.keys()
     for i in sa:
         for k in ("exp_avg", "exp_avg_sq", "step"):
@@ -229,14 +245,15 @@ def test_bf16_overflow_skips_every_iteration(botchan, tmp_path):
     assert all("| loss scale: inf | number of skipped iterations:   1 |" in line
                for line in _lines(p.stdout))
     init = tmp_path / "init"  # the initialisation, written by the same code without training
-    conftest.run_mg(["ckpt_shards", init, 0, *_train_args(botchan, "gpt2", 2)[1:]])
+    conftest.run_mg(["ckpt_shards", init, 0, *_train_args(botchan, "gpt2", 2)[1:], "--bf16"])
     start = _torch_load(_ckpt_file(init, 0))
     for it in (1, 2):
         ck = _torch_load(_ckpt_file(tmp_path / "a", it))
         for k, t in start["model"].items():
             if isinstance(t, torch.Tensor):
                 assert torch.equal(ck["model"][k], t), (it, k)
-        for s in ck["optimizer"]["state"].values():
+        assert all(torch.equal(x, y) for x, y in zip(_masters(ck), _masters(start), strict=True))
+        for s in _adamw(ck)["state"].values():
             assert float(s["step"]) == 0 and not s["exp_avg"].any() and not s["exp_avg_sq"].any()
         assert ck["opt_param_scheduler"]["num_steps"] == 0
 

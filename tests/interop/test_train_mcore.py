@@ -29,12 +29,13 @@ of test_train_ckpt.py for 6 iterations and saves after each one.
    without changing a bit of it.
 3. megatron/training/checkpointing.py (Megatron-LM; neither megatron-core's wheel nor its
    source distribution on PyPI has megatron/training): read with `git show core_v0.16.1:...` from a clone of
-   NVIDIA/Megatron-LM named by $MG_MEGATRON_LM_GIT. These four tests are optional (README,
+   NVIDIA/Megatron-LM named by $MG_MEGATRON_LM_GIT. These five tests are optional (README,
    tests/interop/expected-skips.txt): without the variable they skip; with it, a clone that
    lacks the tag fails them:
    its own check_checkpoint_args and load_args_from_checkpoint run on our args; the one
    thing load_checkpoint needs that we do not write, 'rng_state', is pinned to its lines
-   (a resume needs --no-load-rng).
+   (a resume needs --no-load-rng), and so is its optimizer branch (--no-load-optim skips the
+   scheduler too; another optimizer class's KeyError; reload_model_params otherwise).
 """
 import argparse
 import ast
@@ -455,3 +456,27 @@ def test_load_checkpoint_rng_state_missing(trained, training_ckpt_src):
             "opt_param_scheduler", "num_floating_point_operations_so_far"} <= set(sd)
     assert sd["checkpoint_version"] == 3.0 and sd["iteration"] == 6
     assert "rng_state" not in sd and "random_rng_state" not in sd
+
+
+def test_load_checkpoint_optimizer_branch(training_ckpt_src):
+    """What mg-train's --load follows for the optimizer (loop.c, ckpt_preflight.c): Megatron's
+    load_checkpoint loads 'optimizer' and 'opt_param_scheduler' in one branch that
+    --no-load-optim and --finetune skip (so the schedule restarts), whose KeyError (another
+    optimizer class's state) prints the --no-load-optim advice, and whose else branch
+    refreshes a --bf16/--fp16 run's masters from the model weights (reload_model_params)."""
+    tree = ast.parse(training_ckpt_src)
+    fn = next(n for n in tree.body
+              if isinstance(n, ast.FunctionDef) and n.name == "load_checkpoint")
+
+    def text(nodes):
+        return ast.unparse(ast.Module(nodes, []))
+    branches = [n for n in ast.walk(fn) if isinstance(n, ast.If)
+                and "not args.no_load_optim" in ast.unparse(n.test) and "not args.finetune" in
+                ast.unparse(n.test) and "opt_param_scheduler.load_state_dict(state_dict"
+                "['opt_param_scheduler'])" in text(n.body)]
+    assert len(branches) == 1
+    body, orelse = text(branches[0].body), text(branches[0].orelse)
+    assert "optimizer.load_state_dict(state_dict['optimizer'])" in body
+    assert "except KeyError" in body and "Specify --no-load-optim or --finetune" in body
+    assert "if (args.fp16 or args.bf16) and optimizer is not None:" in orelse
+    assert "optimizer.reload_model_params()" in orelse

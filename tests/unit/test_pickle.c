@@ -111,23 +111,46 @@ static const char tensor_pkl[] =
     "K\x01K\x03K\x04\x86K\x08K\x01\x86\x89" "ccollections\nOrderedDict\n)Rt"
     "R.";
 
-MG_TEST(pickle_tensor_pattern)
+/* The tensor of tensor_pkl's arguments (storage "0" of 32 elements, offset 1, [3, 4] with
+ * strides [8, 1]) as the root of pickle p, of dtype dt. */
+static void expect_tensor(mg_test_ctx *t, const char *p, size_t n, mg_tdtype dt)
 {
     mg_pk_graph *g = mg_pk_graph_create();
-    mg_pk_obj *r = load(t, g, tensor_pkl, sizeof tensor_pkl - 1);
+    mg_pk_obj *r = load(t, g, p, n);
     MG_CHECK(t, r && r->kind == MG_PK_TENSOR);
     if (r && r->kind == MG_PK_TENSOR) {
         const mg_pk_tensor *x = r->tensor;
-        MG_CHECK_EQ_INT(t, x->dtype, MG_TD_BF16);
+        MG_CHECK_EQ_INT(t, x->dtype, dt);
         MG_CHECK_EQ_STR(t, x->storage_key, "0");
         MG_CHECK_EQ_INT(t, x->storage_numel, 32);
-        MG_CHECK_EQ_INT(t, x->storage_nbytes, 64);
+        MG_CHECK_EQ_INT(t, x->storage_nbytes, 32 * (int64_t)mg_tdtype_size(dt));
         MG_CHECK_EQ_INT(t, x->offset, 1);
         MG_CHECK(t, x->ndim == 2 && x->size[0] == 3 && x->size[1] == 4 && x->stride[0] == 8);
         MG_CHECK(t, x->data == NULL);
     }
     MG_CHECK_EQ_INT(t, mg_pk_tensor_count(g), 1);
     mg_pk_graph_free(g);
+}
+
+MG_TEST(pickle_tensor_pattern)
+{
+    expect_tensor(t, tensor_pkl, sizeof tensor_pkl - 1, MG_TD_BF16);
+}
+
+/* torch.save of a plain tensor with a Python attribute (megatron-core's fp32 masters):
+ * _rebuild_from_type_v2(_rebuild_tensor_v2, torch.Tensor, args, {attributes}); the
+ * attributes are dropped. */
+static const char tensor_attrs_pkl[] =
+    "\x80\x02" "ctorch._tensor\n_rebuild_from_type_v2\n"
+    "(" "ctorch._utils\n_rebuild_tensor_v2\n" "ctorch\nTensor\n"
+    "((X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpuK\x20tQ"
+    "K\x01K\x03K\x04\x86K\x08K\x01\x86\x89" "ccollections\nOrderedDict\n)Rt"
+    "}X\x15\x00\x00\x00tensor_model_parallel\x88st"
+    "R.";
+
+MG_TEST(pickle_tensor_with_attributes)
+{
+    expect_tensor(t, tensor_attrs_pkl, sizeof tensor_attrs_pkl - 1, MG_TD_F32);
 }
 
 MG_TEST(pickle_tensor_view_past_storage)

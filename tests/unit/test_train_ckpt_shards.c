@@ -2,7 +2,8 @@
  * commit phases put one mp_rank_TT (PP 1) or mp_rank_TT_PPP (PP > 1) file per shard in the
  * iteration folder, and each shard loads back bit for bit (weights, moments, step). The
  * shards are written from this one process, as the writers of a TP 2 or PP 2 run would.
- * The grad scaler's state and the scheduler's step count (skipped iterations) round-trip.
+ * The grad scaler's state and the scheduler's step count (skipped iterations) round-trip,
+ * and so does the --bf16/--fp16 layout's fp32 masters.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,21 @@ MG_TEST(train_ckpt_shards_pp2)
     const mg_train_ckpt_shard sh[2] = {{0, 0, 2}, {0, 1, 2}};
     const char *names[2] = {"mp_rank_00_000", "mp_rank_00_001"};
     roundtrip(t, TINY " --pipeline-model-parallel-size 2", lay, sh, names, 2);
+}
+
+/* --bf16/--fp16: the mixed-precision layout (16-bit model tensors, the fp32 masters in the
+ * optimizer's fp32_from_fp16_params) loads back the fp32 masters bit for bit (their
+ * 16-bit rounding would not), at TP 2 and at PP 2 (the tied embedding copy). */
+MG_TEST(train_ckpt_shards_mixed_precision)
+{
+    const mg_gpt_layout tp[2] = {{2, 0, 0, 2, 1, 1}, {2, 1, 0, 2, 1, 1}};
+    const mg_train_ckpt_shard tsh[2] = {{0, 0, 1}, {1, 0, 1}};
+    const char *tnames[2] = {"mp_rank_00", "mp_rank_01"};
+    roundtrip(t, TINY " --tensor-model-parallel-size 2 --bf16", tp, tsh, tnames, 2);
+    const mg_gpt_layout pp[2] = {{1, 0, 0, 1, 1, 0}, {1, 0, 1, 1, 0, 1}};
+    const mg_train_ckpt_shard psh[2] = {{0, 0, 2}, {0, 1, 2}};
+    const char *pnames[2] = {"mp_rank_00_000", "mp_rank_00_001"};
+    roundtrip(t, TINY " --pipeline-model-parallel-size 2 --fp16", pp, psh, pnames, 2);
 }
 
 /* Saves a shard with grad scaler state s and scheduler lag `behind`, loads it back. */

@@ -11,7 +11,9 @@
  *   - Strings are NUL-terminated UTF-8 (len excludes the NUL); bytes may hold NULs.
  *   - Recognised patterns become typed nodes: OrderedDict (REDUCE of collections.OrderedDict),
  *     bytes (_codecs.encode(s, 'latin1')), tensors (torch._utils._rebuild_tensor_v2/v3 and
- *     _rebuild_parameter with a ('storage', StorageType, key, location, numel) persistent id),
+ *     _rebuild_parameter with a ('storage', StorageType, key, location, numel) persistent id;
+ *     a plain tensor with Python attributes, torch._tensor._rebuild_from_type_v2 of
+ *     torch.Tensor, becomes the tensor, its attributes dropped),
  *     argparse.Namespace (NEWOBJ + BUILD with a dict), numpy arrays
  *     (numpy[._]core.multiarray._reconstruct + BUILD). Anything else stays an MG_PK_OBJECT
  *     holding its callable, args, state and appended items, and is re-emitted verbatim.
