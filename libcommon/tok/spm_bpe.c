@@ -531,6 +531,56 @@ static mg_status encode_cached(bpe_run *r, span_cache *c, span_ref sp, mg_spm_re
     return MG_OK;
 }
 
+/* ---- long spans: cut where no piece crosses ----
+ * Every symbol the merges make is a piece occurring in the text at the symbol's place. So
+ * where no piece occurs across a character boundary p (it starts before p and ends after
+ * it), no pair across p is ever on the agenda, and the symbols on either side of p are
+ * merged as if each side were encoded alone (the agenda's order within a side is the
+ * same). A piece across p holds the characters on either side of p as an adjacent pair,
+ * so p is such a boundary when md->bigrams says that pair is in no piece. A long span (Chinese
+ * text: a whole line) is cut at every such p, and each part goes through the span cache
+ * on its own. Not used with user-defined symbols (md->bigrams is not built: a longest
+ * match could start inside a part). */
+enum { CUT_MIN = 24 }; /* spans of at most this many bytes are not cut */
+
+/* The length of the character at t[s, to), as split_symbols splits it. */
+static size_t char_in(const uint8_t *t, size_t s, size_t to)
+{
+    size_t k = t[s] < 0x80 ? 1 : mg_spm_char_len(t[s]);
+    return k < to - s ? k : to - s;
+}
+
+/* t[from, to) through the cache c as one part. */
+static mg_status encode_part(bpe_run *r, span_cache *c, size_t from, size_t to,
+                             mg_spm_refs *out)
+{
+    if (to - from == char_in(r->t, from, to)) /* one character: its piece or unk */
+        return mg_spm_refs_push(out, (uint32_t)from, (uint32_t)(to - from),
+                                text_id(r, (uint32_t)from, (uint32_t)(to - from)));
+    span_ref sp = {from, to, to - from <= CACHE_KEY ? span_hash(r->t + from, to - from) : 0};
+    return encode_cached(r, c, sp, out);
+}
+
+/* encode_cached of the span sp, cut into parts as above when it is long. */
+static mg_status encode_cut(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
+{
+    const mg_spm_bigrams *bg = &r->md->bigrams;
+    if (sp.to - sp.from <= CUT_MIN || !bg->bits) return encode_cached(r, c, sp, out);
+    const uint8_t *t = r->t;
+    size_t part = sp.from, k = char_in(t, sp.from, sp.to);
+    uint32_t prev = mg_spm_char_pack(t + sp.from, k);
+    for (size_t s = sp.from + k; s < sp.to; s += k) {
+        k = char_in(t, s, sp.to);
+        uint32_t cur = mg_spm_char_pack(t + s, k);
+        if (!mg_spm_bigram_maybe(bg, prev, cur)) {
+            MG_FORWARD(encode_part(r, c, part, s, out));
+            part = s;
+        }
+        prev = cur;
+    }
+    return encode_part(r, c, part, sp.to, out);
+}
+
 /* A ws_bounded model: each "▁"-led span on its own, through the cache. Two spans ahead
  * the cache slot is prefetched, one span ahead the arena entry found there. */
 static mg_status encode_spans(bpe_run *r, size_t n, mg_spm_refs *out)
@@ -543,7 +593,7 @@ static mg_status encode_spans(bpe_run *r, size_t n, mg_spm_refs *out)
         span_ref next = span_at(r, c, b.to, n);
         const cache_entry *e = &c->e[b.h & (CACHE_SLOTS - 1)];
         if (e->klen) __builtin_prefetch(c->arena + e->off);
-        MG_FORWARD(encode_cached(r, c, a, out));
+        MG_FORWARD(encode_cut(r, c, a, out));
         a = b;
         b = next;
     }

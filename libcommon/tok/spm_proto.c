@@ -476,12 +476,6 @@ size_t mg_spm_trie_longest(const mg_spm_trie *t, const uint8_t *s, size_t n)
 
 /* ---- InitializePieces ---- */
 
-size_t mg_spm_char_len(uint8_t first)
-{
-    static const uint8_t len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    return len[first >> 4];
-}
-
 int32_t mg_spm_piece_to_id(const mg_spm_model *md, const uint8_t *s, size_t n)
 {
     int32_t id = mg_spm_trie_find(md->reserved, s, n);
@@ -602,6 +596,8 @@ mg_status mg_spm_model_init(mg_spm_model *md)
     score_range(md);
     md->ws_bounded = ws_bounded(&md->proto);
     MG_FORWARD(mg_spm_trie_freeze(md->pieces)); /* BPE pair lookups */
+    if (md->proto.model_type == SPM_BPE && md->ws_bounded && !md->user)
+        MG_FORWARD(mg_spm_bigrams_build(&md->bigrams, &md->proto));
     return build_lattice(md);
 }
 
@@ -614,6 +610,7 @@ void mg_spm_model_free(mg_spm_model *md)
     mg_spm_trie_free(md->lattice);
     free(md->lattice_score);
     mg_unigram_dat_free(md->dat);
+    mg_spm_bigrams_free(&md->bigrams);
     md->dat = NULL;
     md->pieces = md->reserved = md->user = md->lattice = NULL;
     md->lattice_score = NULL;
