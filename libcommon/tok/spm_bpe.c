@@ -66,6 +66,7 @@ typedef struct {
     size_t n_sym;
     const mg_spm_frozen *f; /* md->pieces, frozen */
     int plain_scores;       /* see small_run */
+    int32_t *char3;         /* s->char3 (see char_node) */
 } bpe_run;
 
 /* The span cache (ws_bounded models): an open-addressing table (linear probing) from a
@@ -156,6 +157,20 @@ static int32_t walk(const bpe_run *r, int32_t node, uint32_t off, uint32_t len)
     return node;
 }
 
+/* The node of the character t[pos, pos + len) from the root, -1 if none: a 3-byte one
+ * (a lead byte 0xE0..0xEF and two continuation bytes) through r->char3, filled as the
+ * characters are met (64K entries, one per such character), the others walked. */
+static int32_t char_node(const bpe_run *r, uint32_t pos, uint32_t len)
+{
+    const uint8_t *p = r->t + pos;
+    if (len == 3 && (p[0] >> 4) == 0xE && ((p[1] ^ 0x80) | (p[2] ^ 0x80)) < 0x40) {
+        int32_t *e = &r->char3[(p[0] & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F)];
+        if (*e == 0) *e = walk(r, 0, pos, 3) + 2;
+        return *e - 2;
+    }
+    return walk(r, 0, pos, len);
+}
+
 /* MaybeAddNewSymbolPair */
 static mg_status maybe_add(bpe_run *r, int32_t left, int32_t right)
 {
@@ -186,7 +201,7 @@ static mg_status split_symbols(bpe_run *r, size_t from, size_t to)
         }
         r->sym[k] = (symbol){(int32_t)k - 1, pos + len < to ? (int32_t)k + 1 : -1,
                              (uint32_t)pos, (uint32_t)len, freeze,
-                             walk(r, 0, (uint32_t)pos, (uint32_t)len)};
+                             char_node(r, (uint32_t)pos, (uint32_t)len)};
         pos += len;
     }
     r->n_sym = k;
@@ -443,7 +458,7 @@ static void small_split(const bpe_run *r, small_run *sr, size_t from, size_t to)
             if (len > to - pos) len = to - pos;
         }
         int32_t node = len == 1 ? mg_spm_frozen_step(r->f, 0, r->t[pos])
-                                : walk(r, 0, (uint32_t)pos, (uint32_t)len);
+                                : char_node(r, (uint32_t)pos, (uint32_t)len);
         w[k] = (small_sym){(uint32_t)pos, (uint32_t)len, node, -1, (uint32_t)freeze};
         pos += len;
     }
@@ -554,9 +569,14 @@ static size_t char_in(const uint8_t *t, size_t s, size_t to)
 static mg_status encode_part(bpe_run *r, span_cache *c, size_t from, size_t to,
                              mg_spm_refs *out)
 {
-    if (to - from == char_in(r->t, from, to)) /* one character: its piece or unk */
-        return mg_spm_refs_push(out, (uint32_t)from, (uint32_t)(to - from),
-                                text_id(r, (uint32_t)from, (uint32_t)(to - from)));
+    if (to - from == char_in(r->t, from, to)) { /* one character: its piece or unk */
+        int32_t id = piece_id(r, char_node(r, (uint32_t)from, (uint32_t)(to - from)));
+        if (out->n < out->cap) {
+            out->v[out->n++] = (mg_spm_ref){(uint32_t)from, (uint32_t)(to - from), id};
+            return MG_OK;
+        }
+        return mg_spm_refs_push(out, (uint32_t)from, (uint32_t)(to - from), id);
+    }
     span_ref sp = {from, to, to - from <= CACHE_KEY ? span_hash(r->t + from, to - from) : 0};
     return encode_cached(r, c, sp, out);
 }
@@ -605,7 +625,8 @@ mg_status mg_spm_bpe_encode(const mg_spm_model *md, mg_spm_scratch *s, const uin
 {
     if (n == 0) return MG_OK;
     MG_RETURN_IF(n >= INT32_MAX, MG_ERR_LIMIT, "normalized text of %zu bytes is too long", n);
-    bpe_run r = {md, s, t, s->syms, 0, mg_spm_trie_frozen(md->pieces), 0};
+    if (!s->char3 && !(s->char3 = mg_calloc(65536, sizeof *s->char3))) return MG_ERR_NOMEM;
+    bpe_run r = {md, s, t, s->syms, 0, mg_spm_trie_frozen(md->pieces), 0, s->char3};
     MG_RETURN_IF(!r.f, MG_ERR_ARG, "sentencepiece BPE: the piece trie is not frozen");
     if (md->ws_bounded) return encode_spans(&r, n, out);
     mg_status st = encode_span(&r, 0, n, out);

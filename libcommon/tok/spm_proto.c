@@ -544,9 +544,12 @@ static int ws_bounded(const mg_spm_proto *p)
     return 1;
 }
 
-/* The Unigram candidates: md->lattice and md->lattice_score (after score_range). */
+/* The Unigram candidates: md->lattice and md->lattice_score (after score_range); none for
+ * the other model types (their encoders walk md->pieces). */
 static mg_status build_lattice(mg_spm_model *md)
 {
+    int t = md->proto.model_type;
+    if (t == SPM_BPE || t == SPM_WORD || t == SPM_CHAR) return MG_OK;
     MG_FORWARD(mg_spm_trie_create(&md->lattice));
     md->lattice_score = mg_malloc((md->proto.n_pieces ? md->proto.n_pieces : 1) * sizeof(float));
     if (!md->lattice_score) return MG_ERR_NOMEM;
@@ -560,8 +563,6 @@ static mg_status build_lattice(mg_spm_model *md)
         MG_FORWARD(mg_spm_trie_insert(md->lattice, pc->piece.p, pc->piece.n, (int32_t)i, &added));
     }
     MG_FORWARD(mg_spm_trie_freeze(md->lattice));
-    int t = md->proto.model_type;
-    if (t == SPM_BPE || t == SPM_WORD || t == SPM_CHAR) return MG_OK;
     return mg_unigram_dat_build(md->lattice, md->lattice_score, &md->dat);
 }
 
@@ -647,6 +648,7 @@ void mg_spm_scratch_free(mg_spm_scratch *s)
     free(s->rev);
     free(s->revs);
     free(s->span_cache);
+    free(s->char3);
     free(s->stack);
     memset(s, 0, sizeof *s);
 }

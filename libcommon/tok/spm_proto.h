@@ -180,7 +180,8 @@ typedef struct {
     mg_spm_trie *pieces;   /* NORMAL/USER_DEFINED/UNUSED piece -> id (frozen) */
     mg_spm_trie *reserved; /* UNKNOWN/CONTROL/BYTE piece -> id */
     mg_spm_trie *user;     /* USER_DEFINED pieces (prefix matcher), NULL if none */
-    mg_spm_trie *lattice;  /* NORMAL/USER_DEFINED piece -> id: the Unigram candidates */
+    mg_spm_trie *lattice;  /* NORMAL/USER_DEFINED piece -> id: the Unigram candidates
+                            * (NULL for BPE, WORD and CHAR models) */
     float *lattice_score;  /* per id: the Unigram score (USER_DEFINED: (len - 1) * 0.1) */
     mg_unigram_dat *dat;   /* lattice as a double array (Unigram models only, else NULL) */
     int32_t unk_id;
@@ -275,6 +276,7 @@ typedef struct {
     void *revs;       /* bpe: the recorded splits */
     size_t revs_n, revs_cap;
     void *span_cache; /* bpe, ws_bounded models: pieces of recent spans (spm_bpe.c) */
+    int32_t *char3;   /* bpe: per 3-byte character, its piece-trie node + 2 (0: not met yet) */
     uint32_t *stack;  /* bpe: resegmentation stack */
     size_t stack_cap;
     const void *root_trie; /* unigram: the trie whose root edges root[] holds, or NULL */
