@@ -29,6 +29,9 @@
  *  - a span of at most 64 bytes is merged in an array, the best pair found by a scan
  *    (see small_run) instead of the heap;
  *  - a final symbol's id is its trie node's value (see piece_id).
+ *  - a span of more than 24 bytes (Chinese text: a whole line) is cut where no piece
+ *    can cross, and its parts are encoded and cached on their own (see encode_cut);
+ *  - a 3-byte character's node comes from a table filled as they are met (see char_node).
  * sentencepiece itself runs the agenda over the whole normalized text (bpe_model.cc);
  * the results are the same (tests/interop/test_spm.py, test_spm_bpe_cache.py).
  */
@@ -39,6 +42,9 @@
 #include <string.h>
 
 #include "mg/grow.h"
+
+/* The span cache's lookups stay inlined into each caller (the short-span loop's included). */
+#define HOT static inline __attribute__((always_inline))
 
 typedef struct {
     int32_t prev, next;
@@ -322,7 +328,7 @@ static mg_status cache_of(mg_spm_scratch *s, const mg_spm_model *md, span_cache 
     return MG_OK;
 }
 
-static uint64_t span_hash(const uint8_t *p, size_t n)
+HOT uint64_t span_hash(const uint8_t *p, size_t n)
 {
     uint64_t h = (n + 1) * 0x9E3779B97F4A7C15ULL, w;
     size_t i = 0;
@@ -355,8 +361,8 @@ static cache_entry *cache_find(span_cache *c, const uint8_t *p, size_t n, uint64
 }
 
 /* Appends the pieces of e at offset from. */
-static mg_status cache_emit(const span_cache *c, const cache_entry *e, size_t from,
-                            mg_spm_refs *out)
+HOT mg_status cache_emit(const span_cache *c, const cache_entry *e, size_t from,
+                         mg_spm_refs *out)
 {
     MG_FORWARD(mg_spm_refs_reserve(out, e->n));
     const uint8_t *ids = c->arena + e->off + cache_pad(e->klen), *len = ids + 4 * e->n;
@@ -533,7 +539,7 @@ static span_ref span_at(const bpe_run *r, const span_cache *c, size_t from, size
 }
 
 /* encode_span through the cache c. */
-static mg_status encode_cached(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
+HOT mg_status encode_cached(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
 {
     size_t n = sp.to - sp.from;
     if (n > CACHE_KEY) return encode_span(r, sp.from, sp.to, out);
@@ -581,11 +587,10 @@ static mg_status encode_part(bpe_run *r, span_cache *c, size_t from, size_t to,
     return encode_cached(r, c, sp, out);
 }
 
-/* encode_cached of the span sp, cut into parts as above when it is long. */
-static mg_status encode_cut(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
+/* The parts of the span sp (see above), each encoded through the cache c. */
+static mg_status encode_parts(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
 {
     const mg_spm_bigrams *bg = &r->md->bigrams;
-    if (sp.to - sp.from <= CUT_MIN || !bg->bits) return encode_cached(r, c, sp, out);
     const uint8_t *t = r->t;
     size_t part = sp.from, k = char_in(t, sp.from, sp.to);
     uint32_t prev = mg_spm_char_pack(t + sp.from, k);
@@ -599,6 +604,25 @@ static mg_status encode_cut(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs 
         prev = cur;
     }
     return encode_part(r, c, part, sp.to, out);
+}
+
+/* encode_cached of the span sp, a long one cut into parts: the whole span is looked up
+ * first (a repeated long span, such as a line of '=', is one lookup) and stored after. */
+static mg_status encode_cut(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
+{
+    size_t n = sp.to - sp.from, first = out->n;
+    if (n <= CUT_MIN || !r->md->bigrams.bits) return encode_cached(r, c, sp, out);
+    const uint8_t *p = r->t + sp.from;
+    if (n <= CACHE_KEY) {
+        const cache_entry *e = cache_find(c, p, n, sp.h);
+        if (e->klen) return cache_emit(c, e, sp.from, out);
+    }
+    MG_FORWARD(encode_parts(r, c, sp, out));
+    if (n <= CACHE_KEY) { /* the parts may have filled or emptied the table: found again */
+        cache_entry *e = cache_find(c, p, n, sp.h);
+        if (!e->klen) cache_store(c, e, p, n, sp.h, out->v + first, out->n - first);
+    }
+    return MG_OK;
 }
 
 /* A ws_bounded model: each "▁"-led span on its own, through the cache. Two spans ahead
