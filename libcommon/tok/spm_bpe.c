@@ -29,7 +29,7 @@
  *  - a span of at most 64 bytes is merged in an array, the best pair found by a scan
  *    (see small_run) instead of the heap;
  *  - a final symbol's id is its trie node's value (see piece_id).
- *  - a span of more than 24 bytes (Chinese text: a whole line) is cut where no piece
+ *  - a span of more than 5 bytes (Chinese text: a whole line) is cut where no piece
  *    can cross, and its parts are encoded and cached on their own (see encode_cut);
  *  - a 3-byte character's node comes from a table filled as they are met (see char_node).
  * sentencepiece itself runs the agenda over the whole normalized text (bpe_model.cc);
@@ -562,7 +562,7 @@ HOT mg_status encode_cached(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs 
  * text: a whole line) is cut at every such p, and each part goes through the span cache
  * on its own. Not used with user-defined symbols (md->bigrams is not built: a longest
  * match could start inside a part). */
-enum { CUT_MIN = 24 }; /* spans of at most this many bytes are not cut */
+enum { CUT_MIN = 5 }; /* spans of at most this many bytes are not cut */
 
 /* The length of the character at t[s, to), as split_symbols splits it. */
 static size_t char_in(const uint8_t *t, size_t s, size_t to)

@@ -11,7 +11,7 @@ bytes (both sides of the short-span and of the cache limits), characters outside
 vocabulary (byte fallback, unk) and user-defined symbols. Models are trained on
 botchan.txt like tests/interop/test_spm.py does.
 
-A span longer than 24 bytes is cut where no piece holds the two characters on either
+A span longer than 5 bytes is cut where no piece holds the two characters on either
 side as an adjacent pair (the pairs of all pieces are kept in a bit filter), and its parts
 are encoded (and cached) on their own: test_long_spans_cut encodes long spans, English
 words without spaces and synthetic Chinese-like lines (a Markov chain over CJK
