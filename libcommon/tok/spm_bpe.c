@@ -29,6 +29,9 @@
  *  - a span of at most 64 bytes is merged in an array, the best pair found by a scan
  *    (see small_run) instead of the heap;
  *  - a final symbol's id is its trie node's value (see piece_id).
+ *  - a span of more than 5 bytes (Chinese text: a whole line) is cut where no piece
+ *    can cross, and its parts are encoded and cached on their own (see encode_cut);
+ *  - a 3-byte character's node comes from a table filled as they are met (see char_node).
  * sentencepiece itself runs the agenda over the whole normalized text (bpe_model.cc);
  * the results are the same (tests/interop/test_spm.py, test_spm_bpe_cache.py).
  */
@@ -39,6 +42,9 @@
 #include <string.h>
 
 #include "mg/grow.h"
+
+/* The span cache's lookups stay inlined into each caller (the short-span loop's included). */
+#define HOT static inline __attribute__((always_inline))
 
 typedef struct {
     int32_t prev, next;
@@ -66,6 +72,7 @@ typedef struct {
     size_t n_sym;
     const mg_spm_frozen *f; /* md->pieces, frozen */
     int plain_scores;       /* see small_run */
+    int32_t *char3;         /* s->char3 (see char_node) */
 } bpe_run;
 
 /* The span cache (ws_bounded models): an open-addressing table (linear probing) from a
@@ -156,6 +163,20 @@ static int32_t walk(const bpe_run *r, int32_t node, uint32_t off, uint32_t len)
     return node;
 }
 
+/* The node of the character t[pos, pos + len) from the root, -1 if none: a 3-byte one
+ * (a lead byte 0xE0..0xEF and two continuation bytes) through r->char3, filled as the
+ * characters are met (64K entries, one per such character), the others walked. */
+static int32_t char_node(const bpe_run *r, uint32_t pos, uint32_t len)
+{
+    const uint8_t *p = r->t + pos;
+    if (len == 3 && (p[0] >> 4) == 0xE && ((p[1] ^ 0x80) | (p[2] ^ 0x80)) < 0x40) {
+        int32_t *e = &r->char3[(p[0] & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F)];
+        if (*e == 0) *e = walk(r, 0, pos, 3) + 2;
+        return *e - 2;
+    }
+    return walk(r, 0, pos, len);
+}
+
 /* MaybeAddNewSymbolPair */
 static mg_status maybe_add(bpe_run *r, int32_t left, int32_t right)
 {
@@ -186,7 +207,7 @@ static mg_status split_symbols(bpe_run *r, size_t from, size_t to)
         }
         r->sym[k] = (symbol){(int32_t)k - 1, pos + len < to ? (int32_t)k + 1 : -1,
                              (uint32_t)pos, (uint32_t)len, freeze,
-                             walk(r, 0, (uint32_t)pos, (uint32_t)len)};
+                             char_node(r, (uint32_t)pos, (uint32_t)len)};
         pos += len;
     }
     r->n_sym = k;
@@ -307,7 +328,7 @@ static mg_status cache_of(mg_spm_scratch *s, const mg_spm_model *md, span_cache 
     return MG_OK;
 }
 
-static uint64_t span_hash(const uint8_t *p, size_t n)
+HOT uint64_t span_hash(const uint8_t *p, size_t n)
 {
     uint64_t h = (n + 1) * 0x9E3779B97F4A7C15ULL, w;
     size_t i = 0;
@@ -340,8 +361,8 @@ static cache_entry *cache_find(span_cache *c, const uint8_t *p, size_t n, uint64
 }
 
 /* Appends the pieces of e at offset from. */
-static mg_status cache_emit(const span_cache *c, const cache_entry *e, size_t from,
-                            mg_spm_refs *out)
+HOT mg_status cache_emit(const span_cache *c, const cache_entry *e, size_t from,
+                         mg_spm_refs *out)
 {
     MG_FORWARD(mg_spm_refs_reserve(out, e->n));
     const uint8_t *ids = c->arena + e->off + cache_pad(e->klen), *len = ids + 4 * e->n;
@@ -443,7 +464,7 @@ static void small_split(const bpe_run *r, small_run *sr, size_t from, size_t to)
             if (len > to - pos) len = to - pos;
         }
         int32_t node = len == 1 ? mg_spm_frozen_step(r->f, 0, r->t[pos])
-                                : walk(r, 0, (uint32_t)pos, (uint32_t)len);
+                                : char_node(r, (uint32_t)pos, (uint32_t)len);
         w[k] = (small_sym){(uint32_t)pos, (uint32_t)len, node, -1, (uint32_t)freeze};
         pos += len;
     }
@@ -518,7 +539,7 @@ static span_ref span_at(const bpe_run *r, const span_cache *c, size_t from, size
 }
 
 /* encode_span through the cache c. */
-static mg_status encode_cached(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
+HOT mg_status encode_cached(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
 {
     size_t n = sp.to - sp.from;
     if (n > CACHE_KEY) return encode_span(r, sp.from, sp.to, out);
@@ -528,6 +549,79 @@ static mg_status encode_cached(bpe_run *r, span_cache *c, span_ref sp, mg_spm_re
     size_t first = out->n;
     MG_FORWARD(encode_ws_span(r, sp.from, sp.to, out));
     cache_store(c, e, p, n, sp.h, out->v + first, out->n - first);
+    return MG_OK;
+}
+
+/* ---- long spans: cut where no piece crosses ----
+ * Every symbol the merges make is a piece occurring in the text at the symbol's place. So
+ * where no piece occurs across a character boundary p (it starts before p and ends after
+ * it), no pair across p is ever on the agenda, and the symbols on either side of p are
+ * merged as if each side were encoded alone (the agenda's order within a side is the
+ * same). A piece across p holds the characters on either side of p as an adjacent pair,
+ * so p is such a boundary when md->bigrams says that pair is in no piece. A long span (Chinese
+ * text: a whole line) is cut at every such p, and each part goes through the span cache
+ * on its own. Not used with user-defined symbols (md->bigrams is not built: a longest
+ * match could start inside a part). */
+enum { CUT_MIN = 5 }; /* spans of at most this many bytes are not cut */
+
+/* The length of the character at t[s, to), as split_symbols splits it. */
+static size_t char_in(const uint8_t *t, size_t s, size_t to)
+{
+    size_t k = t[s] < 0x80 ? 1 : mg_spm_char_len(t[s]);
+    return k < to - s ? k : to - s;
+}
+
+/* t[from, to) through the cache c as one part. */
+static mg_status encode_part(bpe_run *r, span_cache *c, size_t from, size_t to,
+                             mg_spm_refs *out)
+{
+    if (to - from == char_in(r->t, from, to)) { /* one character: its piece or unk */
+        int32_t id = piece_id(r, char_node(r, (uint32_t)from, (uint32_t)(to - from)));
+        if (out->n < out->cap) {
+            out->v[out->n++] = (mg_spm_ref){(uint32_t)from, (uint32_t)(to - from), id};
+            return MG_OK;
+        }
+        return mg_spm_refs_push(out, (uint32_t)from, (uint32_t)(to - from), id);
+    }
+    span_ref sp = {from, to, to - from <= CACHE_KEY ? span_hash(r->t + from, to - from) : 0};
+    return encode_cached(r, c, sp, out);
+}
+
+/* The parts of the span sp (see above), each encoded through the cache c. */
+static mg_status encode_parts(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
+{
+    const mg_spm_bigrams *bg = &r->md->bigrams;
+    const uint8_t *t = r->t;
+    size_t part = sp.from, k = char_in(t, sp.from, sp.to);
+    uint32_t prev = mg_spm_char_pack(t + sp.from, k);
+    for (size_t s = sp.from + k; s < sp.to; s += k) {
+        k = char_in(t, s, sp.to);
+        uint32_t cur = mg_spm_char_pack(t + s, k);
+        if (!mg_spm_bigram_maybe(bg, prev, cur)) {
+            MG_FORWARD(encode_part(r, c, part, s, out));
+            part = s;
+        }
+        prev = cur;
+    }
+    return encode_part(r, c, part, sp.to, out);
+}
+
+/* encode_cached of the span sp, a long one cut into parts: the whole span is looked up
+ * first (a repeated long span, such as a line of '=', is one lookup) and stored after. */
+static mg_status encode_cut(bpe_run *r, span_cache *c, span_ref sp, mg_spm_refs *out)
+{
+    size_t n = sp.to - sp.from, first = out->n;
+    if (n <= CUT_MIN || !r->md->bigrams.bits) return encode_cached(r, c, sp, out);
+    const uint8_t *p = r->t + sp.from;
+    if (n <= CACHE_KEY) {
+        const cache_entry *e = cache_find(c, p, n, sp.h);
+        if (e->klen) return cache_emit(c, e, sp.from, out);
+    }
+    MG_FORWARD(encode_parts(r, c, sp, out));
+    if (n <= CACHE_KEY) { /* the parts may have filled or emptied the table: found again */
+        cache_entry *e = cache_find(c, p, n, sp.h);
+        if (!e->klen) cache_store(c, e, p, n, sp.h, out->v + first, out->n - first);
+    }
     return MG_OK;
 }
 
@@ -543,7 +637,7 @@ static mg_status encode_spans(bpe_run *r, size_t n, mg_spm_refs *out)
         span_ref next = span_at(r, c, b.to, n);
         const cache_entry *e = &c->e[b.h & (CACHE_SLOTS - 1)];
         if (e->klen) __builtin_prefetch(c->arena + e->off);
-        MG_FORWARD(encode_cached(r, c, a, out));
+        MG_FORWARD(encode_cut(r, c, a, out));
         a = b;
         b = next;
     }
@@ -555,7 +649,8 @@ mg_status mg_spm_bpe_encode(const mg_spm_model *md, mg_spm_scratch *s, const uin
 {
     if (n == 0) return MG_OK;
     MG_RETURN_IF(n >= INT32_MAX, MG_ERR_LIMIT, "normalized text of %zu bytes is too long", n);
-    bpe_run r = {md, s, t, s->syms, 0, mg_spm_trie_frozen(md->pieces), 0};
+    if (!s->char3 && !(s->char3 = mg_calloc(65536, sizeof *s->char3))) return MG_ERR_NOMEM;
+    bpe_run r = {md, s, t, s->syms, 0, mg_spm_trie_frozen(md->pieces), 0, s->char3};
     MG_RETURN_IF(!r.f, MG_ERR_ARG, "sentencepiece BPE: the piece trie is not frozen");
     if (md->ws_bounded) return encode_spans(&r, n, out);
     mg_status st = encode_span(&r, 0, n, out);

@@ -476,12 +476,6 @@ size_t mg_spm_trie_longest(const mg_spm_trie *t, const uint8_t *s, size_t n)
 
 /* ---- InitializePieces ---- */
 
-size_t mg_spm_char_len(uint8_t first)
-{
-    static const uint8_t len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    return len[first >> 4];
-}
-
 int32_t mg_spm_piece_to_id(const mg_spm_model *md, const uint8_t *s, size_t n)
 {
     int32_t id = mg_spm_trie_find(md->reserved, s, n);
@@ -550,9 +544,12 @@ static int ws_bounded(const mg_spm_proto *p)
     return 1;
 }
 
-/* The Unigram candidates: md->lattice and md->lattice_score (after score_range). */
+/* The Unigram candidates: md->lattice and md->lattice_score (after score_range); none for
+ * the other model types (their encoders walk md->pieces). */
 static mg_status build_lattice(mg_spm_model *md)
 {
+    int t = md->proto.model_type;
+    if (t == SPM_BPE || t == SPM_WORD || t == SPM_CHAR) return MG_OK;
     MG_FORWARD(mg_spm_trie_create(&md->lattice));
     md->lattice_score = mg_malloc((md->proto.n_pieces ? md->proto.n_pieces : 1) * sizeof(float));
     if (!md->lattice_score) return MG_ERR_NOMEM;
@@ -566,8 +563,6 @@ static mg_status build_lattice(mg_spm_model *md)
         MG_FORWARD(mg_spm_trie_insert(md->lattice, pc->piece.p, pc->piece.n, (int32_t)i, &added));
     }
     MG_FORWARD(mg_spm_trie_freeze(md->lattice));
-    int t = md->proto.model_type;
-    if (t == SPM_BPE || t == SPM_WORD || t == SPM_CHAR) return MG_OK;
     return mg_unigram_dat_build(md->lattice, md->lattice_score, &md->dat);
 }
 
@@ -602,6 +597,8 @@ mg_status mg_spm_model_init(mg_spm_model *md)
     score_range(md);
     md->ws_bounded = ws_bounded(&md->proto);
     MG_FORWARD(mg_spm_trie_freeze(md->pieces)); /* BPE pair lookups */
+    if (md->proto.model_type == SPM_BPE && md->ws_bounded && !md->user)
+        MG_FORWARD(mg_spm_bigrams_build(&md->bigrams, &md->proto));
     return build_lattice(md);
 }
 
@@ -614,6 +611,7 @@ void mg_spm_model_free(mg_spm_model *md)
     mg_spm_trie_free(md->lattice);
     free(md->lattice_score);
     mg_unigram_dat_free(md->dat);
+    mg_spm_bigrams_free(&md->bigrams);
     md->dat = NULL;
     md->pieces = md->reserved = md->user = md->lattice = NULL;
     md->lattice_score = NULL;
@@ -650,6 +648,7 @@ void mg_spm_scratch_free(mg_spm_scratch *s)
     free(s->rev);
     free(s->revs);
     free(s->span_cache);
+    free(s->char3);
     free(s->stack);
     memset(s, 0, sizeof *s);
 }

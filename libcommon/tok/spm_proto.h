@@ -136,6 +136,40 @@ static inline int32_t mg_spm_frozen_step(const mg_spm_frozen *f, int32_t node, u
     return -1;
 }
 
+/* ---- the character pairs inside pieces (spm_bigrams.c) ----
+ * A filter of the pairs of adjacent characters (split as the BPE encoder splits text) of
+ * every matchable piece: a boundary in the text whose pair's bit is clear is crossed by
+ * no piece (a set bit says nothing). */
+#define MG_SPM_BIGRAM_BITS (1u << 20) /* 128 KiB */
+typedef struct {
+    uint64_t *bits; /* NULL: not built */
+} mg_spm_bigrams;
+
+/* A character of 1..4 bytes as a big-endian number (one of two or more bytes starts
+ * with a byte >= 0xC0, so the number determines the bytes). */
+static inline uint32_t mg_spm_char_pack(const uint8_t *p, size_t n)
+{
+    uint32_t x = 0;
+    for (size_t i = 0; i < n; i++) x = x << 8 | p[i];
+    return x;
+}
+
+/* The filter's bit of the pair (x, y) of packed characters. */
+static inline size_t mg_spm_bigram_bit(uint32_t x, uint32_t y)
+{
+    uint64_t key = (uint64_t)x << 32 | y;
+    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 44);
+}
+
+static inline int mg_spm_bigram_maybe(const mg_spm_bigrams *b, uint32_t x, uint32_t y)
+{
+    size_t bit = mg_spm_bigram_bit(x, y);
+    return (int)(b->bits[bit >> 6] >> (bit & 63) & 1);
+}
+
+mg_status mg_spm_bigrams_build(mg_spm_bigrams *b, const mg_spm_proto *p);
+void mg_spm_bigrams_free(mg_spm_bigrams *b);
+
 /* ---- the model ---- */
 
 /* The Unigram candidates as a double array (spm_unigram.c), for mg_spm_unigram_encode. */
@@ -146,7 +180,8 @@ typedef struct {
     mg_spm_trie *pieces;   /* NORMAL/USER_DEFINED/UNUSED piece -> id (frozen) */
     mg_spm_trie *reserved; /* UNKNOWN/CONTROL/BYTE piece -> id */
     mg_spm_trie *user;     /* USER_DEFINED pieces (prefix matcher), NULL if none */
-    mg_spm_trie *lattice;  /* NORMAL/USER_DEFINED piece -> id: the Unigram candidates */
+    mg_spm_trie *lattice;  /* NORMAL/USER_DEFINED piece -> id: the Unigram candidates
+                            * (NULL for BPE, WORD and CHAR models) */
     float *lattice_score;  /* per id: the Unigram score (USER_DEFINED: (len - 1) * 0.1) */
     mg_unigram_dat *dat;   /* lattice as a double array (Unigram models only, else NULL) */
     int32_t unk_id;
@@ -154,6 +189,7 @@ typedef struct {
     /* no UNUSED piece, and no matchable piece holds "▁" past its start: BPE never merges
      * across the start of a "▁", so each "▁"-led span is encoded on its own (spm_bpe.c) */
     int ws_bounded;
+    mg_spm_bigrams bigrams; /* BPE, ws_bounded and no USER_DEFINED piece: else not built */
 } mg_spm_model;
 
 /* InitializePieces on a parsed proto (taken over by md). */
@@ -161,8 +197,12 @@ mg_status mg_spm_model_init(mg_spm_model *md);
 void mg_spm_model_free(mg_spm_model *md);
 /* ModelInterface::PieceToId: reserved, then matchable pieces, else unk_id. */
 int32_t mg_spm_piece_to_id(const mg_spm_model *md, const uint8_t *s, size_t n);
-/* sentencepiece's OneCharLen: UTF-8 length from the first byte alone (1 for junk). */
-size_t mg_spm_char_len(uint8_t first);
+/* sentencepiece's OneCharLen: UTF-8 length from the first byte alone (1 for junk): by
+ * the high nibble, 0-B: 1, C-D: 2, E: 3, F: 4 (the nibbles of the constant). */
+static inline size_t mg_spm_char_len(uint8_t first)
+{
+    return (size_t)(0x4322111111111111ULL >> ((first >> 4) * 4) & 15);
+}
 
 /* ---- encoder stages ---- */
 
@@ -236,6 +276,7 @@ typedef struct {
     void *revs;       /* bpe: the recorded splits */
     size_t revs_n, revs_cap;
     void *span_cache; /* bpe, ws_bounded models: pieces of recent spans (spm_bpe.c) */
+    int32_t *char3;   /* bpe: per 3-byte character, its piece-trie node + 2 (0: not met yet) */
     uint32_t *stack;  /* bpe: resegmentation stack */
     size_t stack_cap;
     const void *root_trie; /* unigram: the trie whose root edges root[] holds, or NULL */

@@ -7,7 +7,8 @@
  * normalized and encoded with both the Unigram (refs and mg_spm_unigram_ids) and the BPE
  * encoder, and every id must be a piece index; the Unigram ids must be those of the refs;
  * the normalizer's copy of plain multibyte
- * characters must give what its rule path gives. Any outcome is fine except a crash, a sanitizer report, a leak or a bad id.
+ * characters must give what its rule path gives; the BPE encoder's cutting of long spans
+ * (md->bigrams) must give the pieces it gives without it. Any outcome is fine except a crash, a sanitizer report, a leak or a bad id.
  * Seeds: tests/fuzz/corpus/spm_model/ (small trained models: a Unigram one with a custom
  * precompiled charsmap and a user-defined symbol, a byte_fallback BPE one).
  */
@@ -93,6 +94,24 @@ static void check_plain_mb(const mg_spm_normalizer *nz, const uint8_t *t, size_t
     free(b.v);
 }
 
+/* The BPE pieces with md->bigrams (long spans cut) are those without (a copy of md that
+ * has no filter, a fresh scratch: no span cache shared). */
+static void check_bpe_cut(const mg_spm_model *md, const uint8_t *t, size_t n,
+                          const mg_spm_refs *refs)
+{
+    if (!md->bigrams.bits) return;
+    mg_spm_model whole = *md; /* shares the tables: not freed */
+    whole.bigrams.bits = NULL;
+    mg_spm_scratch s;
+    memset(&s, 0, sizeof s);
+    mg_spm_refs r = {0};
+    if (mg_spm_bpe_encode(&whole, &s, t, n, &r) != MG_OK || r.n != refs->n ||
+        (r.n && memcmp(r.v, refs->v, r.n * sizeof *r.v) != 0))
+        abort();
+    free(r.v);
+    mg_spm_scratch_free(&s);
+}
+
 static void encode(const mg_spm_model *md, const mg_spm_normalizer *nz, const uint8_t *t,
                    size_t n)
 {
@@ -106,8 +125,10 @@ static void encode(const mg_spm_model *md, const mg_spm_normalizer *nz, const ui
         if (have_refs) check_refs(md, &refs, norm.n);
         check_ids(md, &s, norm.v, norm.n, have_refs ? &refs : NULL);
         refs.n = 0;
-        if (mg_spm_bpe_encode(md, &s, norm.v, norm.n, &refs) == MG_OK)
+        if (mg_spm_bpe_encode(md, &s, norm.v, norm.n, &refs) == MG_OK) {
             check_refs(md, &refs, norm.n);
+            check_bpe_cut(md, norm.v, norm.n, &refs);
+        }
     }
     free(norm.v);
     free(refs.v);

@@ -173,6 +173,15 @@ def assert_same_dataset(prefix_a, prefix_b):
         )
 
 
+def assert_same_ids(got, expect, texts):
+    """Fails naming the first of the texts whose ids (got[i]) differ from expect[i]."""
+    bad = [i for i in range(len(texts)) if got[i] != expect[i]]
+    if bad:
+        i = bad[0]
+        pytest.fail(f"{len(bad)} of {len(texts)} texts differ; first {texts[i][:80]!r}:\n"
+                    f"  ours {got[i][:40]}\n  ref  {expect[i][:40]}")
+
+
 def bin_dir_path():
     return (ROOT / os.environ.get("MG_BIN", "bin")).resolve()
 

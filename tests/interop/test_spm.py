@@ -21,7 +21,8 @@ import zlib
 
 import pytest
 
-from conftest import ROOT, VOCAB_DIR, assert_same_dataset, megatron_build, run_mg
+from conftest import (ROOT, VOCAB_DIR, assert_same_dataset, assert_same_ids, megatron_build,
+                      run_mg)
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2  # noqa: E402
@@ -148,14 +149,6 @@ def run_tokenize(args, texts, check=True):
     assert len(lines) == len(texts)
     return int(sizes["vocab_size"]), int(sizes["eod"]), \
         [[int(x) for x in line.split()] for line in lines]
-
-
-def assert_same_ids(got, expect, texts):
-    bad = [i for i in range(len(texts)) if got[i] != expect[i]]
-    if bad:
-        i = bad[0]
-        pytest.fail(f"{len(bad)} of {len(texts)} texts differ; first {texts[i][:80]!r}:\n"
-                    f"  ours {got[i][:40]}\n  spm  {expect[i][:40]}")
 
 
 @pytest.mark.parametrize("name", SHARED + list(TRAINED) + EDITED)

@@ -10,6 +10,13 @@ come back), frequent words (cache hits next to misses), spans of 60-70 and of 25
 bytes (both sides of the short-span and of the cache limits), characters outside the
 vocabulary (byte fallback, unk) and user-defined symbols. Models are trained on
 botchan.txt like tests/interop/test_spm.py does.
+
+A span longer than 5 bytes is cut where no piece holds the two characters on either
+side as an adjacent pair (the pairs of all pieces are kept in a bit filter), and its parts
+are encoded (and cached) on their own: test_long_spans_cut encodes long spans, English
+words without spaces and synthetic Chinese-like lines (a Markov chain over CJK
+characters, with a model trained on text of the same chain, so pieces of 2-6 characters
+meet across many boundaries), next to characters outside the vocabulary.
 """
 import json
 import os
@@ -20,7 +27,7 @@ import zlib
 
 import pytest
 
-from conftest import ROOT, VOCAB_DIR
+from conftest import ROOT, VOCAB_DIR, assert_same_ids
 
 import sentencepiece as spm
 
@@ -36,13 +43,40 @@ MODELS = {
 CACHE_MAX = 131072
 
 
+ZH_MODEL = dict(model_type="bpe", vocab_size=3000, byte_fallback=True,
+                character_coverage=0.9995, hard_vocab_limit=False)
+
+
+def zh_chain(seed):
+    """A Markov chain over 400 CJK characters and two punctuation marks: each character
+    is followed by one of its 4 favourites 3 times in 4."""
+    rng = random.Random(seed)
+    chars = [chr(0x4E00 + rng.randrange(0x5000)) for _ in range(400)] + ["\uff0c", "\u3002"]
+    return chars, {c: rng.sample(chars, 4) for c in chars}
+
+
+def zh_line(rng, chain, n):
+    chars, fav = chain
+    c, out = rng.choice(chars), []
+    for _ in range(n):
+        out.append(c)
+        c = rng.choice(fav[c]) if rng.random() < 0.75 else rng.choice(chars)
+    return "".join(out)
+
+
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("spm_bpe")
     for name, cfg in MODELS.items():
         spm.SentencePieceTrainer.train(input=str(BOTCHAN), model_prefix=str(d / name),
                                        minloglevel=2, **cfg)
-    return {name: d / f"{name}.model" for name in MODELS}
+    rng, chain = random.Random(7), zh_chain(7)
+    zh_text = d / "zh.txt"
+    zh_text.write_text("".join(zh_line(rng, chain, rng.randint(20, 120)) + "\n"
+                               for _ in range(3000)), encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(zh_text), model_prefix=str(d / "bpe_zh"),
+                                   minloglevel=2, **ZH_MODEL)
+    return {**{name: d / f"{name}.model" for name in MODELS}, "bpe_zh": d / "bpe_zh.model"}
 
 
 def word(rng, lo, hi):
@@ -98,9 +132,33 @@ def test_many_distinct_spans(models, name):
     assert len(distinct) > 2 * CACHE_MAX  # the cache is emptied at least twice
     sp = spm.SentencePieceProcessor(model_file=str(models[name]))
     expect = [sp.encode_as_ids(t) for t in items]
-    got = tokenize(models[name], items)
-    bad = [i for i in range(len(items)) if got[i] != expect[i]]
-    if bad:
-        i = bad[0]
-        pytest.fail(f"{len(bad)} of {len(items)} texts differ; first {items[i][:80]!r}:\n"
-                    f"  ours {got[i][:40]}\n  spm  {expect[i][:40]}")
+    assert_same_ids(tokenize(models[name], items), expect, items)
+
+
+def long_spans(name, seed):
+    """Spans of 20-400 bytes: Chinese-like lines for bpe_zh (the training chain, with
+    characters outside the vocabulary, ASCII and a few spaces), English words without
+    spaces for the others; short ones between them."""
+    rng = random.Random(seed)
+    if name == "bpe_zh":
+        chain, extra = zh_chain(7), "\u9fa5\u3400\U0001F600ab1 \u00e9"
+        def piece():
+            s = zh_line(rng, chain, rng.randint(1, 130))
+            return "".join(rng.choice(extra) if rng.random() < 0.02 else c for c in s)
+    else:
+        common = BOTCHAN.read_text(encoding="utf-8").split()[:3000]
+        def piece():
+            ws = [rng.choice(common) for _ in range(rng.randint(1, 40))]
+            return "".join(word(rng, 1, 3) if rng.random() < 0.05 else w for w in ws)
+    return [" ".join(piece() for _ in range(rng.randint(1, 4))) for _ in range(4000)]
+
+
+@pytest.mark.parametrize("name", list(MODELS) + ["bpe_zh"])
+def test_long_spans_cut(models, name):
+    items = long_spans(name, zlib.crc32(name.encode()))
+    assert sum(len(w.encode()) > 24 for t in items for w in t.split()) > 5000
+    sp = spm.SentencePieceProcessor(model_file=str(models[name]))
+    expect = [sp.encode_as_ids(t) for t in items]
+    if name == "bpe_zh":  # pieces of several characters do occur
+        assert sum(len(sp.id_to_piece(i)) >= 3 for e in expect for i in e) > 10000
+    assert_same_ids(tokenize(models[name], items), expect, items)

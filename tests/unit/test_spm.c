@@ -1,6 +1,7 @@
 /* test_spm.c — SentencePiece tokenizers (tok_spm.c, spm_*.c): the proto2 reader, Unigram
  * Viterbi (scores, unk fusion, byte fallback, user-defined symbols), BPE (score order,
- * leftmost ties, UNUSED resegmentation), WORD and CHAR, the normalizer options, SentencePiece's
+ * leftmost ties, UNUSED resegmentation, the long-span cut's pair filter), WORD and CHAR,
+ * the normalizer options, SentencePiece's
  * own test models (tests/data), Megatron's vocab_size/eod, and load errors. Tiny models are written here
  * with a small protobuf writer; every expected id list was checked against sentencepiece
  * 0.2.3's encode_as_ids on the same model.
@@ -265,18 +266,23 @@ MG_TEST(spm_unigram_cjk_starts)
     mg_tokenizer_free(tk);
 }
 
+/* test_ja_model read into *file (the caller frees it) and parsed into p; 1 if parsed. */
+static int parse_ja_model(mg_test_ctx *t, char **file, mg_spm_proto *p)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/sentencepiece/test_ja_model.model", mg_test_vocab_dir());
+    size_t n = 0;
+    MG_CHECK_OK(t, mg_read_file(path, file, &n));
+    return *file && mg_spm_proto_parse(p, (const uint8_t *)*file, n) == MG_OK;
+}
+
 /* The frozen trie walks like the hash trie, for every byte at every node on each piece's
  * path (list nodes and dense rows alike). */
 MG_TEST(spm_frozen_trie_matches)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/sentencepiece/test_ja_model.model", mg_test_vocab_dir());
     char *file = NULL;
-    size_t n = 0;
     mg_spm_model md = {0};
-    MG_CHECK_OK(t, mg_read_file(path, &file, &n));
-    if (file && mg_spm_proto_parse(&md.proto, (const uint8_t *)file, n) == MG_OK &&
-        mg_spm_model_init(&md) == MG_OK) {
+    if (parse_ja_model(t, &file, &md.proto) && mg_spm_model_init(&md) == MG_OK) {
         const mg_spm_frozen *f = mg_spm_trie_frozen(md.lattice);
         MG_CHECK(t, f != NULL);
         size_t bad = 0;
@@ -333,11 +339,7 @@ static size_t plain_mb_differences(const mg_spm_normalizer *nz, size_t *n_plain)
 static int load_ja_normalizer(mg_test_ctx *t, char **file, mg_spm_model *md,
                               mg_spm_normalizer *nz, const char *user)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/sentencepiece/test_ja_model.model", mg_test_vocab_dir());
-    size_t n = 0;
-    MG_CHECK_OK(t, mg_read_file(path, file, &n));
-    if (!*file || mg_spm_proto_parse(&md->proto, (const uint8_t *)*file, n) != MG_OK) return 0;
+    if (!parse_ja_model(t, file, &md->proto)) return 0;
     if (user) {
         mg_spm_piece *last = &md->proto.pieces[md->proto.n_pieces - 1];
         last->piece = (mg_spm_str){(const uint8_t *)user, strlen(user)};
@@ -441,4 +443,39 @@ MG_TEST(spm_eod_needs_control_eos)
     if (!tk) return;
     MG_CHECK_EQ_INT(t, mg_tokenizer_eod(tk), -1);
     mg_tokenizer_free(tk);
+}
+
+/* The BPE cut's filter (spm_bigrams.c): every adjacent character pair of every matchable
+ * piece of the shared Japanese model has its bit set (a clear bit would cut inside a
+ * piece), and most bits are clear (else no span would ever be cut). */
+MG_TEST(spm_bigram_filter_covers_pieces)
+{
+    char *file = NULL;
+    mg_spm_proto p = {0};
+    mg_spm_bigrams bg = {0};
+    if (parse_ja_model(t, &file, &p) && mg_spm_bigrams_build(&bg, &p) == MG_OK) {
+        size_t missing = 0, pairs = 0, set = 0;
+        for (size_t i = 0; i < p.n_pieces; i++) {
+            const mg_spm_str *s = &p.pieces[i].piece;
+            int ty = p.pieces[i].type;
+            if (ty != SPM_NORMAL && ty != SPM_USER_DEFINED && ty != SPM_UNUSED) continue;
+            for (size_t a = 0, b; s->n > 0 && a < s->n; a = b) {
+                b = a + mg_spm_char_len(s->p[a]);
+                if (b >= s->n) break;
+                size_t c = b + mg_spm_char_len(s->p[b]);
+                if (c > s->n) c = s->n;
+                pairs++;
+                missing += !mg_spm_bigram_maybe(&bg, mg_spm_char_pack(s->p + a, b - a),
+                                                mg_spm_char_pack(s->p + b, c - b));
+            }
+        }
+        for (size_t w = 0; w < MG_SPM_BIGRAM_BITS / 64; w++)
+            set += (size_t)__builtin_popcountll(bg.bits[w]);
+        MG_CHECK(t, pairs > 1000);
+        MG_CHECK_EQ_INT(t, missing, 0);
+        MG_CHECK(t, set < MG_SPM_BIGRAM_BITS / 8);
+    }
+    mg_spm_bigrams_free(&bg);
+    mg_spm_proto_free(&p);
+    free(file);
 }
