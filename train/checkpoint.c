@@ -751,8 +751,18 @@ int mg_train_ckpt_optim_is_mixed(const mg_pk_obj *od)
            mg_pk_get(od, "fp32_from_fp16_params") != NULL;
 }
 
+/* A True bool args.NAME. */
+static int arg_true(const mg_pk_obj *args, const char *name)
+{
+    const mg_pk_obj *x = args ? mg_pk_get(args, name) : NULL;
+    return x && x->kind == MG_PK_BOOL && x->i;
+}
+
+/* half: the file's model tensors are a --bf16/--fp16 run's 16-bit weights (args.bf16 or
+ * args.fp16), so the fp32 masters are only in the optimizer state. */
 static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, const mg_pk_obj *od,
-                            const mg_tname *names, mg_names nm, mg_grad_scaler *scaler)
+                            const mg_tname *names, mg_names nm, int half,
+                            mg_grad_scaler *scaler)
 {
     MG_RETURN_IF(od && od->kind == MG_PK_LIST, MG_ERR_UNSUPPORTED,
                  "not supported yet: %s: the state of several chained optimizers "
@@ -762,8 +772,11 @@ static mg_status load_optim(const char *path, mg_gpt *g, mg_gpt_optim *opt, cons
         MG_FORWARD(read_grad_scaler(path, od, scaler));
     if (mg_train_ckpt_optim_is_mixed(od))
         return load_mixed_optim(path, g, opt, od, mg_pk_get(od, "fp32_from_fp16_params"), names);
+    /* megatron-core's DistributedOptimizer.state_dict(), alone (megatron-core's file) or
+     * beside torch's full moments (mg-train's: without distrib_optim.pt the moments load
+     * from 'state', but a 16-bit run's masters are in distrib_optim.pt only) */
     const mg_pk_obj *state = od ? mg_pk_get(od, "state") : NULL;
-    const mg_pk_obj *inner = od && !state ? mg_pk_get(od, "optimizer") : NULL;
+    const mg_pk_obj *inner = od && (!state || half) ? mg_pk_get(od, "optimizer") : NULL;
     if (inner && (inner->kind == MG_PK_DICT || inner->kind == MG_PK_ODICT) &&
         !mg_pk_get(inner, "state"))
         return load_dist_optim(path, g, opt, inner, nm);
@@ -839,7 +852,7 @@ static mg_status load_state(const char *path, const mg_pk_obj *root, int release
     st->flops_so_far = f > 0 ? f : 0;
     if (opt)
         MG_FORWARD(load_optim(path, g, opt, mg_pk_get(root, "optimizer"), names, nm,
-                              &st->scaler));
+                              arg_true(args, "bf16") || arg_true(args, "fp16"), &st->scaler));
     double num_steps = sched_num_steps(mg_pk_get(root, "opt_param_scheduler"));
     if (num_steps >= 0) st->sched_behind = st->consumed_train_samples - (int64_t)num_steps;
     st->optim_loaded = opt != NULL;

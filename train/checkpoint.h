@@ -67,8 +67,10 @@
  *     'optimizer' and the fp32 masters, which replace the 16-bit model tensors' values
  *     (which class of state a run may load is ckpt_preflight.h's check); where the
  *     file's 'optimizer' is megatron-core's DistributedOptimizer.state_dict() (param groups
- *     only, the step count in each), from distrib_optim.pt beside it (dist_optim.h: the fp32
- *     master weights replace the file's model tensors, written at any DP size); param
+ *     only, the step count in each) -- or mg-train's, with torch's full moments beside them,
+ *     from a --bf16/--fp16 run (args.bf16 or args.fp16: 16-bit model tensors) --, from
+ *     distrib_optim.pt beside it (dist_optim.h: the fp32 master weights replace the file's
+ *     model tensors, written at any DP size); param
  *     groups without wd_mult (files of older mg-train versions, whose parameter order
  *     differed) are refused with a pointer to --no-load-optim.
  */

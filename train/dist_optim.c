@@ -346,8 +346,8 @@ static void coalesce(const mg_dist_layout *l, const mg_gpt *g, const float *x, f
 }
 
 static mg_status state_root(mg_pk_graph *pg, const mg_dist_layout *l, const mg_gpt *g,
-                            const mg_gpt_optim *full, float *world[3], float *buf,
-                            mg_pk_obj **root)
+                            const mg_gpt_optim *full, mg_tdtype param_dtype, float *world[3],
+                            float *buf, mg_pk_obj **root)
 {
     const float *src[3] = {g->params, full->m, full->v};
     int64_t n = 0;
@@ -355,8 +355,10 @@ static mg_status state_root(mg_pk_graph *pg, const mg_dist_layout *l, const mg_g
     mg_pk_obj *r = mg_pk_container(pg, MG_PK_DICT), *gbuf = mg_pk_container(pg, MG_PK_DICT);
     mg_pk_obj *t = mg_pk_container(pg, MG_PK_DICT), *key = mg_pk_container(pg, MG_PK_TUPLE);
     if (!r || !gbuf || !t || !key) return MG_ERR_NOMEM;
-    for (int i = 0; i < 2; i++) /* (param dtype, grad dtype) */
-        MG_FORWARD(mg_pk_append(pg, key, mg_pk_global(pg, "torch", "float32")));
+    /* (buffer.param_dtype, buffer.grad_dtype) */
+    MG_FORWARD(mg_pk_append(pg, key, mg_pk_global(pg, "torch",
+                                                  mg_pk_torch_dtype_name(param_dtype))));
+    MG_FORWARD(mg_pk_append(pg, key, mg_pk_global(pg, "torch", "float32")));
     for (int k = 0; k < 3; k++) {
         coalesce(l, g, src[k], buf, world[k]);
         mg_pk_obj *x = mg_pk_tensor_new(pg, MG_TD_F32, 1, &n, world[k]);
@@ -372,7 +374,7 @@ static mg_status state_root(mg_pk_graph *pg, const mg_dist_layout *l, const mg_g
 }
 
 mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_gpt_optim *full,
-                             const char *path)
+                             mg_tdtype param_dtype, const char *path)
 {
     size_t n = (size_t)(l->numel ? l->numel : 1);
     float *buf = mg_malloc(4 * n * sizeof(float));
@@ -381,7 +383,7 @@ mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_
     mg_pk_obj *root = NULL;
     if (st == MG_OK) {
         float *world[3] = {buf + n, buf + 2 * n, buf + 3 * n};
-        st = state_root(pg, l, g, full, world, buf, &root);
+        st = state_root(pg, l, g, full, param_dtype, world, buf, &root);
     }
     mg_torch_save_opts so = {.archive_name = "distrib_optim"};
     if (st == MG_OK) st = mg_torch_save(path, root, &so);

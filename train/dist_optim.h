@@ -45,10 +45,13 @@
  *     mg_dist_load_moments() takes this rank's shard from full moments (no communication).
  *   - mg_dist_save_state() writes megatron-core's distrib_optim.pt of the shard (torch
  *     format, DistributedOptimizer.save_parameter_state / get_parameter_state_dp_zero):
- *     {'buckets_coalesced': True, 0: {(torch.float32, torch.float32): {'param': fp32[N],
+ *     {'buckets_coalesced': True, 0: {(param dtype, torch.float32): {'param': fp32[N],
  *     'exp_avg': fp32[N], 'exp_avg_sq': fp32[N], 'numel_unpadded': N}}}, each tensor the
  *     buckets of the buffer one after the other, each cut at its numel_unpadded (N their
- *     sum), from full parameters and moments in the model layout.
+ *     sum), from full parameters (the fp32 masters) and moments in the model layout. The key
+ *     is megatron-core's (buffer.param_dtype, buffer.grad_dtype), which its loader matches:
+ *     the model's dtype (torch.bfloat16 / torch.float16 with --bf16 / --fp16, else
+ *     torch.float32) and fp32 gradients.
  *   - mg_dist_read_state() reads such a file back (megatron-core's own, written by DP rank 0
  *     of any data-parallel size: the coalesced tensors do not depend on it, buckets starting
  *     at multiples of 128) into full parameters (the fp32 master weights) and full moments in
@@ -118,9 +121,10 @@ mg_status mg_dist_gather_moments(const mg_dist_optim *o, const mg_gpt *g, mg_com
                                  mg_gpt_optim *full);
 /* This rank's shard <- full moments (host, model layout). */
 mg_status mg_dist_load_moments(mg_dist_optim *o, const mg_gpt *g, const mg_gpt_optim *full);
-/* distrib_optim.pt at path from g's parameters and full moments (see the contract). */
+/* distrib_optim.pt at path from g's parameters and full moments (see the contract);
+ * param_dtype: the model's (MG_TD_F32, MG_TD_BF16 or MG_TD_F16). */
 mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_gpt_optim *full,
-                             const char *path);
+                             mg_tdtype param_dtype, const char *path);
 
 /* params (g->numel, model layout) and full's moments <- distrib_optim.pt at path (see the
  * contract; full->step untouched: the step count is in model_optim_rng.pt). */

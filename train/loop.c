@@ -241,7 +241,8 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
         char p[MG_PATH_MAX];
         if (ss == MG_OK && dist_file)
             ss = mg_train_ckpt_shard_file(p, sizeof p, o->save, it, &sh, "distrib_optim.pt");
-        if (ss == MG_OK && dist_file) ss = mg_dist_save_state(&s->dopt->lay, s->g, full, p);
+        if (ss == MG_OK && dist_file)
+            ss = mg_dist_save_state(&s->dopt->lay, s->g, full, o->model.dtype, p);
     }
     if (full != s->opt) mg_gpt_optim_free(full);
     MG_FORWARD(ss);

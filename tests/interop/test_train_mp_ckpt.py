@@ -275,6 +275,25 @@ def test_resume_bit_for_bit(run, mcore, monkeypatch, tmp_path):
     assert got == full[3:], (got, full)
 
 
+@pytest.mark.parametrize("prec", sorted(HALF))
+def test_distributed_optimizer_resume_bit_for_bit(data, prec, tmp_path):  # noqa: F811
+    """--use-distributed-optimizer with --bf16/--fp16 (one process): the 16-bit model in
+    model_optim_rng.pt, the fp32 masters and moments in distrib_optim.pt under megatron-core's
+    key (param dtype, grad dtype) = (16-bit, float32); --load at iteration 3 repeats the
+    uninterrupted run's losses bit for bit."""
+    args = _emu_args(data, prec, extra=["--use-distributed-optimizer"])
+    ck = tmp_path / "ck"
+    full = _run(args + ["--save", ck, "--save-interval", 1], tmp_path / "m.jsonl")
+    sd = _torch_load(_ckpt_file(ck, 3))
+    assert {t.dtype for t in sd["model"].values() if isinstance(t, torch.Tensor)} == {HALF[prec]}
+    state = _torch_load(ck / "iter_0000003" / "mp_rank_00" / "distrib_optim.pt")
+    (key, buf), = state[0].items()
+    assert key == (HALF[prec], torch.float32), key
+    assert buf["param"].dtype == torch.float32
+    got = _run(args + ["--load", ck, "--ckpt-step", 3], tmp_path / "resumed.jsonl")
+    assert got == full[3:], (got, full)
+
+
 # --- 4. another optimizer class, --no-load-optim ---------------------------------------------
 
 def test_fp32_run_and_bf16_checkpoint(bf16_run, data, mcore, monkeypatch, tmp_path):

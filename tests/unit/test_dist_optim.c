@@ -177,7 +177,7 @@ static void check_read_back(mg_test_ctx *t, const char *cmd, const mg_gpt_layout
     snprintf(path, sizeof path, "%s/distrib_optim.pt", t->dir);
     mg_dist_layout lay;
     MG_CHECK_OK(t, mg_dist_layout_build(&lay, g, dp, nm));
-    MG_CHECK_OK(t, mg_dist_save_state(&lay, g, opt, path));
+    MG_CHECK_OK(t, mg_dist_save_state(&lay, g, opt, MG_TD_F32, path));
     mg_dist_layout_free(&lay);
     float *params = calloc((size_t)g->numel, sizeof(float));
     MG_CHECK_OK(t, mg_gpt_optim_create(&back, g));
@@ -213,7 +213,7 @@ MG_TEST(dist_state_of_another_model_is_refused)
     snprintf(path, sizeof path, "%s/distrib_optim.pt", t->dir);
     mg_dist_layout lay;
     MG_CHECK_OK(t, mg_dist_layout_build(&lay, g, 2, MG_NAMES_TE));
-    MG_CHECK_OK(t, mg_dist_save_state(&lay, g, opt, path));
+    MG_CHECK_OK(t, mg_dist_save_state(&lay, g, opt, MG_TD_F32, path));
     mg_dist_layout_free(&lay);
     float *params = calloc((size_t)other->numel, sizeof(float));
     MG_CHECK_ERR(t, mg_dist_read_state(other, MG_NAMES_TE, path, params, other_opt),
