@@ -434,12 +434,21 @@ mg_status mg_train_ckpt_begin(const char *dir, int64_t iteration)
 
 mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_shard *sh,
                               const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
-                              const mg_train_ckpt_state *st)
+                              const mg_train_ckpt_state *st, uint8_t **part, size_t *part_len)
 {
     char final[MG_PATH_MAX], tmp[MG_PATH_MAX];
+    *part = NULL, *part_len = 0;
     MG_FORWARD(iter_paths(dir, st->iteration, final, tmp));
-    return o->ckpt_torch_dist ? mg_train_ckpt_write_dist(tmp, o, g, opt, st)
+    return o->ckpt_torch_dist ? mg_train_ckpt_write_dist(tmp, sh, o, g, opt, st, part, part_len)
                               : write_shard(tmp, sh, o, g, opt, st);
+}
+
+mg_status mg_train_ckpt_write_meta(const char *dir, int64_t iteration,
+                                   const uint8_t *const *parts, const size_t *lens, size_t n)
+{
+    char final[MG_PATH_MAX], tmp[MG_PATH_MAX];
+    MG_FORWARD(iter_paths(dir, iteration, final, tmp));
+    return mg_train_ckpt_write_dist_meta(tmp, parts, lens, n);
 }
 
 mg_status mg_train_ckpt_shard_file(char *buf, size_t n, const char *dir, int64_t iteration,
@@ -481,7 +490,12 @@ mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_g
     char final[MG_PATH_MAX], tmp[MG_PATH_MAX];
     MG_FORWARD(iter_paths(dir, st->iteration, final, tmp));
     MG_FORWARD(mg_train_ckpt_begin(dir, st->iteration));
-    mg_status s = mg_train_ckpt_write(dir, &one, o, g, opt, st);
+    uint8_t *part = NULL;
+    size_t len = 0;
+    mg_status s = mg_train_ckpt_write(dir, &one, o, g, opt, st, &part, &len);
+    if (s == MG_OK && part)
+        s = mg_train_ckpt_write_meta(dir, st->iteration, (const uint8_t *const *)&part, &len, 1);
+    free(part);
     if (s != MG_OK) {
         remove_iter_dir(tmp);
         return s;
@@ -899,9 +913,6 @@ mg_status mg_train_ckpt_load_shard(const char *dir, int64_t step, const mg_train
     int release = it.release;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (mg_mcore_dist_is(path)) { /* as Megatron tells the formats apart */
-        MG_RETURN_IF(g->lay.tp != 1 || g->lay.layers != g->m.num_layers, MG_ERR_UNSUPPORTED,
-                     "not supported yet: loading the torch_dist checkpoint %s with tensor or "
-                     "pipeline parallelism", path);
         return mg_train_ckpt_load_dist(path, release, g, release ? NULL : opt, st);
     }
     MG_FORWARD(mg_megatron_rank_file(&it, sh->tp_rank, sh->pp_rank, sh->pp > 1, rel, sizeof rel));

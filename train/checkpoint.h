@@ -14,8 +14,10 @@
  *     files of its own to its shard folder (mg_train_ckpt_shard_file: the distributed
  *     optimizer's distrib_optim.pt); a commit or clean-up removes them with the folder.
  *     With --ckpt-format torch_dist (checkpoint_internal.h) the iteration folder holds the
- *     torch_dist files instead; one model shard only (TP = PP = 1, else "not supported yet"
- *     on save and load), fp32 only (--bf16/--fp16: "not supported yet" on save).
+ *     torch_dist files instead: each writer its data files, writer 0 (tensor and pipeline
+ *     rank 0) common.pt and metadata.json, and the committing rank the .metadata of every
+ *     writer's part (mg_train_ckpt_write hands it back; mg_train_ckpt_write_meta), at any
+ *     TP x PP; fp32 only (--bf16/--fp16: "not supported yet" on save).
  *   - The file: {'args': Namespace (mg_model_to_args + transformer_impl
  *     "transformer_engine" or "local" (--transformer-impl), sequence_parallel, iteration,
  *     consumed_train_samples, consumed_valid_samples, train_iters, global/micro batch size,
@@ -114,9 +116,15 @@ mg_status mg_train_ckpt_save(const char *dir, const mg_train_opts *o, const mg_g
                              const mg_gpt_optim *opt, const mg_train_ckpt_state *st);
 /* The phases of a save with several writers (see the contract). */
 mg_status mg_train_ckpt_begin(const char *dir, int64_t iteration);
+/* With --ckpt-format torch_dist the writer's part of the .metadata comes back in *part
+ * (malloc'd, *part_len bytes; the caller frees it; NULL for the torch format); the
+ * committing rank hands every writer's part (in any order) to mg_train_ckpt_write_meta
+ * before mg_train_ckpt_commit. */
 mg_status mg_train_ckpt_write(const char *dir, const mg_train_ckpt_shard *sh,
                               const mg_train_opts *o, const mg_gpt *g, const mg_gpt_optim *opt,
-                              const mg_train_ckpt_state *st);
+                              const mg_train_ckpt_state *st, uint8_t **part, size_t *part_len);
+mg_status mg_train_ckpt_write_meta(const char *dir, int64_t iteration,
+                                   const uint8_t *const *parts, const size_t *lens, size_t n);
 mg_status mg_train_ckpt_commit(const char *dir, int64_t iteration);
 /* Where a writer puts another file of its shard before the commit (distrib_optim.pt). */
 mg_status mg_train_ckpt_shard_file(char *buf, size_t n, const char *dir, int64_t iteration,

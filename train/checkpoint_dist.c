@@ -1,15 +1,19 @@
 /* checkpoint_dist.c — mg-train's Megatron `torch_dist` checkpoints (--ckpt-format
  * torch_dist): the torch file's content (checkpoint.h) split as megatron-core splits it.
  *
- * Contract (checkpoint_internal.h; docs/FORMATS.md §5.10): three data files written in parallel:
- * __0_0.distcp the extra states (torch.save([None])) and the model tensors under stacked
- * keys (one chunk per layer), __0_1 / __0_2.distcp the AdamW moments under
- * "optimizer.state.exp_avg." / "exp_avg_sq." + the parameter's key (same shape and chunks);
- * .metadata; common.pt with everything else (args,
- * iteration, optimizer param_groups with the step count, scheduler, FLOPs); metadata.json.
- * Loading reads any chunking (mg_dcp_read_box), stacked or per-layer keys, common.pt or
- * common_state, rebuilds the torch file's root dict and hands it to
- * mg_train_ckpt_load_root. Only the single-process layout (TP = 1, every layer) is saved.
+ * Contract (checkpoint_internal.h; docs/FORMATS.md §5.10): each model shard (writer
+ * w = pp_rank x TP + tp_rank) writes three data files in parallel: __w_0.distcp its extra
+ * states (torch.save([None]); tensor rank 0) and its chunks of the model tensors under
+ * stacked keys (global shape, one box per layer at its global number, split by the tensor
+ * rank as megatron-core's sharded state dict splits it: boxes_of), __w_1 / __w_2.distcp the
+ * AdamW moments under "optimizer.state.exp_avg." / "exp_avg_sq." + the parameter's key
+ * (same shape and chunks); tensors replicated over the tensor ranks are written by rank 0,
+ * the last stage's tied-embedding copy not at all. Writer 0 also writes common.pt with
+ * everything else (args, iteration, optimizer param_groups with the step count, scheduler,
+ * FLOPs) and metadata.json; the .metadata is merged from every writer's packed part.
+ * Loading reads this rank's boxes from any chunking (mg_dcp_read_box), stacked or per-layer
+ * keys, common.pt or common_state, rebuilds the torch file's root dict and hands it to
+ * mg_train_ckpt_load_root.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -38,6 +42,51 @@ void mg_train_ckpt_remove_dist(const char *dir)
     }
 }
 
+/* ---- the shards of a tensor ---- */
+
+#define MAXBOX 2 /* a SwiGLU fc1 shard is two boxes (its gate and its up half) */
+
+typedef struct {
+    int nd;
+    int64_t size[3];                  /* the global shape (the layer axis first when stacked) */
+    int64_t off[MAXBOX][3], len[MAXBOX][3];
+    int64_t row[MAXBOX];              /* the first row of the rank's tensor each box holds */
+    int n;
+} shard_boxes;
+
+/* Where tensor t of this rank lies in its global (stacked) tensor, as megatron-core's
+ * sharded state dict places it: split along the rows (vocabulary, column-parallel, QKV,
+ * SwiGLU's two halves each) or the columns (row-parallel) by the tensor-parallel rank, the
+ * layer at its global number. */
+static void boxes_of(const mg_gpt *g, const mg_gpt_tensor *t, int stacked, shard_boxes *b)
+{
+    mg_split sp = t->param.spec->split;
+    int s = stacked, ax = sp == MG_SPLIT_ROW && t->ndim == 2 ? s + 1 : s;
+    b->nd = s + t->ndim;
+    b->size[0] = g->m.num_layers;
+    for (int d = 0; d < t->ndim; d++) b->size[s + d] = t->shape[d];
+    if (sp != MG_SPLIT_REPLICATED) b->size[ax] *= g->lay.tp;
+    b->n = sp == MG_SPLIT_SWIGLU ? 2 : 1;
+    for (int k = 0; k < b->n; k++) {
+        memcpy(b->len[k], b->size, sizeof b->size);
+        memset(b->off[k], 0, sizeof b->off[k]);
+        if (s) b->off[k][0] = t->param.layer, b->len[k][0] = 1;
+        b->row[k] = 0;
+        if (sp == MG_SPLIT_REPLICATED) continue;
+        int64_t local = t->shape[ax - s] / b->n;
+        b->off[k][ax] = k * (b->size[ax] / 2) + g->lay.tp_rank * local;
+        b->len[k][ax] = local;
+        b->row[k] = k * local;
+    }
+}
+
+/* This rank writes t: not a tensor-parallel replica of rank 0's, not the last stage's copy
+ * of the tied embeddings (megatron-core saves replica 0 only). */
+static int writes(const mg_gpt *g, const mg_gpt_tensor *t)
+{
+    return !t->tied_copy && (t->param.spec->split != MG_SPLIT_REPLICATED || g->lay.tp_rank == 0);
+}
+
 /* ---- save ---- */
 
 #define NFILES 3 /* the model, exp_avg, exp_avg_sq: one data file each, written in parallel */
@@ -57,50 +106,63 @@ typedef struct {
     char msg[MG_ERROR_MAX];
 } file_job;
 
-/* Tensor t of buffer buf as a chunk of its (stacked) key, prefix prepended, in file job j. */
+/* Tensor t of buffer buf as chunks of its (stacked) key, prefix prepended, in file job j. */
 static mg_status plan_tensor(file_job *j, const mg_gpt *g, const mg_gpt_tensor *t,
                              const float *buf, const char *prefix)
 {
     char name[512], key[600];
-    int stacked = t->param.layer >= 0, nd = 0;
-    int64_t size[3], off[3] = {0, 0, 0}, len[3];
+    int stacked = t->param.layer >= 0;
+    shard_boxes b;
     mg_mcore_dist_key(&t->param, MG_NAMES_TE, stacked, name, sizeof name);
     snprintf(key, sizeof key, "%s%s", prefix, name);
-    if (stacked) size[nd++] = g->m.num_layers;
-    for (int d = 0; d < t->ndim; d++) size[nd++] = t->shape[d];
-    memcpy(len, size, sizeof len);
-    if (stacked) off[0] = t->param.layer, len[0] = 1;
-    const mg_dcp_item *found = mg_dcp_find(j->m, key);
-    mg_dcp_item *it = found ? &j->m->items[found - j->m->items]
-                            : mg_dcp_add_tensor(j->m, key, MG_TD_F32, nd, size);
-    mg_dcp_chunk *c = it ? mg_dcp_add_chunk(it, off, len) : NULL;
-    if (!c) return MG_ERR_NOMEM;
-    c->file = j->file;
-    j->e[j->n++] = (entry){(size_t)(it - j->m->items), it->nchunks - 1, buf + t->offset};
+    boxes_of(g, t, stacked, &b);
+    for (int k = 0; k < b.n; k++) {
+        const mg_dcp_item *found = mg_dcp_find(j->m, key);
+        mg_dcp_item *it = found ? &j->m->items[found - j->m->items]
+                                : mg_dcp_add_tensor(j->m, key, MG_TD_F32, b.nd, b.size);
+        mg_dcp_chunk *c = it ? mg_dcp_add_chunk(it, b.off[k], b.len[k]) : NULL;
+        if (!c) return MG_ERR_NOMEM;
+        c->file = j->file;
+        const float *data = buf + t->offset + b.row[k] * (t->ndim == 2 ? t->shape[1] : 1);
+        j->e[j->n++] = (entry){(size_t)(it - j->m->items), it->nchunks - 1, data};
+    }
     return MG_OK;
 }
 
-static mg_status plan_files(mg_dcp_meta *m, file_job *jobs, const mg_gpt *g,
-                            const mg_gpt_optim *opt)
+/* The extra states (TE's, None) of the stage's layers: tensor-parallel rank 0's. */
+static mg_status plan_extra_states(mg_dcp_meta *m, const mg_gpt *g)
 {
-    char key[512], prefix[64] = "";
-    for (size_t i = 0; mg_mcore_dist_extra_state(g->m.num_layers, i, key, sizeof key); i++) {
+    char key[512];
+    for (size_t i = 0; g->lay.tp_rank == 0 && mg_mcore_dist_extra_state(g->m.num_layers, i, key, sizeof key); i++) {
+        int64_t layer = (int64_t)(i / 4); /* mg_mcore_dist_extra_state: four per layer */
+        if (layer < g->lay.layer_first || layer >= g->lay.layer_first + g->lay.layers) continue;
         mg_dcp_item *it = mg_dcp_add_bytes(m, key);
         mg_dcp_chunk *c = it ? mg_dcp_add_chunk(it, NULL, NULL) : NULL;
         if (!c) return MG_ERR_NOMEM;
         c->file = 0;
     }
-    for (uint32_t k = 0; k < NFILES; k++) {
-        snprintf(key, sizeof key, "__0_%u.distcp", k);
-        jobs[k].e = mg_calloc(g->nt ? g->nt : 1, sizeof(entry));
-        if (!jobs[k].e || mg_dcp_file_index(m, key) != (int64_t)k) return MG_ERR_NOMEM;
-        const float *buf = k == 0 ? g->params : k == 1 ? opt->m : opt->v;
-        if (k > 0) snprintf(prefix, sizeof prefix, "optimizer.state.%s.", moments[k - 1]);
-        for (size_t i = 0; i < g->nt; i++) MG_FORWARD(plan_tensor(&jobs[k], g, &g->t[i], buf, prefix));
-    }
     return MG_OK;
 }
 
+/* Writer w's files __w_0 (the model), __w_1 / __w_2 (the moments). */
+static mg_status plan_files(mg_dcp_meta *m, file_job *jobs, const mg_gpt *g,
+                            const mg_gpt_optim *opt, int64_t w)
+{
+    char key[512], prefix[64] = "";
+    for (uint32_t k = 0; k < NFILES; k++) {
+        snprintf(key, sizeof key, "__%lld_%u.distcp", (long long)w, k);
+        jobs[k].e = mg_calloc(2 * g->nt + 1, sizeof(entry));
+        if (!jobs[k].e || mg_dcp_file_index(m, key) != (int64_t)k) return MG_ERR_NOMEM;
+    }
+    MG_FORWARD(plan_extra_states(m, g));
+    for (uint32_t k = 0; k < NFILES; k++) {
+        const float *buf = k == 0 ? g->params : k == 1 ? opt->m : opt->v;
+        if (k > 0) snprintf(prefix, sizeof prefix, "optimizer.state.%s.", moments[k - 1]);
+        for (size_t i = 0; i < g->nt; i++)
+            if (writes(g, &g->t[i])) MG_FORWARD(plan_tensor(&jobs[k], g, &g->t[i], buf, prefix));
+    }
+    return MG_OK;
+}
 static mg_status write_file(file_job *j)
 {
     char p[8192];
@@ -129,13 +191,14 @@ static void *file_thread(void *arg)
 }
 
 /* The data files, one thread each; the first failure is returned. */
-static mg_status write_data(mg_dcp_meta *m, const char *dir, const mg_gpt *g, const mg_gpt_optim *opt)
+static mg_status write_data(mg_dcp_meta *m, const char *dir, const mg_gpt *g,
+                            const mg_gpt_optim *opt, int64_t w)
 {
     file_job jobs[NFILES];
     pthread_t th[NFILES];
     int started[NFILES] = {0};
     for (uint32_t k = 0; k < NFILES; k++) jobs[k] = (file_job){.dir = dir, .m = m, .file = k};
-    mg_status s = plan_files(m, jobs, g, opt);
+    mg_status s = plan_files(m, jobs, g, opt, w);
     for (int k = 0; k < NFILES && s == MG_OK; k++)
         started[k] = pthread_create(&th[k], NULL, file_thread, &jobs[k]) == 0;
     for (int k = 0; k < NFILES && s == MG_OK; k++) {
@@ -173,24 +236,15 @@ static mg_status common_of(mg_pk_graph *pg, const mg_pk_obj *root, mg_pk_obj **c
     return MG_OK;
 }
 
-typedef struct {
-    mg_dcp_meta *m;
-    mg_pk_graph *pg;
-} writer;
-
-static mg_status write_all(const char *dir, const mg_train_opts *o, const mg_gpt *g,
-                           const mg_gpt_optim *opt, const mg_train_ckpt_state *st, writer *w,
-                           mg_train_save_bufs *b)
+/* common.pt (the root without the sharded state) and metadata.json: writer 0's. */
+static mg_status write_common(const char *dir, const mg_train_opts *o, const mg_gpt *g,
+                              const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
+                              mg_pk_graph *pg, mg_train_save_bufs *b)
 {
     char p[8192];
     mg_pk_obj *root = NULL, *common = NULL;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) /* mg_train_ckpt_begin made it */
-        return mg_error_errno(errno, "cannot create the directory %s", dir);
-    MG_FORWARD(mg_train_ckpt_build_root(w->pg, o, g, opt, st, b, &root));
-    MG_FORWARD(write_data(w->m, dir, g, opt));
-    snprintf(p, sizeof p, "%s/.metadata", dir);
-    MG_FORWARD(mg_dcp_write_meta(w->m, p));
-    MG_FORWARD(common_of(w->pg, root, &common));
+    MG_FORWARD(mg_train_ckpt_build_root(pg, o, g, opt, st, b, &root));
+    MG_FORWARD(common_of(pg, root, &common));
     snprintf(p, sizeof p, "%s/common.pt", dir);
     MG_FORWARD(mg_torch_save(p, common, NULL));
     snprintf(p, sizeof p, "%s/metadata.json", dir);
@@ -202,22 +256,52 @@ static mg_status write_all(const char *dir, const mg_train_opts *o, const mg_gpt
     return s;
 }
 
-mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_opts *o, const mg_gpt *g,
-                                   const mg_gpt_optim *opt, const mg_train_ckpt_state *st)
+static mg_status write_part(const char *dir, int64_t w, const mg_train_opts *o, const mg_gpt *g,
+                            const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
+                            mg_dcp_meta *m)
 {
-    MG_RETURN_IF(g->lay.tp != 1 || g->lay.layers != g->m.num_layers, MG_ERR_UNSUPPORTED,
-                 "not supported yet: --ckpt-format torch_dist with tensor or pipeline "
-                 "parallelism");
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) /* mg_train_ckpt_begin made it */
+        return mg_error_errno(errno, "cannot create the directory %s", dir);
+    MG_FORWARD(write_data(m, dir, g, opt, w));
+    if (w != 0) return MG_OK;
+    mg_pk_graph *pg = mg_pk_graph_create();
+    mg_train_save_bufs b = {0};
+    mg_status s = pg ? mg_train_save_bufs_init(&b, o, g, opt) : MG_ERR_NOMEM;
+    if (s == MG_OK) s = write_common(dir, o, g, opt, st, pg, &b);
+    mg_train_save_bufs_free(&b);
+    mg_pk_graph_free(pg);
+    return s;
+}
+
+mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_ckpt_shard *sh,
+                                   const mg_train_opts *o, const mg_gpt *g,
+                                   const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
+                                   uint8_t **part, size_t *part_len)
+{
     MG_RETURN_IF(o->bf16 || o->fp16, MG_ERR_UNSUPPORTED,
                  "not supported yet: --ckpt-format torch_dist with %s (Megatron's "
                  "mixed-precision sharded layout)", o->bf16 ? "--bf16" : "--fp16");
-    writer w = {mg_dcp_meta_create(), mg_pk_graph_create()};
-    mg_train_save_bufs b;
-    mg_status s = mg_train_save_bufs_init(&b, o, g, opt);
-    if (s == MG_OK) s = w.m && w.pg ? write_all(dir, o, g, opt, st, &w, &b) : MG_ERR_NOMEM;
-    mg_dcp_meta_free(w.m);
-    mg_pk_graph_free(w.pg);
-    mg_train_save_bufs_free(&b);
+    mg_dcp_meta *m = mg_dcp_meta_create();
+    mg_status s = m ? write_part(dir, sh->pp_rank * g->lay.tp + sh->tp_rank, o, g, opt, st, m)
+                    : MG_ERR_NOMEM;
+    if (s == MG_OK) s = mg_dcp_meta_pack(m, part, part_len);
+    mg_dcp_meta_free(m);
+    return s;
+}
+
+mg_status mg_train_ckpt_write_dist_meta(const char *dir, const uint8_t *const *parts,
+                                        const size_t *lens, size_t n)
+{
+    char p[8192];
+    mg_dcp_meta *m = mg_dcp_meta_create();
+    mg_status s = m ? MG_OK : MG_ERR_NOMEM;
+    for (size_t i = 0; i < n && s == MG_OK; i++) {
+        snprintf(p, sizeof p, "%s: writer %zu's part of the .metadata", dir, i);
+        if (parts[i]) s = mg_dcp_meta_merge(m, parts[i], lens[i], p);
+    }
+    snprintf(p, sizeof p, "%s/.metadata", dir);
+    if (s == MG_OK) s = mg_dcp_write_meta(m, p);
+    mg_dcp_meta_free(m);
     return s;
 }
 
@@ -231,21 +315,24 @@ typedef struct {
     size_t nbufs;
 } loader;
 
-/* Key `name` (one layer of it when stacked) gathered into a new tensor node, or NULL in *x
- * when the checkpoint lacks it. */
-static mg_status gather(loader *l, const char *name, int stacked, int64_t layer, mg_pk_obj **x)
+/* Tensor t's shard of key `name` (one layer of it when stacked) gathered into a new tensor
+ * node, or NULL in *x when the checkpoint lacks it. */
+static mg_status gather(loader *l, const mg_gpt *g, const mg_gpt_tensor *t, const char *name,
+                        int stacked, mg_pk_obj **x)
 {
     const mg_dcp_item *it = mg_dcp_find(l->m, name);
+    shard_boxes b;
     *x = NULL;
     if (!it) return MG_OK;
-    MG_RETURN_IF(it->is_bytes || it->ndim < stacked + 1 || it->ndim > stacked + 2 ||
-                     (stacked && layer >= it->size[0]),
-                 MG_ERR_FORMAT, "%s/.metadata: %s does not have the shape of a parameter", l->dir, name);
-    int64_t off[3] = {0, 0, 0}, len[3];
-    memcpy(len, it->size, sizeof len);
-    if (stacked) off[0] = layer, len[0] = 1;
-    size_t bytes = (size_t)mg_dcp_volume(it->ndim, len) * mg_tdtype_size(it->dtype);
-    void *buf = mg_malloc(bytes ? bytes : 1);
+    boxes_of(g, t, stacked, &b);
+    int fits = !it->is_bytes && it->ndim == b.nd && mg_tdtype_size(it->dtype) > 0;
+    for (int d = 0; fits && d < b.nd; d++)
+        fits = d == 0 && stacked ? t->param.layer < it->size[0] : it->size[d] == b.size[d];
+    MG_RETURN_IF(!fits, MG_ERR_FORMAT, "%s/.metadata: %s does not have the global shape of "
+                 "the parameter %s at tensor-parallel size %lld", l->dir, name, t->name,
+                 (long long)g->lay.tp);
+    size_t esize = mg_tdtype_size(it->dtype);
+    uint8_t *buf = mg_malloc((size_t)t->numel * esize + 1);
     void **nb = mg_realloc(l->bufs, (l->nbufs + 1) * sizeof(*nb));
     if (!buf || !nb) {
         free(buf);
@@ -253,8 +340,9 @@ static mg_status gather(loader *l, const char *name, int stacked, int64_t layer,
     }
     l->bufs = nb;
     l->bufs[l->nbufs++] = buf;
-    mg_dcp_read_box(it, off, len, buf);
-    *x = mg_pk_tensor_new(l->pg, it->dtype, it->ndim - stacked, len + stacked, buf);
+    int64_t cols = t->ndim == 2 ? t->shape[1] : 1;
+    for (int k = 0; k < b.n; k++) mg_dcp_read_box(it, b.off[k], b.len[k], buf + (size_t)(b.row[k] * cols) * esize);
+    *x = mg_pk_tensor_new(l->pg, it->dtype, t->ndim, t->shape, buf);
     return *x ? MG_OK : MG_ERR_NOMEM;
 }
 
@@ -266,7 +354,7 @@ static mg_status rebuild_model(loader *l, const mg_gpt *g, mg_pk_obj *root)
         char name[512];
         int stacked = 0;
         if (!mg_mcore_dist_find(l->m, &g->t[i].param, &stacked, name, sizeof name)) continue;
-        MG_FORWARD(gather(l, name, stacked, g->t[i].param.layer, &x));
+        MG_FORWARD(gather(l, g, &g->t[i], name, stacked, &x));
         MG_FORWARD(mg_pk_set(l->pg, model, g->t[i].name, x)); /* missing ones: load_root says */
     }
     return mg_pk_set(l->pg, root, "model", model);
@@ -293,7 +381,7 @@ static mg_status rebuild_optim(loader *l, const mg_gpt *g, mg_pk_obj *root)
         mg_mcore_dist_find(l->m, &t->param, &stacked, name, sizeof name);
         for (int k = 0; k < 2 && s == MG_OK; k++) {
             snprintf(key, sizeof key, "optimizer.state.%s.%s", moments[k], name);
-            s = gather(l, key, stacked, t->param.layer, &x[k]);
+            s = gather(l, g, t, key, stacked, &x[k]);
         }
         if (s != MG_OK || !x[0] || !x[1]) continue; /* load_root names the missing state */
         s = e ? mg_pk_set(l->pg, e, "step", step) : MG_ERR_NOMEM;

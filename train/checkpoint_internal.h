@@ -40,10 +40,18 @@ mg_status mg_train_ckpt_load_root(const char *path, const mg_pk_obj *root, int r
  * tensors, then the others, each in param_order.h's order; returns the decay tensors' count. */
 size_t mg_train_ckpt_param_order(const mg_gpt *g, const mg_tname *names, size_t *order);
 
-/* checkpoint_dist.c: writes the torch_dist files into the folder dir (made when missing);
- * loads the torch_dist folder iterpath; removes what a write left in dir. */
-mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_opts *o, const mg_gpt *g,
-                                   const mg_gpt_optim *opt, const mg_train_ckpt_state *st);
+/* checkpoint_dist.c: writes the shard sh's torch_dist data files into the folder dir (made
+ * when missing; writer 0, tensor and pipeline rank 0, also common.pt and metadata.json) and
+ * hands back its part of the .metadata (mg_dcp_meta_pack); writes dir/.metadata from every
+ * writer's part (NULL parts skipped); loads this rank's shards of the torch_dist folder
+ * iterpath (written at the same tensor and pipeline sizes: common.pt's args say so);
+ * removes what writes left in dir. */
+mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_ckpt_shard *sh,
+                                   const mg_train_opts *o, const mg_gpt *g,
+                                   const mg_gpt_optim *opt, const mg_train_ckpt_state *st,
+                                   uint8_t **part, size_t *part_len);
+mg_status mg_train_ckpt_write_dist_meta(const char *dir, const uint8_t *const *parts,
+                                        const size_t *lens, size_t n);
 mg_status mg_train_ckpt_load_dist(const char *iterpath, int release, mg_gpt *g,
                                   mg_gpt_optim *opt, mg_train_ckpt_state *st);
 void mg_train_ckpt_remove_dist(const char *dir);

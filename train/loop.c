@@ -214,6 +214,38 @@ static mg_status load_checkpoint(run_state *s)
     return MG_OK;
 }
 
+/* torch_dist: every rank's part of the .metadata (NULL where it wrote none) to world rank 0,
+ * which writes the .metadata; *part is freed. */
+static mg_status save_dist_meta(run_state *s, int64_t it, uint8_t **part, size_t len)
+{
+    mg_comm *w = s->comm;
+    int64_t n = mg_comm_size(w), me = mg_comm_rank(w), bytes = (int64_t)len;
+    mg_status st = MG_OK;
+    if (me != 0) {
+        st = mg_comm_send(w, &bytes, sizeof bytes, 0);
+        if (st == MG_OK && bytes) st = mg_comm_send(w, *part, bytes, 0);
+        free(*part);
+        *part = NULL;
+        return st;
+    }
+    uint8_t **parts = mg_calloc((size_t)n, sizeof *parts);
+    size_t *lens = mg_calloc((size_t)n, sizeof *lens);
+    st = parts && lens ? MG_OK : MG_ERR_NOMEM;
+    if (st == MG_OK) parts[0] = *part, lens[0] = len, *part = NULL;
+    for (int64_t r = 1; r < n && st == MG_OK; r++) {
+        st = mg_comm_recv(w, &bytes, sizeof bytes, r);
+        if (st == MG_OK && bytes) st = (parts[r] = mg_malloc((size_t)bytes)) ? MG_OK : MG_ERR_NOMEM;
+        if (st == MG_OK && bytes) st = mg_comm_recv(w, parts[r], bytes, r);
+        lens[r] = (size_t)bytes;
+    }
+    if (st == MG_OK)
+        st = mg_train_ckpt_write_meta(s->o->save, it, (const uint8_t *const *)parts, lens, (size_t)n);
+    for (int64_t r = 0; parts && r < n; r++) free(parts[r]);
+    free(parts);
+    free(lens);
+    return st;
+}
+
 static mg_status save_checkpoint(run_state *s, int64_t it)
 {
     const mg_train_opts *o = s->o;
@@ -229,14 +261,17 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
         if (ss == MG_OK) ss = mg_dist_gather_moments(s->dopt, s->g, s->comm, full);
     }
     /* rank 0 prepares the folder, data-parallel rank 0 of each model shard writes its
-     * file, rank 0 puts the folder in place; a barrier between the phases */
+     * file (torch_dist: its data files, its part of the .metadata sent to rank 0, which
+     * writes the .metadata), rank 0 puts the folder in place; a barrier between the phases */
     int first = mg_comm_rank(s->comm) == 0;
     if (ss == MG_OK && first) ss = mg_train_ckpt_begin(o->save, it);
     if (ss == MG_OK) ss = mg_comm_barrier(s->comm);
     mg_train_ckpt_shard sh = shard_of(s->comm);
+    uint8_t *part = NULL;
+    size_t part_len = 0;
     if (ss == MG_OK && mg_comm_rank(mg_comm_group(s->comm, MG_COMM_DATA)) == 0) {
-        ss = mg_train_ckpt_write(o->save, &sh, o, s->g, full, &st);
-        /* torch_dist holds the moments in its own files (one shard: checkpoint.h) */
+        ss = mg_train_ckpt_write(o->save, &sh, o, s->g, full, &st, &part, &part_len);
+        /* torch_dist holds the moments in its own files, sharded as the model (checkpoint.h) */
         int dist_file = s->dopt && !o->ckpt_torch_dist;
         char p[MG_PATH_MAX];
         if (ss == MG_OK && dist_file)
@@ -245,6 +280,8 @@ static mg_status save_checkpoint(run_state *s, int64_t it)
             ss = mg_dist_save_state(&s->dopt->lay, s->g, full, o->model.dtype, p);
     }
     if (full != s->opt) mg_gpt_optim_free(full);
+    if (ss == MG_OK && o->ckpt_torch_dist) ss = save_dist_meta(s, it, &part, part_len);
+    free(part);
     MG_FORWARD(ss);
     MG_FORWARD(mg_comm_barrier(s->comm));
     if (first) MG_FORWARD(mg_train_ckpt_commit(o->save, it));

@@ -262,11 +262,6 @@ static mg_status check_data_ckpt(mg_train_opts *o)
                  "--override-opt_param-scheduler and --use-checkpoint-opt_param-scheduler "
                  "cannot be used together");
     MG_RETURN_IF(o->ckpt_step >= 0 && !o->load, MG_ERR_ARG, "--ckpt-step needs --load");
-    /* one model shard writes torch_dist for now (checkpoint.h) */
-    MG_RETURN_IF(o->save && o->ckpt_torch_dist && o->model.tp * o->model.pp > 1,
-                 MG_ERR_UNSUPPORTED, "not supported yet: --ckpt-format torch_dist with tensor "
-                 "or pipeline parallelism (--tensor-model-parallel-size %lld "
-                 "--pipeline-model-parallel-size %lld)", LL(o->model.tp), LL(o->model.pp));
     MG_RETURN_IF(o->save && o->ckpt_torch_dist && (o->bf16 || o->fp16), MG_ERR_UNSUPPORTED,
                  "not supported yet: --ckpt-format torch_dist with %s (Megatron's "
                  "mixed-precision sharded layout)", o->bf16 ? "--bf16" : "--fp16");

@@ -197,7 +197,10 @@ def load(ckpt_root, out):
         it = f.read().strip()
     ckpt = os.path.join(ckpt_root, "release" if it == "release" else f"iter_{int(it):07d}")
     common = dist_checkpointing.load_common_state_dict(ckpt)
-    model = build(common["args"])
+    args = common["args"]
+    # this process is TP = PP = 1: the loader reshards a checkpoint written at another layout
+    args.tensor_model_parallel_size = args.pipeline_model_parallel_size = 1
+    model = build(args)
     sharded = {"model": model.sharded_state_dict()}
     stored = {k for k in FileSystemReader(ckpt).read_metadata().state_dict_metadata
               if not k.startswith("optimizer.state.")}  # the optimizer's, not asked for here

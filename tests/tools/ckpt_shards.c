@@ -1,6 +1,7 @@
 /* ckpt_shards.c — writes mg-train's checkpoint of a freshly initialised model as the
  * writers of a TP x PP run would (train/checkpoint.h's begin / write per shard / commit),
- * from one process, for tests/interop/test_dist_ckpt.py and test_train_loss_scale.py.
+ * from one process (with --ckpt-format torch_dist: every shard's data files, then the
+ * .metadata of all), for tests/interop/test_dist_ckpt.py and test_train_loss_scale.py.
  *
  * Usage: ckpt_shards DIR ITERATION [--scaler-updates FLAGS] MEGATRON-FLAGS...
  *   The model and its layout (--tensor-model-parallel-size, --pipeline-model-parallel-size;
@@ -25,8 +26,10 @@ static void ok(mg_status st, const char *what)
     exit(2);
 }
 
+/* One shard; its part of a torch_dist .metadata (or NULL) appended to parts[*n]. */
 static void write_one(const char *dir, const mg_train_opts *o, int64_t tp_rank,
-                      int64_t pp_rank, const mg_train_ckpt_state *st)
+                      int64_t pp_rank, const mg_train_ckpt_state *st, uint8_t **parts,
+                      size_t *lens, size_t *n)
 {
     const mg_model_desc *m = &o->model;
     int64_t per = m->num_layers / m->pp;
@@ -40,7 +43,8 @@ static void write_one(const char *dir, const mg_train_opts *o, int64_t tp_rank,
     mg_gpt_init_params(g);
     ok(mg_gpt_optim_create(&opt, g), "optimizer");
     mg_train_ckpt_shard sh = {tp_rank, pp_rank, m->pp};
-    ok(mg_train_ckpt_write(dir, &sh, o, g, opt, st), "write");
+    ok(mg_train_ckpt_write(dir, &sh, o, g, opt, st, &parts[*n], &lens[*n]), "write");
+    (*n)++;
     mg_gpt_optim_free(opt);
     mg_gpt_free(g);
 }
@@ -77,8 +81,17 @@ int main(int argc, char **argv)
     scaler_after(&o, at == 5 ? argv[4] : "", &st.scaler, &skipped);
     st.sched_behind = skipped * o.global_batch_size;
     ok(mg_train_ckpt_begin(dir, it), "begin");
+    size_t n = 0, shards = (size_t)(o.model.tp * o.model.pp);
+    uint8_t **parts = calloc(shards, sizeof *parts);
+    size_t *lens = calloc(shards, sizeof *lens);
+    if (!parts || !lens) ok(MG_ERR_NOMEM, "out of memory");
     for (int64_t p = 0; p < o.model.pp; p++)
-        for (int64_t r = 0; r < o.model.tp; r++) write_one(dir, &o, r, p, &st);
+        for (int64_t r = 0; r < o.model.tp; r++) write_one(dir, &o, r, p, &st, parts, lens, &n);
+    if (o.ckpt_torch_dist)
+        ok(mg_train_ckpt_write_meta(dir, it, (const uint8_t *const *)parts, lens, n), "metadata");
+    for (size_t i = 0; i < n; i++) free(parts[i]);
+    free(parts);
+    free(lens);
     ok(mg_train_ckpt_commit(dir, it), "commit");
     mg_train_opts_free(&o);
     return 0;

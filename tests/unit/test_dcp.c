@@ -56,6 +56,49 @@ MG_TEST(dcp_meta_roundtrip)
     mg_dcp_meta_free(m);
 }
 
+/* Writer parts: "w" rows [row0, row0 + rows) of [rows_total, 6] in file `file`. */
+static mg_dcp_meta *part(int64_t rows_total, int64_t row0, int64_t rows, const char *file)
+{
+    mg_dcp_meta *m = mg_dcp_meta_create();
+    int64_t size[2] = {rows_total, 6}, off[2] = {row0, 0}, len[2] = {rows, 6};
+    mg_dcp_chunk *c = mg_dcp_add_chunk(mg_dcp_add_tensor(m, "w", MG_TD_F32, 2, size), off, len);
+    c->file = (uint32_t)mg_dcp_file_index(m, file);
+    c->offset = 64 * (uint64_t)row0, c->length = 30;
+    return m;
+}
+
+static mg_status pack_into(mg_dcp_meta *into, mg_dcp_meta *p, size_t cut)
+{
+    uint8_t *b = NULL;
+    size_t n = 0;
+    mg_status st = mg_dcp_meta_pack(p, &b, &n);
+    if (st == MG_OK) st = mg_dcp_meta_merge(into, b, n - cut, "writer 1's part");
+    free(b);
+    mg_dcp_meta_free(p);
+    return st;
+}
+
+MG_TEST(dcp_meta_parts_merge)
+{
+    mg_dcp_meta *m = mg_dcp_meta_create(), *back = NULL;
+    MG_CHECK_OK(t, pack_into(m, part(4, 1, 3, "__1_0.distcp"), 0));
+    MG_CHECK_OK(t, pack_into(m, part(4, 0, 1, "__0_0.distcp"), 0));
+    MG_CHECK_OK(t, dump_load(m, &back)); /* the parts together cover "w" */
+    const mg_dcp_item *w = back ? mg_dcp_find(back, "w") : NULL;
+    MG_CHECK(t, w && w->nchunks == 2);
+    for (size_t i = 0; w && i < w->nchunks; i++) { /* each chunk with its own file and offset */
+        const mg_dcp_chunk *c = &w->chunks[i];
+        MG_CHECK(t, c->offset == 64 * (uint64_t)c->off[0] && c->length == 30 &&
+                        !strcmp(back->files[c->file], c->off[0] ? "__1_0.distcp" : "__0_0.distcp"));
+    }
+    MG_CHECK_ERR(t, pack_into(m, part(5, 0, 1, "__2_0.distcp"), 0), MG_ERR_FORMAT,
+                 "writer 1's part: byte 8: item 0 is malformed or disagrees with the same key's");
+    MG_CHECK_ERR(t, pack_into(m, part(4, 0, 1, "__2_0.distcp"), 3), MG_ERR_FORMAT,
+                 "writer 1's part: byte 8: item 0 is malformed");
+    mg_dcp_meta_free(back);
+    mg_dcp_meta_free(m);
+}
+
 MG_TEST(dcp_meta_overlap_refused)
 {
     mg_dcp_meta *m = sample(2, 1, 3), *back = NULL; /* rows [0, 2) overlap rows [1, 4) */

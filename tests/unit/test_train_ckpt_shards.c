@@ -50,7 +50,10 @@ static void roundtrip(mg_test_ctx *t, const char *flags, const mg_gpt_layout *la
             opt[i]->m[j] = (float)(j % 97) * 1e-3f * (float)(i + 1);
             opt[i]->v[j] = (float)(j % 89) * 1e-4f;
         }
-        MG_CHECK_OK(t, mg_train_ckpt_write(dir, &sh[i], &o, g[i], opt[i], &st));
+        uint8_t *part = NULL;
+        size_t len = 0;
+        MG_CHECK_OK(t, mg_train_ckpt_write(dir, &sh[i], &o, g[i], opt[i], &st, &part, &len));
+        MG_CHECK(t, part == NULL); /* the torch format has no .metadata */
     }
     MG_CHECK_OK(t, mg_train_ckpt_commit(dir, 5));
     for (int i = 0; i < n; i++) {

@@ -87,6 +87,13 @@ int64_t mg_dcp_volume(int ndim, const int64_t *len);
 /* The .metadata pickle of m (malloc'd into *out, *out_len bytes; caller frees). */
 mg_status mg_dcp_meta_dump(const mg_dcp_meta *m, uint8_t **out, size_t *out_len);
 
+/* One writer's items and chunks (storage included) as flat bytes (malloc'd into *out) for
+ * the writer of the .metadata, which merges each into its meta: a new key is added, a
+ * known one gains the chunks (its kind, dtype and shape must agree: MG_ERR_FORMAT naming
+ * label and the byte offset otherwise). The merged meta's coverage is the caller's. */
+mg_status mg_dcp_meta_pack(const mg_dcp_meta *m, uint8_t **out, size_t *out_len);
+mg_status mg_dcp_meta_merge(mg_dcp_meta *m, const uint8_t *data, size_t len, const char *label);
+
 /* ---- writing data files ---- */
 
 /* Appends one stored item to a data file: zeros up to a 64-byte offset, then the torch.save
