@@ -8,6 +8,8 @@ metadata.json once.
   the same run, resharded to TP 1 by mg-convert;
 - mg-train resumes from it at TP 2 x PP 2 with the uninterrupted run's losses and grad norms
   bit for bit;
+- PyTorch's DCP reader (dcp_to_torch_save) finds every AdamW moment and weight at its global
+  place, equal to that resharded torch checkpoint's (its optimizer state in Megatron's order);
 - mg-convert --inspect reads it, and exports it to Hugging Face with --verify.
 
 A tiny Llama (SwiGLU's two-box fc1 shards, GQA, untied) and a tiny GPT-2 (biases: split
@@ -16,14 +18,17 @@ OMP_NUM_THREADS=1. Four 4-rank runs per model; and at TP 2 x DP 2 with the distr
 optimizer (three runs) the data-parallel replicas write nothing and the resume is bit for bit.
 """
 import json
+import re
 
 import pytest
 import torch
+from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 import conftest
 from mpi_launch import run_mpi
 from test_convert import assert_same_tensors
 from test_convert_torch_dist import run_helper
+from test_train_mcore_tp import optimizer_order
 from test_train_torch_dist import te_name
 
 MODELS = {
@@ -61,6 +66,10 @@ def runs(request, tmp_path_factory):
     r["first"] = _train(arch, tmp / "a.jsonl", ["--save", r["dist"], *SAVE3, *DIST])
     r["rest"] = _train(arch, tmp / "b.jsonl", ["--load", r["dist"]])
     _train(arch, tmp / "t.jsonl", ["--save", r["torch"], *SAVE3])
+    conftest.run_mg(["mg-convert", "--load-dir", r["torch"], "--save-dir", tmp / "torch-tp1",
+                     "--target-tensor-parallel-size", "1", "--target-pipeline-parallel-size", "1"])
+    r["tp1"] = torch.load(tmp / "torch-tp1" / "iter_0000003" / "mp_rank_00" / "model_optim_rng.pt",
+                          weights_only=False)
     return r
 
 
@@ -76,15 +85,38 @@ def test_resume_is_bit_identical(runs):
 
 
 def test_mcore_loads_it_resharded(runs):
-    tmp, out = runs["tmp"], runs["tmp"] / "loaded.pt"
+    out = runs["tmp"] / "loaded.pt"
     run_helper("load", runs["dist"], out)
     loaded = {te_name(k): v for k, v in torch.load(out, weights_only=True).items()}
-    tp1 = tmp / "torch-tp1"
-    conftest.run_mg(["mg-convert", "--load-dir", runs["torch"], "--save-dir", tp1,
-                     "--target-tensor-parallel-size", "1", "--target-pipeline-parallel-size", "1"])
-    sd = torch.load(tp1 / "iter_0000003" / "mp_rank_00" / "model_optim_rng.pt", weights_only=False)
-    ours = {k: v for k, v in sd["model"].items() if v is not None and "_extra_state" not in k}
+    ours = {k: v for k, v in runs["tp1"]["model"].items() if v is not None and "_extra_state" not in k}
     assert_same_tensors(loaded, ours, f"{runs['arch']}: TP2xPP2 torch_dist loaded by megatron-core")
+
+
+def _stacked(name):
+    """decoder.layers.3.X -> (decoder.layers.X, 3); other names -> (name, None)."""
+    m = re.match(r"decoder\.layers\.(\d+)\.(.*)", name)
+    return (f"decoder.layers.{m.group(2)}", int(m.group(1))) if m else (name, None)
+
+
+def test_pytorch_reads_the_moments(runs):
+    """PyTorch's own DCP reader: every moment (and weight) at its global place equals the
+    torch-format checkpoint's, resharded to TP 1 (optimizer state in Megatron's order)."""
+    out = runs["tmp"] / "dcp.pt"
+    dcp_to_torch_save(runs["dist"] / "iter_0000003", out)
+    full = torch.load(out, weights_only=False)
+    sd = runs["tp1"]
+    names = optimizer_order({k: v for k, v in sd["model"].items() if isinstance(v, torch.Tensor)})
+    state = sd["optimizer"]["state"]
+    assert len(names) == len(state)
+    got, want = {}, {}
+    for i, n in enumerate(names):
+        key, layer = _stacked(n)
+        for what, prefix in (("exp_avg", "optimizer.state.exp_avg."), ("exp_avg_sq", "optimizer.state.exp_avg_sq."),
+                             ("weight", "")):
+            v = full[prefix + key]
+            got[f"{what} {n}"] = v if layer is None else v[layer]
+            want[f"{what} {n}"] = sd["model"][n] if what == "weight" else state[i][what]
+    assert_same_tensors(got, want, f"{runs['arch']}: TP2xPP2 torch_dist read by torch.distributed.checkpoint")
 
 
 def test_convert_reads_it(runs):
