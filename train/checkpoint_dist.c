@@ -289,6 +289,20 @@ mg_status mg_train_ckpt_write_dist(const char *dir, const mg_train_ckpt_shard *s
     return s;
 }
 
+/* The merged parts must form a .metadata its reader takes (mg_dcp_meta_load: every tensor's
+ * chunks cover it without overlapping), else nothing is written. */
+static mg_status check_cover(const mg_dcp_meta *m, const char *label)
+{
+    uint8_t *pk = NULL;
+    size_t n = 0;
+    mg_dcp_meta *back = NULL;
+    mg_status s = mg_dcp_meta_dump(m, &pk, &n);
+    if (s == MG_OK) s = mg_dcp_meta_load(&back, pk, n, label);
+    mg_dcp_meta_free(back);
+    free(pk);
+    return s;
+}
+
 mg_status mg_train_ckpt_write_dist_meta(const char *dir, const uint8_t *const *parts,
                                         const size_t *lens, size_t n)
 {
@@ -300,6 +314,7 @@ mg_status mg_train_ckpt_write_dist_meta(const char *dir, const uint8_t *const *p
         if (parts[i]) s = mg_dcp_meta_merge(m, parts[i], lens[i], p);
     }
     snprintf(p, sizeof p, "%s/.metadata", dir);
+    if (s == MG_OK) s = check_cover(m, p);
     if (s == MG_OK) s = mg_dcp_write_meta(m, p);
     mg_dcp_meta_free(m);
     return s;

@@ -28,6 +28,23 @@ static mg_gpt *model(mg_test_ctx *t, const mg_train_opts *o, const mg_gpt_layout
     return g;
 }
 
+/* Moments that depend on the canonical element only, as a run's do (the tensor-parallel
+ * replicas and the tied embedding copy see the same gradients): torch_dist stores one copy. */
+static void fill_canonical(const mg_gpt *g, float *buf, int64_t mod, float scale)
+{
+    for (size_t k = 0; k < g->nt; k++) {
+        const mg_gpt_tensor *v = &g->t[k];
+        for (int64_t r = 0; r < v->shape[0]; r++)
+            for (int64_t c = 0; c < v->shape[1]; c++) {
+                int64_t R, C;
+                int pad;
+                mg_gpt_canonical_index(g, v, r, c, &R, &C, &pad);
+                int64_t h = R * 31 + C * 7 + (v->param.layer + 1) * 13 + (int64_t)strlen(v->param.spec->key);
+                buf[v->offset + r * v->shape[1] + c] = (float)(h % mod) * scale;
+            }
+    }
+}
+
 /* Writes one shard per layout, then loads each back into a fresh model. */
 static void roundtrip(mg_test_ctx *t, const char *flags, const mg_gpt_layout *lay,
                       const mg_train_ckpt_shard *sh, const char *const *names, int n)
@@ -41,24 +58,34 @@ static void roundtrip(mg_test_ctx *t, const char *flags, const mg_gpt_layout *la
                               .flops_so_far = 1e9, .optim_loaded = 1};
     mg_gpt *g[4];
     mg_gpt_optim *opt[4];
+    uint8_t *part[4] = {NULL};
+    size_t len[4] = {0};
     MG_CHECK_OK(t, mg_train_ckpt_begin(dir, 5));
     for (int i = 0; i < n; i++) {
         g[i] = model(t, &o, &lay[i], 1);
         MG_CHECK_OK(t, mg_gpt_optim_create(&opt[i], g[i]));
         opt[i]->step = 5;
-        for (int64_t j = 0; j < g[i]->numel; j++) {
+        if (o.ckpt_torch_dist) {
+            fill_canonical(g[i], opt[i]->m, 97, 1e-3f);
+            fill_canonical(g[i], opt[i]->v, 89, 1e-4f);
+        }
+        for (int64_t j = 0; j < g[i]->numel && !o.ckpt_torch_dist; j++) {
             opt[i]->m[j] = (float)(j % 97) * 1e-3f * (float)(i + 1);
             opt[i]->v[j] = (float)(j % 89) * 1e-4f;
         }
-        uint8_t *part = NULL;
-        size_t len = 0;
-        MG_CHECK_OK(t, mg_train_ckpt_write(dir, &sh[i], &o, g[i], opt[i], &st, &part, &len));
-        MG_CHECK(t, part == NULL); /* the torch format has no .metadata */
+        MG_CHECK_OK(t, mg_train_ckpt_write(dir, &sh[i], &o, g[i], opt[i], &st, &part[i], &len[i]));
+        MG_CHECK(t, !part[i] == !o.ckpt_torch_dist); /* only torch_dist has a .metadata */
     }
+    if (o.ckpt_torch_dist) { /* a writer's part missing leaves tensors uncovered: refused */
+        MG_CHECK_ERR(t, mg_train_ckpt_write_meta(dir, 5, (const uint8_t *const *)part, len, 1),
+                     MG_ERR_FORMAT, "its chunks hold");
+        MG_CHECK_OK(t, mg_train_ckpt_write_meta(dir, 5, (const uint8_t *const *)part, len, (size_t)n));
+    }
+    for (int i = 0; i < n; i++) free(part[i]);
     MG_CHECK_OK(t, mg_train_ckpt_commit(dir, 5));
     for (int i = 0; i < n; i++) {
         char p[700];
-        snprintf(p, sizeof p, "%s/iter_0000005/%s/model_optim_rng.pt", dir, names[i]);
+        snprintf(p, sizeof p, "%s/iter_0000005/%s", dir, names[i]);
         struct stat sb;
         MG_CHECK(t, stat(p, &sb) == 0 && sb.st_size > 0);
         mg_gpt *back = model(t, &o, &lay[i], 0);
@@ -92,15 +119,29 @@ MG_TEST(train_ckpt_shards_tp2)
 {
     const mg_gpt_layout lay[2] = {{2, 0, 0, 2, 1, 1}, {2, 1, 0, 2, 1, 1}};
     const mg_train_ckpt_shard sh[2] = {{0, 0, 1}, {1, 0, 1}};
-    const char *names[2] = {"mp_rank_00", "mp_rank_01"};
+    const char *names[2] = {"mp_rank_00/model_optim_rng.pt", "mp_rank_01/model_optim_rng.pt"};
     roundtrip(t, TINY " --tensor-model-parallel-size 2", lay, sh, names, 2);
+}
+
+/* torch_dist: each shard its data files (__R_0..2.distcp, R = pp_rank x TP + tp_rank) and
+ * its part of the .metadata; each loads back its own boxes, the PP 2 last stage its tied
+ * embedding copy from the first stage's chunks. */
+MG_TEST(train_ckpt_shards_torch_dist_tp2_pp2)
+{
+    const mg_gpt_layout lay[2] = {{2, 0, 0, 2, 1, 1}, {2, 1, 0, 2, 1, 1}};
+    const mg_train_ckpt_shard sh[2] = {{0, 0, 1}, {1, 0, 1}};
+    const char *names[2] = {"__0_0.distcp", "__1_2.distcp"};
+    roundtrip(t, TINY " --tensor-model-parallel-size 2 --ckpt-format torch_dist", lay, sh, names, 2);
+    const mg_gpt_layout pl[2] = {{1, 0, 0, 1, 1, 0}, {1, 0, 1, 1, 0, 1}};
+    const mg_train_ckpt_shard ps[2] = {{0, 0, 2}, {0, 1, 2}};
+    roundtrip(t, TINY " --pipeline-model-parallel-size 2 --ckpt-format torch_dist", pl, ps, names, 2);
 }
 
 MG_TEST(train_ckpt_shards_pp2)
 {
     const mg_gpt_layout lay[2] = {{1, 0, 0, 1, 1, 0}, {1, 0, 1, 1, 0, 1}};
     const mg_train_ckpt_shard sh[2] = {{0, 0, 2}, {0, 1, 2}};
-    const char *names[2] = {"mp_rank_00_000", "mp_rank_00_001"};
+    const char *names[2] = {"mp_rank_00_000/model_optim_rng.pt", "mp_rank_00_001/model_optim_rng.pt"};
     roundtrip(t, TINY " --pipeline-model-parallel-size 2", lay, sh, names, 2);
 }
 
@@ -111,11 +152,12 @@ MG_TEST(train_ckpt_shards_mixed_precision)
 {
     const mg_gpt_layout tp[2] = {{2, 0, 0, 2, 1, 1}, {2, 1, 0, 2, 1, 1}};
     const mg_train_ckpt_shard tsh[2] = {{0, 0, 1}, {1, 0, 1}};
-    const char *tnames[2] = {"mp_rank_00", "mp_rank_01"};
+    const char *tnames[2] = {"mp_rank_00/model_optim_rng.pt", "mp_rank_01/model_optim_rng.pt"};
     roundtrip(t, TINY " --tensor-model-parallel-size 2 --bf16", tp, tsh, tnames, 2);
     const mg_gpt_layout pp[2] = {{1, 0, 0, 1, 1, 0}, {1, 0, 1, 1, 0, 1}};
     const mg_train_ckpt_shard psh[2] = {{0, 0, 2}, {0, 1, 2}};
-    const char *pnames[2] = {"mp_rank_00_000", "mp_rank_00_001"};
+    const char *pnames[2] = {"mp_rank_00_000/model_optim_rng.pt",
+                              "mp_rank_00_001/model_optim_rng.pt"};
     roundtrip(t, TINY " --pipeline-model-parallel-size 2 --fp16", pp, psh, pnames, 2);
 }
 
