@@ -28,6 +28,12 @@ static mg_gpt *model(mg_test_ctx *t, const mg_train_opts *o, const mg_gpt_layout
     return g;
 }
 
+/* Two shards at TP 2 and at PP 2 (one layer per stage). */
+static const mg_gpt_layout TP2[2] = {{2, 0, 0, 2, 1, 1}, {2, 1, 0, 2, 1, 1}};
+static const mg_train_ckpt_shard TP2_SH[2] = {{0, 0, 1}, {1, 0, 1}};
+static const mg_gpt_layout PP2[2] = {{1, 0, 0, 1, 1, 0}, {1, 0, 1, 1, 0, 1}};
+static const mg_train_ckpt_shard PP2_SH[2] = {{0, 0, 2}, {0, 1, 2}};
+
 /* Moments that depend on the canonical element only, as a run's do (the tensor-parallel
  * replicas and the tied embedding copy see the same gradients): torch_dist stores one copy. */
 static void fill_canonical(const mg_gpt *g, float *buf, int64_t mod, float scale)
@@ -128,13 +134,9 @@ MG_TEST(train_ckpt_shards_tp2)
  * embedding copy from the first stage's chunks. */
 MG_TEST(train_ckpt_shards_torch_dist_tp2_pp2)
 {
-    const mg_gpt_layout lay[2] = {{2, 0, 0, 2, 1, 1}, {2, 1, 0, 2, 1, 1}};
-    const mg_train_ckpt_shard sh[2] = {{0, 0, 1}, {1, 0, 1}};
     const char *names[2] = {"__0_0.distcp", "__1_2.distcp"};
-    roundtrip(t, TINY " --tensor-model-parallel-size 2 --ckpt-format torch_dist", lay, sh, names, 2);
-    const mg_gpt_layout pl[2] = {{1, 0, 0, 1, 1, 0}, {1, 0, 1, 1, 0, 1}};
-    const mg_train_ckpt_shard ps[2] = {{0, 0, 2}, {0, 1, 2}};
-    roundtrip(t, TINY " --pipeline-model-parallel-size 2 --ckpt-format torch_dist", pl, ps, names, 2);
+    roundtrip(t, TINY " --tensor-model-parallel-size 2 --ckpt-format torch_dist", TP2, TP2_SH, names, 2);
+    roundtrip(t, TINY " --pipeline-model-parallel-size 2 --ckpt-format torch_dist", PP2, PP2_SH, names, 2);
 }
 
 MG_TEST(train_ckpt_shards_pp2)
@@ -150,15 +152,11 @@ MG_TEST(train_ckpt_shards_pp2)
  * 16-bit rounding would not), at TP 2 and at PP 2 (the tied embedding copy). */
 MG_TEST(train_ckpt_shards_mixed_precision)
 {
-    const mg_gpt_layout tp[2] = {{2, 0, 0, 2, 1, 1}, {2, 1, 0, 2, 1, 1}};
-    const mg_train_ckpt_shard tsh[2] = {{0, 0, 1}, {1, 0, 1}};
     const char *tnames[2] = {"mp_rank_00/model_optim_rng.pt", "mp_rank_01/model_optim_rng.pt"};
-    roundtrip(t, TINY " --tensor-model-parallel-size 2 --bf16", tp, tsh, tnames, 2);
-    const mg_gpt_layout pp[2] = {{1, 0, 0, 1, 1, 0}, {1, 0, 1, 1, 0, 1}};
-    const mg_train_ckpt_shard psh[2] = {{0, 0, 2}, {0, 1, 2}};
+    roundtrip(t, TINY " --tensor-model-parallel-size 2 --bf16", TP2, TP2_SH, tnames, 2);
     const char *pnames[2] = {"mp_rank_00_000/model_optim_rng.pt",
                               "mp_rank_00_001/model_optim_rng.pt"};
-    roundtrip(t, TINY " --pipeline-model-parallel-size 2 --fp16", pp, psh, pnames, 2);
+    roundtrip(t, TINY " --pipeline-model-parallel-size 2 --fp16", PP2, PP2_SH, pnames, 2);
 }
 
 /* Saves a shard with grad scaler state s and scheduler lag `behind`, loads it back. */
