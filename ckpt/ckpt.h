@@ -100,6 +100,9 @@ struct ck_source {
     /* with the moments, a --bf16/--fp16 run's fp32 masters (Float16OptimizerWithFloat16Params'
      * fp32_from_fp16_params) at CK_MOMENT(s, i, 3) */
     int masters;
+    /* with the moments, the source's are the distributed optimizer's (distrib_optim.pt
+     * beside every rank file): the output is written in that form too (mg_distopt.c) */
+    int dist_optim;
     double optim_step;           /* the moments' step count (torch's state[i]['step']) */
     const mg_pk_obj *optim_groups; /* rank 0's param_groups (their 'params' are replaced) */
     mg_pk_obj *optim_scaler;       /* rank 0's optimizer 'grad_scaler' (kept), or NULL */
@@ -310,6 +313,16 @@ mg_status ck_write_torch_dist(const ck_plan *p, const ck_source *s, const char *
  * spec of the plan's names. */
 mg_status ck_megatron_args(const ck_plan *p, const ck_source *s, mg_pk_graph *g,
                            mg_pk_obj **args);
+/* The parameter tensors of output file f (not None, not moments: indices into f->t in
+ * f's order, t malloc'd, to free) and their list for mg_megatron_param_order (mg_optim.c;
+ * decay: 2-D). */
+typedef struct {
+    const ck_file *f;
+    size_t *t;
+    size_t n;
+    mg_param_list list;
+} ck_file_params;
+mg_status ck_file_params_init(ck_file_params *x, const ck_file *f);
 /* A torch param group's decay class (mg_optim.c): 1 when its wd_mult (else weight_decay)
  * is non-zero, 0 when zero, -1 when it has neither. */
 int ck_group_decay(const mg_pk_obj *grp);
@@ -322,6 +335,19 @@ mg_status ck_groups_order(const mg_pk_obj *groups, const mg_param_list *l, size_
  * (g), *steps the step values it points at, to free() after the save (even on failure). */
 mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_file *f,
                                 mg_pk_obj **pk, mg_pk_obj **out, float **steps);
+/* megatron-core DistributedDataParallel's bucket size (elements, 0: one bucket) of pipeline
+ * stage `stage` under a run's args (overlap_grad_reduce, ddp_bucket_size,
+ * data_parallel_size; absent: no overlap), mg_ddp_bucket_size_of; MG_ERR_UNSUPPORTED naming
+ * where when it depends on a data-parallel size the args lack. */
+mg_status ck_args_bucket_size(const mg_pk_obj *args, int64_t stage, const char *where,
+                              int64_t *out);
+/* The distributed optimizer's distrib_optim.pt of Megatron output file f (s->dist_optim,
+ * mg_distopt.c) at path: the fp32 masters (the file's fp32 parameters) and moments of f's
+ * planned tensors in megatron-core's buffer layout of f's stage in the DDP buckets of the
+ * output's args (ck_args_bucket_size: the source's overlap_grad_reduce, ddp_bucket_size and
+ * data_parallel_size, which the output keeps). */
+mg_status ck_megatron_distrib_optim(const ck_source *s, const ck_plan *pl, const ck_file *f,
+                                    const mg_pk_obj *args, const char *path);
 /* The tracker file under root ("release" or the iteration). */
 mg_status ck_write_tracker(const char *root, const ck_opts *o);
 /* mkdir -p of path's parent directories (path itself is a file). */
