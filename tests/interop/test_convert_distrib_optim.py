@@ -12,7 +12,9 @@ model (test_dist_optim_mcore.megatron_world: its layout, get_parameter_state_dp_
 coalescing) applied to the reference's weights and moments must give exactly the 'param',
 'exp_avg' and 'exp_avg_sq' of the converted distrib_optim.pt, under the key megatron-core's
 loader looks up; the rank file's optimizer is DistributedOptimizer.state_dict() (the
-source's param groups without 'params', with the step count).
+source's param groups without 'params', with the step count). And megatron-core's own
+DistributedOptimizer loads the converted checkpoint (load_state_dict, load_parameter_state)
+into masters and moments equal to the reference's.
 """
 import shutil
 
@@ -21,17 +23,33 @@ import torch
 
 import conftest
 from mpi_launch import run_mpi
-from test_convert_mcore import mcore  # noqa: F401
+from test_convert_mcore import build_gpt_model, mcore  # noqa: F401
 from test_dist_optim_mcore import COMMON, _load, megatron_world
 from test_dist_train import GPT2, LLAMA
 
 BUCKETS = {"one-bucket": None, "bucket-5000": 5000}
 
 
-def _convert(src, out):
+def _convert(src, out, *extra):
     p = conftest.run_mg(["mg-convert", "--load-dir", src, "--save-dir", out, "--verify",
-                         "--target-tensor-parallel-size", 1])
+                         "--target-tensor-parallel-size", 1, *extra])
     assert "parameters and their Adam moments" in p.stdout, p.stdout + p.stderr
+
+
+def _train_and_convert(tmp_path, arch, overlap, *extra):
+    """The TP=2 distributed-optimizer run converted to TP=1 (extra: mg-convert flags) and its
+    plain-form reference resharding: (the reference's rank file, the output's rank folder)."""
+    ck = tmp_path / "ck"
+    run_mpi(2, "mg-train", [*(GPT2 if arch == "gpt2" else LLAMA), *COMMON, *overlap,
+                            "--tensor-model-parallel-size", 2, "--save", ck])
+    plain = tmp_path / "plain"
+    shutil.copytree(ck, plain)
+    for f in plain.glob("iter_*/mp_rank_*/distrib_optim.pt"):
+        f.unlink()
+    _convert(plain, tmp_path / "ref", *extra)
+    _convert(ck, tmp_path / "tp1", *extra)
+    ref = _load(tmp_path / "ref" / "iter_0000003" / "mp_rank_00" / "model_optim_rng.pt")
+    return ref, tmp_path / "tp1" / "iter_0000003" / "mp_rank_00"
 
 
 @pytest.mark.parametrize("buckets", sorted(BUCKETS))
@@ -40,17 +58,7 @@ def test_converted_distrib_optim_is_megatron_buffer(tmp_path, mcore, monkeypatch
                                                     arch, buckets):
     size = BUCKETS[buckets]
     overlap = ["--overlap-grad-reduce", "--ddp-bucket-size", size] if size else []
-    ck = tmp_path / "ck"
-    run_mpi(2, "mg-train", [*(GPT2 if arch == "gpt2" else LLAMA), *COMMON, *overlap,
-                            "--tensor-model-parallel-size", 2, "--save", ck])
-    plain = tmp_path / "plain"
-    shutil.copytree(ck, plain)
-    for f in plain.glob("iter_*/mp_rank_*/distrib_optim.pt"):
-        f.unlink()
-    _convert(plain, tmp_path / "ref")
-    _convert(ck, tmp_path / "tp1")
-    ref = _load(tmp_path / "ref" / "iter_0000003" / "mp_rank_00" / "model_optim_rng.pt")
-    d = tmp_path / "tp1" / "iter_0000003" / "mp_rank_00"
+    ref, d = _train_and_convert(tmp_path, arch, overlap)
     got = _load(d / "model_optim_rng.pt")
     assert "state" in ref["optimizer"] and sorted(got["optimizer"]) == ["optimizer"]
     groups = got["optimizer"]["optimizer"]["param_groups"]
@@ -69,3 +77,69 @@ def test_converted_distrib_optim_is_megatron_buffer(tmp_path, mcore, monkeypatch
     assert mine["numel_unpadded"] == buf.numel_unpadded
     for what, x in theirs.items():
         assert torch.equal(mine[what], x), what
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_megatron_distributed_optimizer_loads_converted(tmp_path, mcore, monkeypatch,  # noqa: F811
+                                                        arch):
+    """megatron-core's own DistributedOptimizer (get_megatron_optimizer over its
+    DistributedDataParallel of the local-spec GPTModel, one bucket, the size-1 gloo group)
+    loads the converted TP=1 checkpoint (--transformer-impl local: the model's own parameter
+    order) as Megatron's load_checkpoint does: load_state_dict of the rank file's optimizer,
+    then load_parameter_state of its distrib_optim.pt; every fp32 master and moment it then
+    holds equals the plain-form resharding's weight and moment, and its groups have the
+    source's step count. On the CPU: torch.cuda.current_device and torch.tensor's device
+    patched as in test_train_mcore.py, Tensor.type() answering torch.cuda.* for the
+    optimizer's parameter type check, load_parameter_state under no_grad (the fp32 masters
+    are views of the parameters), and torch's AdamW (the fallback without TransformerEngine
+    or Apex) keeps a per-parameter 'step' that load_parameter_state_from_dp_zero would copy
+    from the file (FusedAdam keeps it in the group): taken out around the call."""
+    from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
+    from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
+    ref, d = _train_and_convert(tmp_path, arch, [], "--transformer-impl", "local")
+    sd = _load(d / "model_optim_rng.pt")
+    a = sd["args"]
+    model = build_gpt_model(mcore, a)
+    model.train()
+    tensor, ttype = torch.tensor, torch.Tensor.type
+
+    def cuda_type(self, *x, **k):
+        t = ttype(self, *x, **k)
+        return t.replace("torch.", "torch.cuda.", 1) if not x and not k else t
+    with monkeypatch.context() as m:
+        m.setattr(torch.cuda, "current_device", lambda: "cpu")
+        m.setattr(torch, "tensor", lambda *x, device=None, **k: tensor(*x, **k))
+        m.setattr(torch.Tensor, "type", cuda_type)
+        ddp = DistributedDataParallel(model.config, DistributedDataParallelConfig(
+            use_distributed_optimizer=True, overlap_grad_reduce=False), model)
+        cfg = OptimizerConfig(optimizer="adam", lr=a.lr, weight_decay=0.01, adam_beta1=0.9,
+                              adam_beta2=0.999, adam_eps=1e-8, clip_grad=0.0, bf16=False,
+                              fp16=False, use_distributed_optimizer=True)
+        [opt] = get_megatron_optimizer(cfg, [ddp]).chained_optimizers
+        assert type(opt).__name__ == "DistributedOptimizer"
+        opt.load_state_dict(sd["optimizer"])
+        steps = {p: st.pop("step") for p, st in opt.optimizer.state.items()}
+        with torch.no_grad():
+            opt.load_parameter_state(str(d / "distrib_optim.pt"))
+        for p, s in steps.items():
+            opt.optimizer.state[p]["step"] = s
+    assert {g["step"] for g in opt.optimizer.param_groups} == {3}
+    # the reference's moments by name: decay group, then no decay, each in the model's order
+    names = [n for n, _ in model.named_parameters()]
+    weights = ref["model"]
+    flat = [n for n in names if weights[n].dim() == 2] + \
+        [n for n in names if weights[n].dim() != 2]
+    ids = [i for g in ref["optimizer"]["param_groups"] for i in g["params"]]
+    state = ref["optimizer"]["state"]
+    moments = {n: state[i] for n, i in zip(flat, ids)}
+    by_param = {p: n for n, p in model.named_parameters()}
+    checked = 0
+    for model_param, (gi, gj) in opt.model_param_group_index_map.items():
+        n = by_param[model_param]
+        main = opt.optimizer.param_groups[gi]["params"][gj]
+        assert torch.equal(main.reshape(-1), weights[n].reshape(-1)), n
+        for k in ("exp_avg", "exp_avg_sq"):
+            got = opt.optimizer.state[main][k].reshape(-1)
+            assert torch.equal(got, moments[n][k].reshape(-1)), (n, k)
+        checked += 1
+    assert checked == len(names)
