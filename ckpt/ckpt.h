@@ -28,6 +28,9 @@ typedef struct {
     const char *load_dir, *save_dir, *inspect_dir, *tokenizer_dir;
     int loader, saver;           /* CK_* */
     int64_t tp, pp, pp_first, pp_last;
+    int64_t dp;                  /* --target-data-parallel-size: the output's args'
+                                  * data_parallel_size (distrib_optim.pt's DDP buckets);
+                                  * 0: the source's */
     mg_tdtype dtype;             /* MG_TD_INVALID: keep the source's */
     int64_t divisible_by;        /* 0: 128 */
     int64_t true_vocab;          /* 0: unknown */
@@ -197,6 +200,7 @@ typedef struct {
     ck_file *files;
     size_t nfiles;
     char iterdir[MG_MEGATRON_NAME_MAX]; /* Megatron: "release" or "iter_%07d" */
+    int64_t dp;             /* Megatron `torch`: --target-data-parallel-size, or 0 */
     uint64_t bytes;
     size_t ntensors;
     void *fmt;              /* format-specific plan (torch_dist: the mg_dcp_meta), or NULL */
@@ -336,11 +340,12 @@ mg_status ck_groups_order(const mg_pk_obj *groups, const mg_param_list *l, size_
 mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_file *f,
                                 mg_pk_obj **pk, mg_pk_obj **out, float **steps);
 /* megatron-core DistributedDataParallel's bucket size (elements, 0: one bucket) of pipeline
- * stage `stage` under a run's args (overlap_grad_reduce, ddp_bucket_size,
+ * stage `stage` (numel elements) under a run's args (overlap_grad_reduce, ddp_bucket_size,
  * data_parallel_size; absent: no overlap), mg_ddp_bucket_size_of; MG_ERR_UNSUPPORTED naming
- * where when it depends on a data-parallel size the args lack. */
-mg_status ck_args_bucket_size(const mg_pk_obj *args, int64_t stage, const char *where,
-                              int64_t *out);
+ * where when the layout depends on a data-parallel size the args lack (the default bucket
+ * size with numel >= 40,000,000). */
+mg_status ck_args_bucket_size(const mg_pk_obj *args, int64_t stage, int64_t numel,
+                              const char *where, int64_t *out);
 /* The distributed optimizer's distrib_optim.pt of Megatron output file f (s->dist_optim,
  * mg_distopt.c) at path: the fp32 masters (the file's fp32 parameters) and moments of f's
  * planned tensors in megatron-core's buffer layout of f's stage in the DDP buckets of the

@@ -12,7 +12,8 @@
  * output's args), the buckets coalesced at their numel_unpadded; 'param' holds the fp32
  * parameters themselves (an fp32 source's masters are its weights), 'exp_avg' and
  * 'exp_avg_sq' the planned moments, the padding zero; key (torch.float32, torch.float32).
- * A target dtype other than float32 is refused (its masters would be needed).
+ * A target dtype other than float32 is refused (its masters would be needed; ck_plan_target
+ * refuses it before anything is written, fill_world again).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ static int shared_embedding(const ck_plan *pl, const ck_file *f, const char *nam
 }
 
 /* The buffer layout of x's parameters (tensor j of x at l->start[j]). */
-static mg_status plan_layout(const ck_plan *pl, const ck_file_params *x, int64_t bucket_size,
+static mg_status plan_layout(const ck_plan *pl, const ck_file_params *x, const mg_pk_obj *args,
                              mg_dist_layout *l)
 {
     size_t *order = mg_calloc(x->n + 1, sizeof *order);
@@ -45,8 +46,11 @@ static mg_status plan_layout(const ck_plan *pl, const ck_file_params *x, int64_t
             numel[j] = t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
             own[j] = (unsigned char)shared_embedding(pl, x->f, t->name);
         }
-        mg_bucket_cfg cfg = {1, bucket_size, 1}; /* coalesced offsets: the same for any DP */
-        st = mg_grad_buffer_plan(l, x->n, order, numel, own, &cfg);
+        int64_t total = 0;
+        for (size_t j = 0; j < x->n; j++) total += numel[j];
+        mg_bucket_cfg cfg = {1, 0, 1}; /* coalesced offsets: the same for any DP */
+        st = ck_args_bucket_size(args, x->f->pp_rank, total, x->f->path, &cfg.bucket_size);
+        if (st == MG_OK) st = mg_grad_buffer_plan(l, x->n, order, numel, own, &cfg);
     }
     free(order);
     free(numel);
@@ -92,10 +96,8 @@ mg_status ck_megatron_distrib_optim(const ck_source *s, const ck_plan *pl, const
     ck_file_params x;
     mg_dist_layout l = {0};
     float *buf = NULL;
-    int64_t bucket_size = 0;
     mg_status st = ck_file_params_init(&x, f);
-    if (st == MG_OK) st = ck_args_bucket_size(args, f->pp_rank, f->path, &bucket_size);
-    if (st == MG_OK) st = plan_layout(pl, &x, bucket_size, &l);
+    if (st == MG_OK) st = plan_layout(pl, &x, args, &l);
     int64_t n = st == MG_OK ? mg_dist_coalesced_numel(&l) : 0;
     if (st == MG_OK && !(buf = mg_calloc(3 * (size_t)(n ? n : 1), sizeof *buf)))
         st = MG_ERR_NOMEM;

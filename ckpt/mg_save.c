@@ -133,6 +133,8 @@ mg_status ck_megatron_args(const ck_plan *pl, const ck_source *s, mg_pk_graph *g
     if (!impl) return MG_ERR_NOMEM;
     /* the spec the names follow, as Megatron's saver records it */
     MG_FORWARD(mg_pk_set(g, ours, "transformer_impl", impl));
+    if (pl->dp > 0) /* the DP distrib_optim.pt's buckets are planned for (mg_distopt.c) */
+        MG_FORWARD(mg_pk_set(g, ours, "data_parallel_size", mg_pk_int(g, pl->dp)));
     static const char *const progress[] = {"consumed_train_samples", "consumed_valid_samples"};
     for (int i = 0; i < 2 && s->moments && s->args; i++) { /* a training checkpoint */
         mg_pk_obj *v = mg_pk_get(s->args, progress[i]);

@@ -143,3 +143,39 @@ def test_megatron_distributed_optimizer_loads_converted(tmp_path, mcore, monkeyp
             assert torch.equal(got, moments[n][k].reshape(-1)), (n, k)
         checked += 1
     assert checked == len(names)
+
+
+def test_16_bit_target_is_refused(tmp_path):
+    """distrib_optim.pt holds fp32 masters, which a --target-dtype bf16 output of an fp32 run
+    does not have: refused (exit 2, no output) unless --drop-optimizer-state."""
+    ck = tmp_path / "ck"
+    run_mpi(2, "mg-train", [*GPT2, *COMMON, "--save", ck])
+    out = tmp_path / "bf16"
+    p = conftest.run_mg(["mg-convert", "--load-dir", ck, "--save-dir", out, "--target-dtype",
+                         "bf16"], check=False)
+    assert p.returncode == 2 and not out.exists(), p.stderr
+    assert "not supported yet: --target-dtype BF16 with the distributed optimizer" in p.stderr
+    conftest.run_mg(["mg-convert", "--load-dir", ck, "--save-dir", out, "--target-dtype",
+                     "bf16", "--drop-optimizer-state"])
+
+
+def test_target_data_parallel_size(tmp_path):
+    """--target-data-parallel-size is the output's args' data_parallel_size, from which
+    distrib_optim.pt's DDP buckets follow with overlap_grad_reduce and no ddp_bucket_size
+    (the default bucket size max(40000000, 1000000 x DP)); a source whose args lack
+    data_parallel_size there converts while its buffer is below 40,000,000 elements (every
+    DP then gives one bucket), and --verify reads the output back in its layout."""
+    ck = tmp_path / "ck"
+    run_mpi(2, "mg-train", [*GPT2, *COMMON, "--overlap-grad-reduce", "--save", ck])
+    for f in ck.glob("iter_*/mp_rank_*/model_optim_rng.pt"):
+        sd = _load(f)
+        assert sd["args"].overlap_grad_reduce and sd["args"].ddp_bucket_size is None
+        del sd["args"].data_parallel_size
+        torch.save(sd, f)
+    _convert(ck, tmp_path / "dp3", "--target-data-parallel-size", 3)
+    d = tmp_path / "dp3" / "iter_0000003" / "mp_rank_00"
+    assert _load(d / "model_optim_rng.pt")["args"].data_parallel_size == 3
+    assert (d / "distrib_optim.pt").exists()
+    p = conftest.run_mg(["mg-convert", "--load-dir", ck, "--save-dir", tmp_path / "hf",
+                         "--saver", "hf", "--target-data-parallel-size", 3], check=False)
+    assert p.returncode == 2 and "--target-data-parallel-size is for Megatron" in p.stderr
