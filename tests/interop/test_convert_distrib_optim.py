@@ -14,8 +14,11 @@ coalescing) applied to the reference's weights and moments must give exactly the
 loader looks up; the rank file's optimizer is DistributedOptimizer.state_dict() (the
 source's param groups without 'params', with the step count). And megatron-core's own
 DistributedOptimizer loads the converted checkpoint (load_state_dict, load_parameter_state)
-into masters and moments equal to the reference's.
+into masters and moments equal to the reference's. A PP=2 target (the tied embedding's
+shared buckets) resumes with the source layout's losses; --target-data-parallel-size and
+the refusal of a 16-bit target are checked too.
 """
+import json
 import shutil
 
 import pytest
@@ -179,3 +182,36 @@ def test_target_data_parallel_size(tmp_path):
     p = conftest.run_mg(["mg-convert", "--load-dir", ck, "--save-dir", tmp_path / "hf",
                          "--saver", "hf", "--target-data-parallel-size", 3], check=False)
     assert p.returncode == 2 and "--target-data-parallel-size is for Megatron" in p.stderr
+
+
+# COMMON for 5 iterations (the checkpoint at 3 keeps the 5-iteration schedule)
+FIVE = [a if a != "3" or prev != "--train-iters" else "5"
+        for prev, a in zip([None, *COMMON], COMMON)]
+
+
+def _resumed(tmp_path, ck, name, layout):
+    """mg-train --use-distributed-optimizer resumed from ck in layout (2 ranks) for
+    iterations 4 and 5: its logged train records."""
+    log = tmp_path / f"{name}.jsonl"
+    run_mpi(2, "mg-train", [*GPT2, *FIVE, *layout, "--load", ck, "--log-file", log,
+                            "--log-interval", 1])
+    recs = [r for r in map(json.loads, open(log)) if r["kind"] == "train"]
+    assert [r["iteration"] for r in recs] == [4, 5], recs
+    return recs
+
+
+def test_pipeline_target_resumes(tmp_path):
+    """The tied GPT-2's TP=2 distributed-optimizer checkpoint resharded to PP=2 (each stage's
+    buffer: the first stage's word embedding and the last stage's tied copy each in a
+    bucket of its own) resumes at PP=2 with --use-distributed-optimizer and logs the
+    source layout's resumed iterations 4 and 5 (loss and grad norm within 1e-5 relative;
+    iteration 5's loss follows the step that used the moments)."""
+    ck = tmp_path / "ck"
+    tp2 = ["--tensor-model-parallel-size", 2]
+    run_mpi(2, "mg-train", [*GPT2, *FIVE, *tp2, "--exit-interval", 3, "--save", ck])
+    _convert(ck, tmp_path / "pp2", "--target-pipeline-parallel-size", 2)
+    want = _resumed(tmp_path, ck, "tp2", tp2)
+    got = _resumed(tmp_path, tmp_path / "pp2", "pp2", ["--pipeline-model-parallel-size", 2])
+    for a, b in zip(want, got):
+        for k in ("loss", "grad_norm"):
+            assert b[k] == pytest.approx(a[k], rel=1e-5), (a["iteration"], k, b[k], a[k])
