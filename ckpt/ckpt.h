@@ -336,7 +336,11 @@ int ck_group_decay(const mg_pk_obj *grp);
 mg_status ck_groups_order(const mg_pk_obj *groups, const mg_param_list *l, size_t *order,
                           const char *where);
 /* The optimizer state of Megatron output file f when s->moments (mg_optim.c): into *out
- * (g), *steps the step values it points at, to free() after the save (even on failure). */
+ * (g), *steps the step values it points at, to free() after the save (even on failure).
+ * torch's state dict of the full moments; a mixed-precision source's nested in
+ * Float16OptimizerWithFloat16Params'; a distributed-optimizer source's with
+ * DistributedOptimizer.state_dict()'s 'optimizer' (param groups without 'params') beside it,
+ * as mg-train writes it, so that both optimizer classes load the file. */
 mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_file *f,
                                 mg_pk_obj **pk, mg_pk_obj **out, float **steps);
 /* megatron-core DistributedDataParallel's bucket size (elements, 0: one bucket) of pipeline

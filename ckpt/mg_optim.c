@@ -96,9 +96,10 @@ static mg_status copy_group(mg_pk_graph *g, const mg_pk_obj *grp, size_t first, 
     return mg_pk_set(g, d, "params", params);
 }
 
-/* The groups, and the file's parameter tensors in state order into order. */
+/* The groups (with_params: torch's, listing their parameters; else DistributedOptimizer's),
+ * and the file's parameter tensors in state order into order. */
 static mg_status build_groups(mg_pk_graph *g, const ck_source *s, const ck_file_params *x,
-                              size_t *order, mg_pk_obj *groups)
+                              int with_params, size_t *order, mg_pk_obj *groups)
 {
     const mg_pk_obj *src = s->optim_groups;
     MG_FORWARD(ck_groups_order(src, &x->list, order, x->f->path));
@@ -106,7 +107,7 @@ static mg_status build_groups(mg_pk_graph *g, const ck_source *s, const ck_file_
         size_t first = k;
         while (k < x->n && param_decay(x, order[k]) == ck_group_decay(src->items[i])) k++;
         mg_pk_obj *out = NULL;
-        MG_FORWARD(copy_group(g, src->items[i], first, k, !s->dist_optim, &out));
+        MG_FORWARD(copy_group(g, src->items[i], first, k, with_params, &out));
         MG_FORWARD(mg_pk_append(g, groups, out));
     }
     return MG_OK;
@@ -166,16 +167,17 @@ static mg_status nest_mixed(mg_pk_graph *g, const ck_source *s, const ck_file_pa
     return mg_pk_set(g, r, "fp32_from_fp16_params", masters);
 }
 
-/* DistributedOptimizer.state_dict(): {'optimizer': {'param_groups'}, 'grad_scaler' when the
- * source has one}; the masters and moments go to distrib_optim.pt (mg_distopt.c). */
-static mg_status dist_optimizer(mg_pk_graph *g, const ck_source *s, mg_pk_obj *groups,
-                                mg_pk_obj **out)
+/* DistributedOptimizer.state_dict()'s {'optimizer': {'param_groups'}} added to d (torch's
+ * state dict of the full moments, as mg-train writes both); the masters and the moments'
+ * shards go to distrib_optim.pt (mg_distopt.c). */
+static mg_status add_dist_optimizer(mg_pk_graph *g, const ck_source *s,
+                                    const ck_file_params *x, size_t *order, mg_pk_obj *d)
 {
-    mg_pk_obj *r = *out = mg_pk_container(g, MG_PK_DICT), *inner = mg_pk_container(g, MG_PK_DICT);
-    if (!r || !inner) return MG_ERR_NOMEM;
+    mg_pk_obj *inner = mg_pk_container(g, MG_PK_DICT), *groups = mg_pk_container(g, MG_PK_LIST);
+    if (!inner || !groups) return MG_ERR_NOMEM;
+    MG_FORWARD(build_groups(g, s, x, 0, order, groups));
     MG_FORWARD(mg_pk_set(g, inner, "param_groups", groups));
-    MG_FORWARD(mg_pk_set(g, r, "optimizer", inner));
-    return s->optim_scaler ? mg_pk_set(g, r, "grad_scaler", s->optim_scaler) : MG_OK;
+    return mg_pk_set(g, d, "optimizer", inner);
 }
 
 mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_file *f,
@@ -188,16 +190,11 @@ mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_fil
     mg_pk_obj *d = mg_pk_container(g, MG_PK_DICT), *state = mg_pk_container(g, MG_PK_DICT);
     mg_pk_obj *groups = mg_pk_container(g, MG_PK_LIST);
     if (st == MG_OK && !(order && *steps && d && state && groups)) st = MG_ERR_NOMEM;
-    if (st == MG_OK) st = build_groups(g, s, &x, order, groups);
-    if (st == MG_OK && s->dist_optim) {
-        st = dist_optimizer(g, s, groups, out);
-        free(x.t);
-        free(order);
-        return st;
-    }
+    if (st == MG_OK) st = build_groups(g, s, &x, 1, order, groups);
     if (st == MG_OK) st = build_state(g, s, &x, pk, order, *steps, state);
     if (st == MG_OK) st = mg_pk_set(g, d, "state", state);
     if (st == MG_OK) st = mg_pk_set(g, d, "param_groups", groups);
+    if (st == MG_OK && s->dist_optim) st = add_dist_optimizer(g, s, &x, order, d);
     *out = d;
     if (st == MG_OK && s->masters) st = nest_mixed(g, s, &x, pk, order, d, out);
     else if (st == MG_OK && s->optim_scaler)

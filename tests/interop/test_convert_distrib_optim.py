@@ -11,8 +11,10 @@ with the uninterrupted run's losses). megatron-core's own _ParamAndGradBuffer of
 model (test_dist_optim_mcore.megatron_world: its layout, get_parameter_state_dp_zero's
 coalescing) applied to the reference's weights and moments must give exactly the 'param',
 'exp_avg' and 'exp_avg_sq' of the converted distrib_optim.pt, under the key megatron-core's
-loader looks up; the rank file's optimizer is DistributedOptimizer.state_dict() (the
-source's param groups without 'params', with the step count). And megatron-core's own
+loader looks up; the rank file's optimizer is the reference's torch state dict (the full
+moments, which FP32Optimizer and mg-train without the distributed optimizer load) with
+DistributedOptimizer.state_dict()'s 'optimizer' beside it (the source's param groups without
+'params', with the step count), as mg-train writes it. And megatron-core's own
 DistributedOptimizer loads the converted checkpoint (load_state_dict, load_parameter_state)
 into masters and moments equal to the reference's. A PP=2 target (the tied embedding's
 shared buckets) resumes with the source layout's losses; --target-data-parallel-size and
@@ -63,7 +65,12 @@ def test_converted_distrib_optim_is_megatron_buffer(tmp_path, mcore, monkeypatch
     overlap = ["--overlap-grad-reduce", "--ddp-bucket-size", size] if size else []
     ref, d = _train_and_convert(tmp_path, arch, overlap)
     got = _load(d / "model_optim_rng.pt")
-    assert "state" in ref["optimizer"] and sorted(got["optimizer"]) == ["optimizer"]
+    assert sorted(got["optimizer"]) == ["optimizer", "param_groups", "state"]
+    assert got["optimizer"]["param_groups"] == ref["optimizer"]["param_groups"]
+    assert got["optimizer"]["state"].keys() == ref["optimizer"]["state"].keys()
+    for i, st in ref["optimizer"]["state"].items():
+        assert st.keys() == got["optimizer"]["state"][i].keys(), i
+        assert all(torch.equal(got["optimizer"]["state"][i][k], v) for k, v in st.items()), i
     groups = got["optimizer"]["optimizer"]["param_groups"]
     assert [dict(g, params=r["params"]) for g, r in
             zip(groups, ref["optimizer"]["param_groups"])] == ref["optimizer"]["param_groups"]
