@@ -28,6 +28,9 @@ typedef struct {
     const char *load_dir, *save_dir, *inspect_dir, *tokenizer_dir;
     int loader, saver;           /* CK_* */
     int64_t tp, pp, pp_first, pp_last;
+    int64_t dp;                  /* --target-data-parallel-size: the output's args'
+                                  * data_parallel_size (distrib_optim.pt's DDP buckets);
+                                  * 0: the source's */
     mg_tdtype dtype;             /* MG_TD_INVALID: keep the source's */
     int64_t divisible_by;        /* 0: 128 */
     int64_t true_vocab;          /* 0: unknown */
@@ -100,6 +103,9 @@ struct ck_source {
     /* with the moments, a --bf16/--fp16 run's fp32 masters (Float16OptimizerWithFloat16Params'
      * fp32_from_fp16_params) at CK_MOMENT(s, i, 3) */
     int masters;
+    /* with the moments, the source's are the distributed optimizer's (distrib_optim.pt
+     * beside every rank file): the output is written in that form too (mg_distopt.c) */
+    int dist_optim;
     double optim_step;           /* the moments' step count (torch's state[i]['step']) */
     const mg_pk_obj *optim_groups; /* rank 0's param_groups (their 'params' are replaced) */
     mg_pk_obj *optim_scaler;       /* rank 0's optimizer 'grad_scaler' (kept), or NULL */
@@ -194,6 +200,7 @@ typedef struct {
     ck_file *files;
     size_t nfiles;
     char iterdir[MG_MEGATRON_NAME_MAX]; /* Megatron: "release" or "iter_%07d" */
+    int64_t dp;             /* Megatron `torch`: --target-data-parallel-size, or 0 */
     uint64_t bytes;
     size_t ntensors;
     void *fmt;              /* format-specific plan (torch_dist: the mg_dcp_meta), or NULL */
@@ -310,6 +317,16 @@ mg_status ck_write_torch_dist(const ck_plan *p, const ck_source *s, const char *
  * spec of the plan's names. */
 mg_status ck_megatron_args(const ck_plan *p, const ck_source *s, mg_pk_graph *g,
                            mg_pk_obj **args);
+/* The parameter tensors of output file f (not None, not moments: indices into f->t in
+ * f's order, t malloc'd, to free) and their list for mg_megatron_param_order (mg_optim.c;
+ * decay: 2-D). */
+typedef struct {
+    const ck_file *f;
+    size_t *t;
+    size_t n;
+    mg_param_list list;
+} ck_file_params;
+mg_status ck_file_params_init(ck_file_params *x, const ck_file *f);
 /* A torch param group's decay class (mg_optim.c): 1 when its wd_mult (else weight_decay)
  * is non-zero, 0 when zero, -1 when it has neither. */
 int ck_group_decay(const mg_pk_obj *grp);
@@ -319,9 +336,27 @@ int ck_group_decay(const mg_pk_obj *grp);
 mg_status ck_groups_order(const mg_pk_obj *groups, const mg_param_list *l, size_t *order,
                           const char *where);
 /* The optimizer state of Megatron output file f when s->moments (mg_optim.c): into *out
- * (g), *steps the step values it points at, to free() after the save (even on failure). */
+ * (g), *steps the step values it points at, to free() after the save (even on failure).
+ * torch's state dict of the full moments; a mixed-precision source's nested in
+ * Float16OptimizerWithFloat16Params'; a distributed-optimizer source's with
+ * DistributedOptimizer.state_dict()'s 'optimizer' (param groups without 'params') beside it,
+ * as mg-train writes it, so that both optimizer classes load the file. */
 mg_status ck_megatron_optimizer(mg_pk_graph *g, const ck_source *s, const ck_file *f,
                                 mg_pk_obj **pk, mg_pk_obj **out, float **steps);
+/* megatron-core DistributedDataParallel's bucket size (elements, 0: one bucket) of pipeline
+ * stage `stage` (numel elements) under a run's args (overlap_grad_reduce, ddp_bucket_size,
+ * data_parallel_size; absent: no overlap), mg_ddp_bucket_size_of; MG_ERR_UNSUPPORTED naming
+ * where when the layout depends on a data-parallel size the args lack (the default bucket
+ * size with numel >= 40,000,000). */
+mg_status ck_args_bucket_size(const mg_pk_obj *args, int64_t stage, int64_t numel,
+                              const char *where, int64_t *out);
+/* The distributed optimizer's distrib_optim.pt of Megatron output file f (s->dist_optim,
+ * mg_distopt.c) at path: the fp32 masters (the file's fp32 parameters) and moments of f's
+ * planned tensors in megatron-core's buffer layout of f's stage in the DDP buckets of the
+ * output's args (ck_args_bucket_size: the source's overlap_grad_reduce, ddp_bucket_size and
+ * data_parallel_size, which the output keeps). */
+mg_status ck_megatron_distrib_optim(const ck_source *s, const ck_plan *pl, const ck_file *f,
+                                    const mg_pk_obj *args, const char *path);
 /* The tracker file under root ("release" or the iteration). */
 mg_status ck_write_tracker(const char *root, const ck_opts *o);
 /* mkdir -p of path's parent directories (path itself is a file). */

@@ -160,6 +160,9 @@ static mg_status moments_kept(ck_source *s, const rank_file *rf, const mg_pk_obj
                  "(%s); pass --drop-optimizer-state to drop it", why, rf->rel);
     MG_RETURN_IF(!first && !s->moments, MG_ERR_FORMAT, "%s holds optimizer state, rank 0 "
                  "does not", rf->rel);
+    MG_RETURN_IF(!first && !rf->dopt != !s->dist_optim, MG_ERR_FORMAT, "%s: %s beside it, "
+                 "rank 0's rank file has %s", rf->rel, rf->dopt ? "a distrib_optim.pt" : "no "
+                 "distrib_optim.pt", s->dist_optim ? "one" : "none");
     MG_RETURN_IF(!first && mixed != s->masters, MG_ERR_FORMAT, "%s: optimizer state of "
                  "another class than rank 0's (fp32_from_fp16_params %s)", rf->rel,
                  mixed ? "present" : "absent");
@@ -175,6 +178,7 @@ static mg_status moments_kept(ck_source *s, const rank_file *rf, const mg_pk_obj
     if (first) {
         s->moments = 1;
         s->masters = mixed;
+        s->dist_optim = rf->dopt != NULL;
         s->optim_groups = groups;
         s->optim_scaler = mg_pk_get(opt, "grad_scaler");
         s->optim_step = -1;

@@ -200,16 +200,23 @@ static mg_status bind_dist_param(ck_source *s, mg_impl *h, const rank_file *rf,
     return MG_OK;
 }
 
-/* The stage's DDP bucket size as the writing run's args give it (overlap_grad_reduce,
- * ddp_bucket_size, data_parallel_size; absent: no overlap, one bucket). */
-static int64_t args_bucket_size(const mg_pk_obj *args, int64_t stage)
+mg_status ck_args_bucket_size(const mg_pk_obj *args, int64_t stage, int64_t numel,
+                              const char *where, int64_t *out)
 {
     const mg_pk_obj *ov = args ? mg_pk_get(args, "overlap_grad_reduce") : NULL;
     const mg_pk_obj *bs = args ? mg_pk_get(args, "ddp_bucket_size") : NULL;
     const mg_pk_obj *dp = args ? mg_pk_get(args, "data_parallel_size") : NULL;
-    return mg_ddp_bucket_size_of(ov && ov->kind == MG_PK_BOOL && ov->i,
-                                 bs && bs->kind == MG_PK_INT ? bs->i : 0,
-                                 dp && dp->kind == MG_PK_INT ? dp->i : 1, stage);
+    int overlap = ov && ov->kind == MG_PK_BOOL && ov->i;
+    int64_t size = bs && bs->kind == MG_PK_INT ? bs->i : 0;
+    int known = dp && dp->kind == MG_PK_INT && dp->i >= 1;
+    /* below 40,000,000 elements every default bucket size gives one bucket */
+    MG_RETURN_IF(overlap && size <= 0 && stage == 0 && !known && numel >= 40000000,
+                 MG_ERR_UNSUPPORTED, "not supported yet: %s: overlap_grad_reduce without "
+                 "ddp_bucket_size and without data_parallel_size in the args: the DDP bucket "
+                 "size (max(40000000, 1000000 x DP)) of its %lld elements cannot be "
+                 "determined", where, (long long)numel);
+    *out = mg_ddp_bucket_size_of(overlap, size, known ? dp->i : 1, stage);
+    return MG_OK;
 }
 
 /* The moments of rank (stage, r) from its distrib_optim.pt: megatron-core's buffer layout
@@ -238,7 +245,10 @@ static mg_status bind_rank_dist(ck_source *s, mg_impl *h, int64_t stage, int64_t
         own[j] = (unsigned char)(shared && (l->pi[j] == s->nparams || (stage == 0 && pi == 0)));
     }
     const mg_pk_obj *args = mg_pk_get(mg_torch_root(rf->f), "args");
-    mg_bucket_cfg cfg = {1, args_bucket_size(args, stage), 1};
+    mg_bucket_cfg cfg = {1, 0, 1};
+    int64_t total = 0;
+    for (size_t j = 0; st == MG_OK && j < l->n; j++) total += numel[j];
+    if (st == MG_OK) st = ck_args_bucket_size(args, stage, total, rf->rel, &cfg.bucket_size);
     if (st == MG_OK) st = mg_grad_buffer_plan(&lay, l->n, order, numel, own, &cfg);
     if (st == MG_OK && mg_dist_coalesced_numel(&lay) != w.n)
         st = mg_error_set(MG_ERR_FORMAT, "%s beside %s: numel_unpadded is %lld, the stage's "

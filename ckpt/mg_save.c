@@ -11,13 +11,15 @@
  * vocab_size too, when the target leaves them unknown); transformer_impl names the spec
  * the parameter names follow (the plan's: --transformer-impl or the source's).
  * `_extra_state` entries are None. With the source's moments kept (ck_source.moments) each
- * file also has the 'optimizer' of mg_optim.c.
+ * file also has the 'optimizer' of mg_optim.c, and when they are the distributed
+ * optimizer's (ck_source.dist_optim) a distrib_optim.pt beside it (mg_distopt.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ckpt.h"
+#include "mg/distrib_optim.h"
 #include "mg/file.h"
 #include "mg/torchfile.h"
 
@@ -111,6 +113,12 @@ static mg_status save_file(void *ctx, size_t i)
     ck_stream_end(&fc);
     mg_pk_graph_free(g);
     free(steps);
+    if (st == MG_OK && x->s->moments && x->s->dist_optim) {
+        char *slash = strrchr(path, '/');
+        snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "%s",
+                 MG_DISTRIB_OPTIM_FILE);
+        st = ck_megatron_distrib_optim(x->s, x->pl, f, x->args, path);
+    }
     return st;
 }
 
@@ -125,6 +133,8 @@ mg_status ck_megatron_args(const ck_plan *pl, const ck_source *s, mg_pk_graph *g
     if (!impl) return MG_ERR_NOMEM;
     /* the spec the names follow, as Megatron's saver records it */
     MG_FORWARD(mg_pk_set(g, ours, "transformer_impl", impl));
+    if (pl->dp > 0) /* the DP distrib_optim.pt's buckets are planned for (mg_distopt.c) */
+        MG_FORWARD(mg_pk_set(g, ours, "data_parallel_size", mg_pk_int(g, pl->dp)));
     static const char *const progress[] = {"consumed_train_samples", "consumed_valid_samples"};
     for (int i = 0; i < 2 && s->moments && s->args; i++) { /* a training checkpoint */
         mg_pk_obj *v = mg_pk_get(s->args, progress[i]);

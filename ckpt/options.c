@@ -60,7 +60,8 @@ static mg_tdtype dtype_arg(const char *v)
 
 enum {
     C_LOAD_DIR, C_SAVE_DIR, C_INSPECT, C_TOKENIZER_DIR, C_LOADER, C_SAVER, C_TP, C_PP,
-    C_PP_FIRST, C_PP_LAST, C_DTYPE, C_DIVISIBLE, C_TRUE_VOCAB, C_IMPL, C_CKPT_FORMAT, C_ITERATION,
+    C_PP_FIRST, C_PP_LAST, C_DP, C_DTYPE, C_DIVISIBLE, C_TRUE_VOCAB, C_IMPL, C_CKPT_FORMAT,
+    C_ITERATION,
     C_MAX_SHARD, C_WORKERS, C_DROP_OPTIM, C_VERIFY, C_QUIET, C_HELP, C_VERSION, C_LIST_FLAGS,
     C_SUMMARY, C_COUNT
 };
@@ -77,6 +78,7 @@ static const mg_argv_flag flags[C_COUNT] = {
     [C_PP] = {"--target-pipeline-parallel-size", MG_ARGV_ONE},
     [C_PP_FIRST] = {"--decoder-first-pipeline-num-layers", MG_ARGV_ONE},
     [C_PP_LAST] = {"--decoder-last-pipeline-num-layers", MG_ARGV_ONE},
+    [C_DP] = {"--target-data-parallel-size", MG_ARGV_ONE},
     [C_DTYPE] = {"--target-dtype", MG_ARGV_ONE},
     [C_DIVISIBLE] = {"--make-vocab-size-divisible-by", MG_ARGV_ONE},
     [C_TRUE_VOCAB] = {"--true-vocab-size", MG_ARGV_ONE},
@@ -118,6 +120,7 @@ static void set_value(ck_opts *o, int id, const char *v)
     case C_PP: o->pp = num(f, v, 1, 4096); break;
     case C_PP_FIRST: o->pp_first = num(f, v, 1, 1 << 20); break;
     case C_PP_LAST: o->pp_last = num(f, v, 1, 1 << 20); break;
+    case C_DP: o->dp = num(f, v, 1, 1 << 20); break;
     case C_DTYPE: o->dtype = dtype_arg(v); break;
     case C_DIVISIBLE: o->divisible_by = num(f, v, 1, 1 << 20); break;
     case C_TRUE_VOCAB: o->true_vocab = num(f, v, 1, INT64_C(1) << 40); break;
@@ -153,6 +156,8 @@ static void check(const ck_opts *o)
     if (!o->save_dir) mg_usage_error("--save-dir is required");
     if (o->saver == CK_HF && (o->tp != 1 || o->pp != 1))
         mg_usage_error("--saver hf writes one unsplit model: --target-tensor/pipeline-parallel-size must be 1");
+    if (o->dp && (o->saver == CK_HF || o->torch_dist))
+        mg_usage_error("--target-data-parallel-size is for Megatron torch output (distrib_optim.pt)");
     if (o->saver == CK_HF && o->torch_dist)
         mg_usage_error("--ckpt-format torch_dist is a Megatron format: it needs --saver megatron");
     if ((o->pp_first || o->pp_last) && o->pp < 2)

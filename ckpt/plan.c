@@ -83,6 +83,11 @@ mg_status ck_plan_target(mg_model_desc *t, const ck_source *s, const ck_opts *o)
                  "(its fp32 masters beside %s weights); pass --drop-optimizer-state to drop it",
                  mg_tdtype_name(t->dtype), mg_tdtype_name(s->m.dtype),
                  mg_tdtype_name(s->m.dtype));
+    MG_RETURN_IF(s->moments && s->dist_optim && t->dtype != MG_TD_F32, MG_ERR_UNSUPPORTED,
+                 "not supported yet: --target-dtype %s with the distributed optimizer's state "
+                 "(distrib_optim.pt would need fp32 masters beside %s weights); pass "
+                 "--drop-optimizer-state to drop it", mg_tdtype_name(t->dtype),
+                 mg_tdtype_name(t->dtype));
     /* the source's unit unless given (Megatron's saver passes md.make_vocab_size_divisible_by
      * on); HF sources and args without it: 128 (mg_model_init / mg_model_from_args) */
     if (o->divisible_by > 0) t->make_vocab_size_divisible_by = o->divisible_by;
@@ -209,6 +214,7 @@ mg_status ck_plan_megatron(ck_plan *pl, const ck_source *s, const ck_opts *o)
     memset(pl, 0, sizeof(*pl));
     MG_FORWARD(ck_plan_target(&pl->m, s, o));
     pl->names = ck_target_names(s, o);
+    pl->dp = o->dp;
     mg_megatron_iter it = ck_iteration(o);
     mg_megatron_iter_name(&it, pl->iterdir);
     pl->nfiles = (size_t)(pl->m.tp * pl->m.pp);

@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "mg/distrib_optim.h"
-#include "mg/pickle.h"
-#include "mg/torchfile.h"
 #include "model_internal.h"
 #include "param_order.h"
 
@@ -345,49 +343,16 @@ static void coalesce(const mg_dist_layout *l, const mg_gpt *g, const float *x, f
         memcpy(dst + at, buf + l->bucket[b], (size_t)l->unpadded[b] * sizeof(float));
 }
 
-static mg_status state_root(mg_pk_graph *pg, const mg_dist_layout *l, const mg_gpt *g,
-                            const mg_gpt_optim *full, mg_tdtype param_dtype, float *world[3],
-                            float *buf, mg_pk_obj **root)
-{
-    const float *src[3] = {g->params, full->m, full->v};
-    int64_t n = 0;
-    for (int64_t b = 0; b < l->nbuckets; b++) n += l->unpadded[b];
-    mg_pk_obj *r = mg_pk_container(pg, MG_PK_DICT), *gbuf = mg_pk_container(pg, MG_PK_DICT);
-    mg_pk_obj *t = mg_pk_container(pg, MG_PK_DICT), *key = mg_pk_container(pg, MG_PK_TUPLE);
-    if (!r || !gbuf || !t || !key) return MG_ERR_NOMEM;
-    /* (buffer.param_dtype, buffer.grad_dtype) */
-    MG_FORWARD(mg_pk_append(pg, key, mg_pk_global(pg, "torch",
-                                                  mg_pk_torch_dtype_name(param_dtype))));
-    MG_FORWARD(mg_pk_append(pg, key, mg_pk_global(pg, "torch", "float32")));
-    for (int k = 0; k < 3; k++) {
-        coalesce(l, g, src[k], buf, world[k]);
-        mg_pk_obj *x = mg_pk_tensor_new(pg, MG_TD_F32, 1, &n, world[k]);
-        if (!x) return MG_ERR_NOMEM;
-        MG_FORWARD(mg_pk_set(pg, t, mg_distrib_optim_keys[k], x));
-    }
-    MG_FORWARD(mg_pk_set(pg, t, "numel_unpadded", mg_pk_int(pg, n)));
-    MG_FORWARD(mg_pk_set_obj(pg, gbuf, key, t));
-    MG_FORWARD(mg_pk_set(pg, r, "buckets_coalesced", mg_pk_bool(pg, 1)));
-    MG_FORWARD(mg_pk_set_obj(pg, r, mg_pk_int(pg, 0), gbuf));
-    *root = r;
-    return MG_OK;
-}
-
 mg_status mg_dist_save_state(const mg_dist_layout *l, const mg_gpt *g, const mg_gpt_optim *full,
                              mg_tdtype param_dtype, const char *path)
 {
     size_t n = (size_t)(l->numel ? l->numel : 1);
     float *buf = mg_malloc(4 * n * sizeof(float));
-    mg_pk_graph *pg = mg_pk_graph_create();
-    mg_status st = buf && pg ? MG_OK : MG_ERR_NOMEM;
-    mg_pk_obj *root = NULL;
-    if (st == MG_OK) {
-        float *world[3] = {buf + n, buf + 2 * n, buf + 3 * n};
-        st = state_root(pg, l, g, full, param_dtype, world, buf, &root);
-    }
-    mg_torch_save_opts so = {.archive_name = "distrib_optim"};
-    if (st == MG_OK) st = mg_torch_save(path, root, &so);
-    mg_pk_graph_free(pg);
+    if (!buf) return MG_ERR_NOMEM;
+    float *world[3] = {buf + n, buf + 2 * n, buf + 3 * n};
+    const float *src[3] = {g->params, full->m, full->v};
+    for (int k = 0; k < 3; k++) coalesce(l, g, src[k], buf, world[k]);
+    mg_status st = mg_distrib_optim_save(path, param_dtype, mg_dist_coalesced_numel(l), world);
     free(buf);
     return st;
 }

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "mg/torchfile.h"
+
 const char *const mg_distrib_optim_keys[3] = {"param", "exp_avg", "exp_avg_sq"};
 
 static int is_dict(const mg_pk_obj *x)
@@ -70,4 +72,42 @@ mg_status mg_distrib_optim_read(const char *path, const mg_pk_obj *root,
         MG_FORWARD(world_tensor(path, st, mg_distrib_optim_keys[k], nu->i, &w->t[k]));
     w->n = nu->i;
     return MG_OK;
+}
+
+/* {'buckets_coalesced': True, 0: {(param_dtype, torch.float32): {param, exp_avg, exp_avg_sq,
+ * numel_unpadded}}} over world (not copied: it must outlive the save). */
+static mg_status save_root(mg_pk_graph *pg, mg_tdtype param_dtype, int64_t n,
+                           float *const world[3], mg_pk_obj **root)
+{
+    mg_pk_obj *r = mg_pk_container(pg, MG_PK_DICT), *gbuf = mg_pk_container(pg, MG_PK_DICT);
+    mg_pk_obj *t = mg_pk_container(pg, MG_PK_DICT), *key = mg_pk_container(pg, MG_PK_TUPLE);
+    if (!r || !gbuf || !t || !key) return MG_ERR_NOMEM;
+    /* (buffer.param_dtype, buffer.grad_dtype) */
+    MG_FORWARD(mg_pk_append(pg, key, mg_pk_global(pg, "torch",
+                                                  mg_pk_torch_dtype_name(param_dtype))));
+    MG_FORWARD(mg_pk_append(pg, key, mg_pk_global(pg, "torch", "float32")));
+    for (int k = 0; k < 3; k++) {
+        mg_pk_obj *x = mg_pk_tensor_new(pg, MG_TD_F32, 1, &n, world[k]);
+        if (!x) return MG_ERR_NOMEM;
+        MG_FORWARD(mg_pk_set(pg, t, mg_distrib_optim_keys[k], x));
+    }
+    MG_FORWARD(mg_pk_set(pg, t, "numel_unpadded", mg_pk_int(pg, n)));
+    MG_FORWARD(mg_pk_set_obj(pg, gbuf, key, t));
+    MG_FORWARD(mg_pk_set(pg, r, "buckets_coalesced", mg_pk_bool(pg, 1)));
+    MG_FORWARD(mg_pk_set_obj(pg, r, mg_pk_int(pg, 0), gbuf));
+    *root = r;
+    return MG_OK;
+}
+
+mg_status mg_distrib_optim_save(const char *path, mg_tdtype param_dtype, int64_t n,
+                                float *const world[3])
+{
+    mg_pk_graph *pg = mg_pk_graph_create();
+    if (!pg) return MG_ERR_NOMEM;
+    mg_pk_obj *root = NULL;
+    mg_status st = save_root(pg, param_dtype, n, world, &root);
+    mg_torch_save_opts so = {.archive_name = "distrib_optim"};
+    if (st == MG_OK) st = mg_torch_save(path, root, &so);
+    mg_pk_graph_free(pg);
+    return st;
 }

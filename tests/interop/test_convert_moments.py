@@ -120,11 +120,15 @@ def test_distributed_optimizer_moments_resume(runs, data, tmp_path, buckets):  #
     """The moments of distrib_optim.pt (megatron-core's buffer layout, read at each rank of a
     TP=2 PP=2 run with --use-distributed-optimizer; its fp32 master weights checked equal to
     the model's) are resharded to TP=1 PP=1, also once the rank files hold only
-    DistributedOptimizer.state_dict() as Megatron writes them, and a plain single-process
-    run resumes from them with the uninterrupted run's losses. bucket-1: the run had
+    DistributedOptimizer.state_dict() as Megatron writes them, and written in that form:
+    each rank file's optimizer DistributedOptimizer.state_dict() (param groups without
+    'params', the step count), a distrib_optim.pt beside it in the target stage's buffer
+    layout (--verify reads it back). A single-process run with --use-distributed-optimizer
+    and the source's DDP buckets resumes from it with the uninterrupted run's losses, and
+    with one bucket a plain run does too (its layout is the same). bucket-1: the run had
     --overlap-grad-reduce --ddp-bucket-size 1 (a DDP bucket per parameter on the first
     stage), which the checkpoint's args say (overlap_grad_reduce, ddp_bucket_size), and
-    distrib_optim.pt is read in that bucketed layout."""
+    distrib_optim.pt is read and written in that bucketed layout."""
     arch, _, full = runs
     ck = tmp_path / "ck"
     run_train(4, model_args(data, arch, TP2PP2 + ["--use-distributed-optimizer"] +
@@ -141,7 +145,19 @@ def test_distributed_optimizer_moments_resume(runs, data, tmp_path, buckets):  #
     shutil.rmtree(out)
     p = convert(ck, out)
     assert "copy of the moments" not in p.stderr, p.stderr
-    resumed, err = run_train(1, model_args(data, arch, ["--load", out]), tmp_path / "b.jsonl")
-    assert "at iteration 10" in err, err
-    assert_same_run_tail([r for r in full if r["iteration"] > 10], resumed,
-                         f"{arch} TP2PP2 distributed optimizer -> TP1 with moments")
+    d = out / "iter_0000010" / "mp_rank_00"
+    assert (d / "distrib_optim.pt").exists()
+    od = _torch_load(d / "model_optim_rng.pt")["optimizer"]
+    assert sorted(od) == ["optimizer"], sorted(od)
+    assert [sorted(g) for g in od["optimizer"]["param_groups"]] == \
+        [sorted(set(g) - {"params"}) for g in sd["optimizer"]["optimizer"]["param_groups"]]
+    assert {g["step"] for g in od["optimizer"]["param_groups"]} == {10}
+    flags = [["--use-distributed-optimizer"] + BUCKETS[buckets]]
+    if not BUCKETS[buckets]:
+        flags.append([])
+    for i, extra in enumerate(flags):
+        resumed, err = run_train(1, model_args(data, arch, ["--load", out] + extra),
+                                 tmp_path / f"b{i}.jsonl")
+        assert "at iteration 10" in err, err
+        assert_same_run_tail([r for r in full if r["iteration"] > 10], resumed,
+                             f"{arch} TP2PP2 distributed optimizer -> TP1 with moments {extra}")

@@ -63,24 +63,16 @@ def _load(path):
     return torch.load(path, weights_only=False)
 
 
-BUCKETS = {"one-bucket": None, "bucket-5000": 5000, "bucket-1": 1}
-
-
-@pytest.mark.parametrize("buckets", sorted(BUCKETS))
-@pytest.mark.parametrize("arch", ["gpt2", "llama"])
-def test_distrib_optim_matches_megatron_buffer(tmp_path, mcore, monkeypatch, arch,  # noqa: F811
-                                               buckets):
+def megatron_world(mcore, monkeypatch, ck, size):  # noqa: F811
+    """megatron-core's _ParamAndGradBuffer (use_distributed_optimizer, overlap_grad_reduce
+    when size, bucket_size size) of rank file ck's parameters in Megatron's order, and the
+    coalesced 'param', 'exp_avg' and 'exp_avg_sq' of get_parameter_state_dp_zero over that
+    layout, from ck's weights and torch optimizer state (the plain form)."""
     from megatron.core import parallel_state
     from megatron.core.distributed import DistributedDataParallelConfig
     from megatron.core.distributed.param_and_grad_buffer import _ParamAndGradBuffer
-    model_flags = GPT2 if arch == "gpt2" else LLAMA
-    size = BUCKETS[buckets]
-    overlap = ["--overlap-grad-reduce", "--ddp-bucket-size", size] if size else []
-    run_mpi(2, "mg-train", [*model_flags, *COMMON, *overlap, "--save", tmp_path / "ck"])
-    d = tmp_path / "ck" / "iter_0000003" / "mp_rank_00"
-    ck = _load(d / "model_optim_rng.pt")
-    ours = torch.load(d / "distrib_optim.pt", weights_only=True)
-    args, weights = ck["args"], ck["model"]
+    args = ck["args"]
+    weights = {k: v for k, v in ck["model"].items() if v is not None}  # not _extra_state
     order = _te_order(build_gpt_model(mcore, args), args)
     assert sorted(order) == sorted(weights)
     params = [torch.nn.Parameter(torch.empty(weights[n].shape)) for n in order]
@@ -107,20 +99,41 @@ def test_distrib_optim_matches_megatron_buffer(tmp_path, mcore, monkeypatch, arc
     source = {"param": weights,
               "exp_avg": {n: state[i]["exp_avg"] for n, i in zip(flat, ids)},
               "exp_avg_sq": {n: state[i]["exp_avg_sq"] for n, i in zip(flat, ids)}}
-    [(key, mine)] = ours[0].items()
-    assert ours["buckets_coalesced"] is True
-    assert key == (torch.float32, torch.float32)
-    assert mine["numel_unpadded"] == buf.numel_unpadded
-    assert len(buf.buckets) == 1 if size is None else len(buf.buckets) >= 4, len(buf.buckets)
-    if size == 1:
-        assert buf.numel_unpadded == sum(p.numel() for p in params)
+    world = {}
     for what, values in source.items():
-        world = []
+        parts = []
         for b, (lo, hi) in enumerate(buf.bucket_indices):
             x = torch.zeros(hi - lo)
             for p, n in zip(params, order):
                 start, end, bucket = buf.param_index_map[p]
                 if bucket == b:
                     x[start - lo:end - lo] = values[n].reshape(-1)
-            world.append(x[:buf.buckets[b].numel_unpadded])
-        assert torch.equal(mine[what], torch.cat(world)), what
+            parts.append(x[:buf.buckets[b].numel_unpadded])
+        world[what] = torch.cat(parts)
+    return buf, world
+
+
+BUCKETS = {"one-bucket": None, "bucket-5000": 5000, "bucket-1": 1}
+
+
+@pytest.mark.parametrize("buckets", sorted(BUCKETS))
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_distrib_optim_matches_megatron_buffer(tmp_path, mcore, monkeypatch, arch,  # noqa: F811
+                                               buckets):
+    model_flags = GPT2 if arch == "gpt2" else LLAMA
+    size = BUCKETS[buckets]
+    overlap = ["--overlap-grad-reduce", "--ddp-bucket-size", size] if size else []
+    run_mpi(2, "mg-train", [*model_flags, *COMMON, *overlap, "--save", tmp_path / "ck"])
+    d = tmp_path / "ck" / "iter_0000003" / "mp_rank_00"
+    ck = _load(d / "model_optim_rng.pt")
+    ours = torch.load(d / "distrib_optim.pt", weights_only=True)
+    buf, theirs = megatron_world(mcore, monkeypatch, ck, size)
+    [(key, mine)] = ours[0].items()
+    assert ours["buckets_coalesced"] is True
+    assert key == (torch.float32, torch.float32)
+    assert mine["numel_unpadded"] == buf.numel_unpadded
+    assert len(buf.buckets) == 1 if size is None else len(buf.buckets) >= 4, len(buf.buckets)
+    if size == 1:
+        assert buf.numel_unpadded == sum(p.numel() for p in ck["model"].values())
+    for what, x in theirs.items():
+        assert torch.equal(mine[what], x), what

@@ -15,6 +15,10 @@
  *     other than numel_unpadded, a tensor not contiguous inside its storage);
  *     MG_ERR_UNSUPPORTED for megatron-core's format before 2024 (no buckets_coalesced) and
  *     for more than one gradient buffer (expert or mixed-dtype parameters).
+ *   - mg_distrib_optim_save() writes that file at path (torch.save, archive
+ *     "distrib_optim") from the three coalesced world tensors world[0..2] (param, exp_avg,
+ *     exp_avg_sq: n fp32 each, read during the call), keyed (param_dtype, torch.float32)
+ *     as megatron-core's loader matches its buffer (mg-train's and mg-convert's writer).
  */
 #ifndef MG_DISTRIB_OPTIM_H
 #define MG_DISTRIB_OPTIM_H
@@ -36,5 +40,7 @@ typedef struct {
 
 mg_status mg_distrib_optim_read(const char *path, const mg_pk_obj *root,
                                  mg_distrib_optim_world *w);
+mg_status mg_distrib_optim_save(const char *path, mg_tdtype param_dtype, int64_t n,
+                                float *const world[3]);
 
 #endif
