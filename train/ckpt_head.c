@@ -147,7 +147,7 @@ static mg_status open_dist(mg_train_ckpt_head *h)
     MG_FORWARD(mg_mcore_dist_common(h->path, h->d, &h->f, &root));
     h->args = mg_pk_get(root, "args");
     h->sched = mg_pk_get(root, "opt_param_scheduler");
-    h->tp = h->pp = 1; /* torch_dist loads at any layout */
+    h->tp = h->pp = 1; /* no rank folders to find: its args layout is checked on load */
     return MG_OK;
 }
 

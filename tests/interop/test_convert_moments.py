@@ -120,12 +120,13 @@ def test_distributed_optimizer_moments_resume(runs, data, tmp_path, buckets):  #
     """The moments of distrib_optim.pt (megatron-core's buffer layout, read at each rank of a
     TP=2 PP=2 run with --use-distributed-optimizer; its fp32 master weights checked equal to
     the model's) are resharded to TP=1 PP=1, also once the rank files hold only
-    DistributedOptimizer.state_dict() as Megatron writes them, and written in that form:
-    each rank file's optimizer DistributedOptimizer.state_dict() (param groups without
+    DistributedOptimizer.state_dict() as Megatron writes them, and written as mg-train
+    writes them: each rank file's optimizer torch's state dict of the full moments with
+    DistributedOptimizer.state_dict()'s 'optimizer' beside it (param groups without
     'params', the step count), a distrib_optim.pt beside it in the target stage's buffer
     layout (--verify reads it back). A single-process run with --use-distributed-optimizer
-    and the source's DDP buckets resumes from it with the uninterrupted run's losses, and
-    with one bucket a plain run does too (its layout is the same). bucket-1: the run had
+    and the source's DDP buckets resumes from it with the uninterrupted run's losses, and a
+    plain run does too (from torch's state dict, whatever the buckets). bucket-1: the run had
     --overlap-grad-reduce --ddp-bucket-size 1 (a DDP bucket per parameter on the first
     stage), which the checkpoint's args say (overlap_grad_reduce, ddp_bucket_size), and
     distrib_optim.pt is read and written in that bucketed layout."""
@@ -148,13 +149,11 @@ def test_distributed_optimizer_moments_resume(runs, data, tmp_path, buckets):  #
     d = out / "iter_0000010" / "mp_rank_00"
     assert (d / "distrib_optim.pt").exists()
     od = _torch_load(d / "model_optim_rng.pt")["optimizer"]
-    assert sorted(od) == ["optimizer"], sorted(od)
+    assert sorted(od) == ["optimizer", "param_groups", "state"], sorted(od)
     assert [sorted(g) for g in od["optimizer"]["param_groups"]] == \
         [sorted(set(g) - {"params"}) for g in sd["optimizer"]["optimizer"]["param_groups"]]
     assert {g["step"] for g in od["optimizer"]["param_groups"]} == {10}
-    flags = [["--use-distributed-optimizer"] + BUCKETS[buckets]]
-    if not BUCKETS[buckets]:
-        flags.append([])
+    flags = [["--use-distributed-optimizer"] + BUCKETS[buckets], []]
     for i, extra in enumerate(flags):
         resumed, err = run_train(1, model_args(data, arch, ["--load", out] + extra),
                                  tmp_path / f"b{i}.jsonl")
