@@ -91,7 +91,7 @@ static inline size_t piece_ascii(const mg_scan_cfg *cfg, const uint8_t *s, size_
 
 static inline size_t cl100k_piece(const mg_scan_cfg *cfg, const uint8_t *s, size_t n, size_t i)
 {
-    size_t len, len2, k = piece_ascii(cfg, s, n, i);
+    size_t len, len2 = 0, k = piece_ascii(cfg, s, n, i);
     if (k) return k;
     if (s[i] == '\'' && cfg->contractions && (k = mg_pk_contraction(s, n, i, 1)) != 0)
         return i + k;
@@ -152,4 +152,11 @@ FAST size_t cl100k_fast(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, 
     return mg_pk_win_ws(cfg, w, s, n, i);
 }
 
-MG_PK_DEFINE_SPLIT_FAST(mg_split_cl100k, cl100k_fast, cl100k_piece)
+/* The window's piece starts (pretok_ascii.h's bulk step): mg_pk_bulk_crlf_family. */
+FAST unsigned cl100k_bulk(const mg_scan_cfg *cfg, const mg_pk_win *w, const uint8_t *s,
+                          uint64_t *starts, unsigned *stop)
+{
+    return mg_pk_bulk_crlf_family(cfg, w, s, 0, 0, starts, stop);
+}
+
+MG_PK_DEFINE_SPLIT_BULK(mg_split_cl100k, cl100k_bulk, cl100k_fast, cl100k_piece)

@@ -149,4 +149,26 @@ gpt2_fast(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, size_t n, size
     return j ? pk_ws_tail(i, j, j - 1, n) : 0;
 }
 
-MG_PK_DEFINE_SPLIT_FAST(mg_split_gpt2, gpt2_fast, gpt2_piece)
+/* The window's piece starts (pretok_ascii.h's bulk step) in its decidable part
+ * (mg_pk_bulk_classes: letters and "other" characters beyond ASCII too): a
+ * run of letters, of digits or of "other" bytes starts a piece unless a space comes right
+ * before it (` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: the space starts it); a
+ * whitespace run starts one, and so does its last character when two or more end before a
+ * non-space (\s+(?!\S)). */
+static inline __attribute__((always_inline)) unsigned
+gpt2_bulk(const mg_scan_cfg *cfg, const mg_pk_win *w, const uint8_t *s, uint64_t *starts,
+          unsigned *stop)
+{
+    (void)cfg;
+    mg_pk_cls k;
+    mg_pk_lim lim = mg_pk_bulk_classes(w, s, 0, 0, &k);
+    *stop = lim.V;
+    if (lim.V == 0) return 0;
+    uint64_t not_after_space = ~(k.SP << 1);
+    uint64_t runs = (k.L & ~(k.L << 1)) | (k.D & ~(k.D << 1)) | (k.O & ~(k.O << 1));
+    uint64_t ws = (k.WS & ~(k.WS << 1)) | (k.WS & (lim.U & ~k.WS) >> 1 & k.WS << 1);
+    uint64_t st = 1 | (runs & not_after_space) | ws;
+    return mg_pk_bulk_cut(st, k.WS, lim, starts);
+}
+
+MG_PK_DEFINE_SPLIT_BULK(mg_split_gpt2, gpt2_bulk, gpt2_fast, gpt2_piece)

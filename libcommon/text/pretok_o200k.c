@@ -208,4 +208,14 @@ FAST size_t o200k_fast(const mg_scan_cfg *cfg, mg_pk_win *w, const uint8_t *s, s
     return mg_pk_win_ws(cfg, w, s, n, i);
 }
 
-MG_PK_DEFINE_SPLIT_FAST(mg_split_o200k, o200k_fast, o200k_piece)
+/* The window's piece starts (pretok_ascii.h's bulk step): mg_pk_bulk_crlf_family with
+ * its upper-case rule, the window stopping also at a slash right after a CR/LF (the
+ * [\r\n/]* after an "other" run would take it). */
+FAST unsigned o200k_bulk(const mg_scan_cfg *cfg, const mg_pk_win *w, const uint8_t *s,
+                         uint64_t *starts, unsigned *stop)
+{
+    uint64_t slash_after_crlf = w->m[MG_PK_C_SLASH] & w->m[MG_PK_C_CRLF] << 1;
+    return mg_pk_bulk_crlf_family(cfg, w, s, slash_after_crlf, 1, starts, stop);
+}
+
+MG_PK_DEFINE_SPLIT_BULK(mg_split_o200k, o200k_bulk, o200k_fast, o200k_piece)

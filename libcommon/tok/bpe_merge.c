@@ -1,6 +1,8 @@
 /* bpe_merge.c — encoding one pre-token with a finalized BPE model (contract in bpe.h).
  *
- *   1. pieces of 2..SHORT_KEY_MAX bytes are looked up in the per-thread word cache: a
+ *   1. pieces of 2..SHORT_KEY_MAX bytes (of 1.. in mg_bpe_encode_spans, where a piece's
+ *      key is two 8-byte loads and masks with no branch on its length, except for the
+ *      pieces within 8 bytes of the text's ends) are looked up in the per-thread word cache: a
  *      2-way set-associative table of WORD_LINES 64-byte lines (WORD_LINES * 64 bytes =
  *      16 MiB, the fixed budget that keeps one worker under 100 MB; 32 MiB missed 0.3% of
  *      the lookups of a warm pass over English text, 16 MiB 0.8%; pages are mapped on
@@ -69,7 +71,7 @@ typedef struct {
     size_t sets, entry;
 } cache_table;
 
-/* One piece of 2..SHORT_KEY_MAX bytes (see word_key); len 0 = empty. */
+/* One piece of 1..SHORT_KEY_MAX bytes (see word_key); len 0 = empty. */
 typedef struct {
     uint64_t w0, w1;
     uint8_t len, nids; /* nids: 1..WORD_IDS_MAX, or WORD_IN_LONG */
@@ -192,14 +194,15 @@ HOT size_t merge_short_loop(const mg_bpe *b, int32_t *ids, uint32_t *rank, int32
     }
     rank[m - 1] = MG_BPE_NO_RANK;
     for (;;) {
-        size_t best = 0;
-        uint32_t r = rank[0];
-        for (size_t i = 1; i + 1 < m; i++)
-            if (rank[i] < r) {
-                r = rank[i];
-                best = i;
-            }
-        if (r == MG_BPE_NO_RANK) break;
+        /* the minimum of rank << 8 | position: the lowest rank, leftmost first, with a
+         * conditional move per symbol instead of a branch the data decides */
+        uint64_t lo = (uint64_t)rank[0] << 8;
+        for (size_t i = 1; i + 1 < m; i++) {
+            uint64_t key = (uint64_t)rank[i] << 8 | i;
+            lo = key < lo ? key : lo;
+        }
+        size_t best = (size_t)(lo & 0xFF);
+        if ((uint32_t)(lo >> 8) == MG_BPE_NO_RANK) break;
         size_t k = nxt[nxt[best]];
         ids[best] = merged[best];
         rank[nxt[best]] = MG_BPE_NO_RANK;
@@ -346,16 +349,24 @@ static mg_status merge_long_ids(mg_bpe_cache *c, size_t n, size_t *m)
     return merge_long_run(c, m);
 }
 
-/* ---- word cache (pieces of 2..SHORT_KEY_MAX bytes) ---- */
+/* ---- word cache (pieces of 1..SHORT_KEY_MAX bytes) ---- */
 
 typedef struct {
     uint64_t w0, w1;
     word_line *line; /* the piece's line */
 } word_key;
 
+/* The line of a key: the top bits of a multiplicative hash of both words and the length
+ * (they depend on every bit of the key). */
+HOT word_line *word_line_of(mg_bpe_cache *c, uint64_t w0, uint64_t w1, size_t n)
+{
+    uint64_t h = (w0 ^ (uint64_t)n << 59) * 0x9E3779B97F4A7C15ULL;
+    h ^= (w1 + (h >> 29)) * 0xC2B2AE3D27D4EB4FULL;
+    return &c->words[(size_t)(h >> (64 - WORD_LINE_BITS))];
+}
+
 /* The piece as two words: its first and last 8 bytes (overlapping), or for n < 8 its bytes
- * (mg_bpe_load_tail); with n this determines the piece. Its line: the top bits of a
- * multiplicative hash of both (they depend on every bit of the key). */
+ * as a little-endian integer and 0; with n this determines the piece. */
 HOT word_key make_word_key(mg_bpe_cache *c, const uint8_t *p, size_t n)
 {
     word_key k;
@@ -363,12 +374,31 @@ HOT word_key make_word_key(mg_bpe_cache *c, const uint8_t *p, size_t n)
         memcpy(&k.w0, p, 8);
         memcpy(&k.w1, p + n - 8, 8);
     } else {
-        k.w0 = mg_bpe_load_tail(p, n);
+        k.w0 = n >= 4 ? mg_bpe_load_tail(p, n)
+                      : p[0] | (n > 1 ? (uint64_t)p[1] << 8 : 0) | (n > 2 ? (uint64_t)p[2] << 16 : 0);
         k.w1 = 0;
     }
-    uint64_t h = (k.w0 ^ (uint64_t)n << 59) * 0x9E3779B97F4A7C15ULL;
-    h ^= (k.w1 + (h >> 29)) * 0xC2B2AE3D27D4EB4FULL;
-    k.line = &c->words[(size_t)(h >> (64 - WORD_LINE_BITS))];
+    k.line = word_line_of(c, k.w0, k.w1, n);
+    return k;
+}
+
+/* make_word_key for 1 <= n <= SHORT_KEY_MAX when the 8 bytes at p and the 8 bytes ending
+ * at p + n may be read: two loads and masks, no branch on n. */
+HOT word_key make_word_key_inner(mg_bpe_cache *c, const uint8_t *p, size_t n)
+{
+    /* [n]: the bytes of the first load that are the piece's / of the second that count */
+    static const uint64_t first[SHORT_KEY_MAX + 1] = {
+        0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFULL, 0xFFFFFFFFFFFFULL,
+        0xFFFFFFFFFFFFFFULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL};
+    static const uint64_t second[SHORT_KEY_MAX + 1] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL};
+    uint64_t a, b;
+    memcpy(&a, p, 8);
+    memcpy(&b, p + n - 8, 8);
+    word_key k;
+    k.w0 = a & first[n];
+    k.w1 = b & second[n];
+    k.line = word_line_of(c, k.w0, k.w1, n);
     return k;
 }
 
@@ -587,25 +617,58 @@ mg_status mg_bpe_encode_piece(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p
     return st;
 }
 
-/* Computes the word-cache key of a short piece into *k and prefetches its line. */
-HOT void prefetch_piece(mg_bpe_cache *c, const uint8_t *p, size_t n, word_key *k)
+/* The readable bytes around the spans of one call are [lo8 - 8, hi8 + 8), as addresses. */
+typedef struct {
+    uintptr_t lo8, hi8;
+} text_range;
+
+/* Is piece p[0, n) short (1 <= n <= SHORT_KEY_MAX) and far enough inside r for
+ * make_word_key_inner? (One predictable test for every piece.) */
+HOT int inner_short(text_range r, const uint8_t *p, size_t n)
 {
-    if (n < 2 || n > SHORT_KEY_MAX) return;
-    *k = make_word_key(c, p, n);
+    uintptr_t a = (uintptr_t)p;
+    return (n - 1 < SHORT_KEY_MAX) & (a + n >= r.lo8) & (a <= r.hi8);
+}
+
+/* The key of span piece p[0, n) for the word cache, its line prefetched; line NULL when the
+ * piece takes encode_span_other. */
+HOT void prefetch_piece(mg_bpe_cache *c, text_range r, const uint8_t *p, size_t n, word_key *k)
+{
+    if (!inner_short(r, p, n)) {
+        k->line = NULL;
+        return;
+    }
+    *k = make_word_key_inner(c, p, n);
     __builtin_prefetch(k->line);
 }
 
-/* Writes the ids of one span's piece (key k computed ahead when it is short) at dst;
- * returns their number, 0 with *st set on an error (a piece of 1+ bytes has 1+ ids). */
-HOT size_t encode_span(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_t len,
+/* The pieces that prefetch_piece gave no key: long ones, and short ones near the ends of the
+ * text (their key from the careful loads). */
+static size_t encode_span_other(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_t len,
+                                int64_t *dst, mg_status *st)
+{
+    return len ? encode_into(b, c, p, len, dst, st) : 0;
+}
+
+/* Writes the ids of one span's piece (key k from prefetch_piece) at dst; returns their
+ * number, 0 with *st set on an error (a piece of 1+ bytes has 1+ ids). Both ways of the
+ * line are compared without a branch between them. */
+HOT size_t encode_span(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_t n,
                        const word_key *k, int64_t *dst, mg_status *st)
 {
-    if (len == 1) {
-        *dst = b->byte_id[p[0]];
-        return 1;
+    word_line *wl = k->line;
+    if (!wl) return encode_span_other(b, c, p, n, dst, st);
+    const word_entry *e0 = &wl->way[0], *e1 = &wl->way[1];
+    uint64_t d0 = (e0->w0 ^ k->w0) | (e0->w1 ^ k->w1) | (e0->len ^ n);
+    uint64_t d1 = (e1->w0 ^ k->w0) | (e1->w1 ^ k->w1) | (e1->len ^ n);
+    const word_entry *e = d0 == 0 ? e0 : e1;
+    if ((d0 == 0 || d1 == 0) && e->nids != WORD_IN_LONG) {
+        dst[0] = e->ids[0]; /* unconditional: OUT_SLACK covers the unused ones */
+        dst[1] = e->ids[1];
+        dst[2] = e->ids[2];
+        return e->nids;
     }
-    if (len > SHORT_KEY_MAX) return encode_miss(c, p, len, NULL, NULL, dst, st);
-    return len ? encode_short(c, p, len, k, dst, st) : 0;
+    return encode_miss(c, p, n, d0 && d1 ? wl : NULL, k, dst, st);
 }
 
 mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
@@ -615,25 +678,27 @@ mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text
     if (n == 0) return MG_OK;
     const uint8_t *t = (const uint8_t *)text;
     /* spans are in text order and do not overlap: their bytes lie in this range */
-    MG_FORWARD(reserve_out(out, spans[n - 1].off + spans[n - 1].len - spans[0].off));
+    const uint8_t *lo = t + spans[0].off, *hi = t + spans[n - 1].off + spans[n - 1].len;
+    MG_FORWARD(reserve_out(out, (size_t)(hi - lo)));
+    text_range r = {(uintptr_t)lo + 8, (uintptr_t)hi - 8};
     word_key ring[PREFETCH_AHEAD];
     for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
-        prefetch_piece(c, t + spans[i].off, spans[i].len, &ring[i]);
+        prefetch_piece(c, r, t + spans[i].off, spans[i].len, &ring[i]);
     int64_t *dst = out->v + out->n;
     mg_status st = MG_OK;
     size_t i = 0;
     /* every span but the last PREFETCH_AHEAD refills its ring slot for i + AHEAD */
     for (; i + PREFETCH_AHEAD < n; i++) {
-        word_key *k = &ring[i % PREFETCH_AHEAD];
+        word_key *k = &ring[i & (PREFETCH_AHEAD - 1)];
         size_t m = encode_span(b, c, t + spans[i].off, spans[i].len, k, dst, &st);
         if (!m && st != MG_OK) break;
         dst += m;
         const mg_span *a = &spans[i + PREFETCH_AHEAD];
-        prefetch_piece(c, t + a->off, a->len, k);
+        prefetch_piece(c, r, t + a->off, a->len, k);
     }
     for (; i < n && st == MG_OK; i++)
-        dst += encode_span(b, c, t + spans[i].off, spans[i].len, &ring[i % PREFETCH_AHEAD], dst,
-                           &st);
+        dst += encode_span(b, c, t + spans[i].off, spans[i].len,
+                           &ring[i & (PREFETCH_AHEAD - 1)], dst, &st);
     out->n = (size_t)(dst - out->v);
     return st;
 }

@@ -1,6 +1,7 @@
 /* test_pretok_fast.c — the scanners' window loops (libcommon/text/pretok_ascii.h): the byte
- * classes of the SSE2 and the portable classifier against mg_pk_ascii_kind for all 256
- * bytes, both classifiers alike on every window position of a mixed text, and the GPT-2,
+ * classes of the default and the portable classifier against mg_pk_ascii_kind for all 256
+ * bytes, every classifier (AVX-512BW where the CPU has it, SSE2, portable) alike on every
+ * window position of a mixed text, and the GPT-2,
  * cl100k and o200k window loops against their reference loops (tests/fuzz/pretok_fast_oracle.h) on
  * edge cases and on deterministic pseudo-random texts mixing ASCII runs longer than a
  * window, contractions, CR/LF, non-ASCII letters, digits and spaces, and malformed bytes.
@@ -38,6 +39,15 @@ static const char *table_class(unsigned b)
     }
 }
 
+/* The overlapping classes of byte k (of value b) of window w: space, quote, slash, high. */
+static int extra_classes_right(const mg_pk_win *w, unsigned k, unsigned b)
+{
+    return (int)(w->m[MG_PK_C_SPACE] >> k & 1) == (b == ' ') &&
+           (int)(w->m[MG_PK_C_QUOTE] >> k & 1) == (b == '\'') &&
+           (int)(w->m[MG_PK_C_SLASH] >> k & 1) == (b == '/') &&
+           (int)(w->m[MG_PK_C_HIGH] >> k & 1) == (b >= 0x80);
+}
+
 MG_TEST(pretok_fast_window_classes_match_the_ascii_table)
 {
     uint8_t buf[64];
@@ -54,6 +64,9 @@ MG_TEST(pretok_fast_window_classes_match_the_ascii_table)
             if (strcmp(win_class(&v, k), table_class(b)) != 0)
                 mg_test_fail(t, __FILE__, __LINE__, "byte 0x%02x at %u: scalar class %s", b,
                              k, win_class(&v, k));
+            if (!extra_classes_right(&w, k, b) || !extra_classes_right(&v, k, b))
+                mg_test_fail(t, __FILE__, __LINE__, "byte 0x%02x at %u: space/quote/slash/high",
+                             b, k);
         }
     }
 }
@@ -101,6 +114,11 @@ static size_t random_text(uint64_t *x, uint8_t *buf, size_t cap, size_t size)
     return n;
 }
 
+static int same_window(const mg_pk_win *a, const mg_pk_win *b)
+{
+    return a->len == b->len && a->at_end == b->at_end && memcmp(a->m, b->m, sizeof a->m) == 0;
+}
+
 MG_TEST(pretok_fast_windows_classify_alike)
 {
     uint8_t buf[4096];
@@ -110,8 +128,17 @@ MG_TEST(pretok_fast_windows_classify_alike)
         mg_pk_win w, v;
         mg_pk_win_fill(&w, buf, n, base);
         mg_pk_win_fill_scalar(&v, buf, n, base);
-        if (w.len != v.len || w.at_end != v.at_end || memcmp(w.m, v.m, sizeof w.m) != 0)
+        if (!same_window(&w, &v))
             mg_test_fail(t, __FILE__, __LINE__, "windows at %zu of %zu differ", base, n);
+#if defined(__SSE2__)
+        mg_pk_win_fill_sse2(&w, buf, n, base);
+        if (!same_window(&w, &v))
+            mg_test_fail(t, __FILE__, __LINE__, "SSE2 window at %zu of %zu differs", base, n);
+#endif
+#if MG_PK_AVX512
+        if (mg_pk_win_fill_avx512(&w, buf, n, base) && !same_window(&w, &v))
+            mg_test_fail(t, __FILE__, __LINE__, "AVX-512 window at %zu of %zu differs", base, n);
+#endif
     }
 }
 
@@ -130,6 +157,10 @@ MG_TEST(pretok_fast_edge_cases_match_the_reference)
         "don't", "DON'T", " 'll", "ab'LL", "1234", "12345 678", "a1b2", " !", " !a", "!\n\n",
         "a \xc2\xa0" "b", "a\xc2\xa0", "1\xd9\xa3\xd9\xa3", "caf\xc3\xa9s", "x  \xe3\x80\x80",
         "   \t\t  \n  ", "tail   ", "(\r\n", "\x01\x02 x",
+        /* non-ASCII characters the bulk step classes: a prefix, case changes, marks */
+        "it\xe2\x80\x99s", " \xe2\x80\x94word", "\xd0\xb6\xd0\x96x\xd0\xb6",
+        "a\xe4\xb8\xad" "B", "\xe4\xb8\xad" "Ab", "\xe0\xa4\xb9\xe0\xa4\xbf\xe0\xa4\xa8",
+        "\xf0\x9f\x91\xa9\xcf\x82", "((\xc3\xa9", " (\xc3\xa9", ".\r\n\xc3\xa9",
         "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz!",
         "                                                                                x",
         "----------------------------------------------------------------------------\r\n",
