@@ -92,6 +92,11 @@ typedef struct {
 } dat_build;
 
 #define DAT_MAX_UNITS ((size_t)INT32_MAX - 256)
+/* A node of BIG_NODE or more children first tries the last block (RECENT_UNITS) for its
+ * base: from the first free unit its 512 misses would mostly end in a fresh block of its
+ * own (the fortunes-zh model's array: 61 440 units that way, 15 104 this way). */
+#define BIG_NODE 8
+#define RECENT_UNITS 256
 
 static mg_status dat_grow(dat_build *b, size_t need)
 {
@@ -131,13 +136,15 @@ static int fits(const dat_build *b, size_t base, const uint8_t *labels, int k)
     return 1;
 }
 
-/* A base for children labels[0, k) (k >= 1): the first fit from the first free unit, or
- * after 512 misses a fresh block past the units in use. */
+/* A base for children labels[0, k) (k >= 1): the first fit from the first free unit (for
+ * a big node from the last block), or after 512 misses a fresh block past the units in
+ * use. */
 static mg_status find_base(dat_build *b, const uint8_t *labels, int k, size_t *base)
 {
     while (b->scan < b->hi && b->u[b->scan].check != -1) b->scan++;
     int misses = 0;
     size_t f = b->scan;
+    if (k >= BIG_NODE && b->hi - f > RECENT_UNITS) f = b->hi - RECENT_UNITS;
     for (; f < b->hi && misses < 512; f++) {
         if (b->u[f].check != -1) continue;
         if (fits(b, f ^ labels[0], labels, k)) break;
