@@ -244,20 +244,43 @@ static mg_status add_ws(const mg_spm_normalizer *nz, mg_spm_buf *out)
                          : mg_spm_buf_append(out, " ", 1);
 }
 
-/* Appends sp, dropping its leading spaces if the previous piece ended with one. */
-static mg_status emit(const mg_spm_normalizer *nz, span sp, int *prev_space, mg_spm_buf *out)
+/* Writes sp at *wp (room for 3 bytes per byte of sp), its spaces escaped, dropping its
+ * leading spaces if the previous piece ended with one. */
+static inline void emit_at(const mg_spm_normalizer *nz, span sp, int *prev_space, uint8_t **wp)
 {
+    size_t i = 0;
     if (*prev_space)
-        while (sp.n > 0 && sp.p[0] == ' ') sp.p++, sp.n--;
-    if (sp.n == 0) return MG_OK;
-    for (size_t i = 0; i < sp.n;) {
-        size_t j = i;
-        while (j < sp.n && !(nz->escape_ws && sp.p[j] == ' ')) j++;
-        MG_FORWARD(mg_spm_buf_append(out, sp.p + i, j - i));
-        if (j < sp.n) MG_FORWARD(mg_spm_buf_append(out, space_symbol, 3));
-        i = j + 1;
+        while (i < sp.n && sp.p[i] == ' ') i++;
+    if (i == sp.n) return;
+    uint8_t *w = *wp;
+    for (; i < sp.n; i++) {
+        if (sp.p[i] == ' ' && nz->escape_ws) memcpy(w, space_symbol, 3), w += 3;
+        else *w++ = sp.p[i];
     }
     *prev_space = sp.p[sp.n - 1] == ' ';
+    *wp = w;
+}
+
+/* Room for `extra` more bytes in out. */
+static inline mg_status room(mg_spm_buf *out, size_t extra)
+{
+    if (out->cap - out->n >= extra) return MG_OK;
+    size_t cap = out->n + extra;
+    uint8_t *v = mg_realloc(out->v, cap < 256 ? 256 : cap + cap / 2);
+    if (!v) return MG_ERR_NOMEM;
+    out->v = v;
+    out->cap = cap < 256 ? 256 : cap + cap / 2;
+    return MG_OK;
+}
+
+/* emit_at at the end of out, grown as needed. */
+static mg_status emit(const mg_spm_normalizer *nz, span sp, int *prev_space, mg_spm_buf *out)
+{
+    MG_RETURN_IF(sp.n > (SIZE_MAX - out->n) / 3, MG_ERR_NOMEM, "buffer too big");
+    MG_FORWARD(room(out, 3 * sp.n));
+    uint8_t *w = out->v + out->n;
+    emit_at(nz, sp, prev_space, &w);
+    out->n = (size_t)(w - out->v);
     return MG_OK;
 }
 
@@ -273,18 +296,6 @@ static inline int is_plain(const mg_spm_normalizer *nz, const uint8_t *in, size_
 {
     uint8_t c = nz->plain[in[0]];
     return c == 1 || (c == 2 && (n == 1 || in[1] < 0x80));
-}
-
-/* Room for `extra` more bytes in out. */
-static inline mg_status room(mg_spm_buf *out, size_t extra)
-{
-    if (out->cap - out->n >= extra) return MG_OK;
-    size_t cap = out->n + extra;
-    uint8_t *v = mg_realloc(out->v, cap < 256 ? 256 : cap + cap / 2);
-    if (!v) return MG_ERR_NOMEM;
-    out->v = v;
-    out->cap = cap < 256 ? 256 : cap + cap / 2;
-    return MG_OK;
 }
 
 /* The whitespace after the leading spaces (remove_extra_whitespaces drops them). */
@@ -337,19 +348,33 @@ static inline size_t plain_mb_char(const mg_spm_normalizer *nz, const uint8_t *i
     return nz->plain_mb[cp >> 6] >> (cp & 63) & 1 ? k : 0;
 }
 
-/* The bytes of the run of plain_mb characters at in[0, n), copied to *wp. */
+/* Whether s[0, 3) is a valid 3-byte character set in nz->plain_mb (the usual CJK one);
+ * s[3] is read (a little-endian load of 4 bytes) but not looked at. */
+static inline int plain_three(const mg_spm_normalizer *nz, const uint8_t *s)
+{
+    uint32_t x;
+    memcpy(&x, s, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap32(x);
+#endif
+    if ((x & 0xC0C0F0u) != 0x8080E0u) return 0; /* a lead byte E0..EF, two continuations */
+    uint32_t cp = (x & 0x0F) << 12 | (x >> 2 & 0xFC0) | (x >> 16 & 0x3F);
+    return cp >= 0x800 && (nz->plain_mb[cp >> 6] >> (cp & 63) & 1); /* not overlong */
+}
+
+/* The bytes of the run of plain_mb characters at in[0, n), copied to *wp in one go. */
 static inline size_t plain_mb_run(const mg_spm_normalizer *nz, const uint8_t *in, size_t n,
                                   uint8_t **wp)
 {
     size_t i = 0, k;
-    uint8_t *w = *wp;
-    while (i < n && in[i] >= 0x80 && (k = plain_mb_char(nz, in + i, n - i)) > 0) {
-        if (k == 3) memcpy(w, in + i, 3);
-        else memcpy(w, in + i, 2);
-        w += k;
+    for (;;) {
+        while (n - i >= 4 && plain_three(nz, in + i)) i += 3;
+        if (i == n || in[i] < 0x80 || (k = plain_mb_char(nz, in + i, n - i)) == 0) break;
         i += k;
     }
-    *wp = w;
+    if (i == 3) memcpy(*wp, in, 3); /* one character: no call */
+    else memcpy(*wp, in, i);
+    *wp += i;
     return i;
 }
 
@@ -424,12 +449,16 @@ static mg_status normalize_body(const mg_spm_normalizer *nz, const uint8_t *in, 
             prev_space = nz->remove_extra_ws;
         } else {
             span sp;
-            out->n = (size_t)(w - out->v);
             k = normalize_prefix(nz, in, n, &sp);
-            MG_FORWARD(emit(nz, sp, &prev_space, out));
+            if (sp.n <= k) { /* within the room kept for the k bytes, even all spaces */
+                emit_at(nz, sp, &prev_space, &w);
+            } else {
+                out->n = (size_t)(w - out->v);
+                MG_FORWARD(emit(nz, sp, &prev_space, out));
+                MG_FORWARD(room(out, 3 * (n - k) + 1));
+                w = out->v + out->n;
+            }
             if (!nz->remove_extra_ws) prev_space = 0;
-            MG_FORWARD(room(out, 3 * (n - k) + 1));
-            w = out->v + out->n;
         }
         in += k;
         n -= k;

@@ -544,26 +544,49 @@ static int ws_bounded(const mg_spm_proto *p)
     return 1;
 }
 
-/* The Unigram candidates: md->lattice and md->lattice_score (after score_range); none for
- * the other model types (their encoders walk md->pieces). */
+static int has_unused(const mg_spm_proto *p)
+{
+    for (size_t i = 0; i < p->n_pieces; i++)
+        if (p->pieces[i].type == SPM_UNUSED) return 1;
+    return 0;
+}
+
+/* The Unigram candidates' trie in *out: md->pieces itself when no piece is UNUSED (then it
+ * holds exactly the NORMAL and USER_DEFINED pieces), else a new frozen trie of those. */
+static mg_status lattice_trie(const mg_spm_model *md, mg_spm_trie **out)
+{
+    *out = NULL;
+    if (!has_unused(&md->proto)) return MG_OK;
+    MG_FORWARD(mg_spm_trie_create(out));
+    for (size_t i = 0; i < md->proto.n_pieces; i++) {
+        const mg_spm_piece *pc = &md->proto.pieces[i];
+        if (pc->type != SPM_NORMAL && pc->type != SPM_USER_DEFINED) continue;
+        int added;
+        MG_FORWARD(mg_spm_trie_insert(*out, pc->piece.p, pc->piece.n, (int32_t)i, &added));
+    }
+    return mg_spm_trie_freeze(*out);
+}
+
+/* The Unigram candidates: md->dat, md->lattice_max_len and md->lattice_score (after
+ * score_range); none for the other model types (their encoders walk md->pieces). */
 static mg_status build_lattice(mg_spm_model *md)
 {
     int t = md->proto.model_type;
     if (t == SPM_BPE || t == SPM_WORD || t == SPM_CHAR) return MG_OK;
-    MG_FORWARD(mg_spm_trie_create(&md->lattice));
     md->lattice_score = mg_malloc((md->proto.n_pieces ? md->proto.n_pieces : 1) * sizeof(float));
     if (!md->lattice_score) return MG_ERR_NOMEM;
     for (size_t i = 0; i < md->proto.n_pieces; i++) {
         const mg_spm_piece *pc = &md->proto.pieces[i];
-        md->lattice_score[i] = pc->score;
-        if (pc->type != SPM_NORMAL && pc->type != SPM_USER_DEFINED) continue;
-        if (pc->type == SPM_USER_DEFINED)
-            md->lattice_score[i] = (float)(int32_t)(pc->piece.n - 1) * 0.1f;
-        int added;
-        MG_FORWARD(mg_spm_trie_insert(md->lattice, pc->piece.p, pc->piece.n, (int32_t)i, &added));
+        md->lattice_score[i] = pc->type == SPM_USER_DEFINED
+                                   ? (float)(int32_t)(pc->piece.n - 1) * 0.1f : pc->score;
     }
-    MG_FORWARD(mg_spm_trie_freeze(md->lattice));
-    return mg_unigram_dat_build(md->lattice, md->lattice_score, &md->dat);
+    mg_spm_trie *own = NULL;
+    mg_status st = lattice_trie(md, &own);
+    const mg_spm_trie *lattice = own ? own : md->pieces;
+    if (st == MG_OK) st = mg_unigram_dat_build(lattice, md->lattice_score, &md->dat);
+    md->lattice_max_len = mg_spm_trie_max_len(lattice);
+    mg_spm_trie_free(own);
+    return st;
 }
 
 static void score_range(mg_spm_model *md)
@@ -608,12 +631,11 @@ void mg_spm_model_free(mg_spm_model *md)
     mg_spm_trie_free(md->pieces);
     mg_spm_trie_free(md->reserved);
     mg_spm_trie_free(md->user);
-    mg_spm_trie_free(md->lattice);
     free(md->lattice_score);
     mg_unigram_dat_free(md->dat);
     mg_spm_bigrams_free(&md->bigrams);
     md->dat = NULL;
-    md->pieces = md->reserved = md->user = md->lattice = NULL;
+    md->pieces = md->reserved = md->user = NULL;
     md->lattice_score = NULL;
 }
 

@@ -180,10 +180,11 @@ typedef struct {
     mg_spm_trie *pieces;   /* NORMAL/USER_DEFINED/UNUSED piece -> id (frozen) */
     mg_spm_trie *reserved; /* UNKNOWN/CONTROL/BYTE piece -> id */
     mg_spm_trie *user;     /* USER_DEFINED pieces (prefix matcher), NULL if none */
-    mg_spm_trie *lattice;  /* NORMAL/USER_DEFINED piece -> id: the Unigram candidates
-                            * (NULL for BPE, WORD and CHAR models) */
     float *lattice_score;  /* per id: the Unigram score (USER_DEFINED: (len - 1) * 0.1) */
-    mg_unigram_dat *dat;   /* lattice as a double array (Unigram models only, else NULL) */
+    /* the Unigram candidates (NORMAL/USER_DEFINED piece -> id) as a double array, and the
+     * longest one's bytes (Unigram models only, else NULL and 0) */
+    mg_unigram_dat *dat;
+    size_t lattice_max_len;
     int32_t unk_id;
     float min_score, max_score; /* over NORMAL pieces, from FLT_MAX / FLT_MIN (unigram) */
     /* no UNUSED piece, and no matchable piece holds "▁" past its start: BPE never merges

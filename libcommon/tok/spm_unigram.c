@@ -20,7 +20,8 @@
  *     unit holding its parent, piece id and score). Usually (finite scores, pieces of at
  *     most 255 bytes) the live scores sit in a ring and each end position keeps only
  *     the start and id of its best piece (run_packed; a start at a 3-byte character takes
- *     its unit from a table, after3, instead of three steps); otherwise nodes (float score,
+ *     its unit from a table, after3, instead of three steps; a start more than the longest
+ *     piece before the end walks without testing for the end); otherwise nodes (float score,
  *     start, id) as sentencepiece's, set unreached in blocks just ahead of the starts
  *     (run_nodes). The best path is written backwards, straight as ids for _ids.
  *   - HF (mg_unigram_viterbi, f64 scores): every piece is a candidate; sums in f64, no
@@ -35,6 +36,7 @@
 
 #define UNK_PENALTY 10.0f
 #define REBASE_AT 100000.0f
+#define HOT static inline __attribute__((always_inline))
 
 /* mg_spm_char_len, inlined. */
 static inline size_t char_len(uint8_t first)
@@ -90,6 +92,11 @@ typedef struct {
 } dat_build;
 
 #define DAT_MAX_UNITS ((size_t)INT32_MAX - 256)
+/* A node of BIG_NODE or more children first tries the last block (RECENT_UNITS) for its
+ * base: from the first free unit its 512 misses would mostly end in a fresh block of its
+ * own (the fortunes-zh model's array: 61 440 units that way, 15 104 this way). */
+#define BIG_NODE 8
+#define RECENT_UNITS 256
 
 static mg_status dat_grow(dat_build *b, size_t need)
 {
@@ -129,13 +136,15 @@ static int fits(const dat_build *b, size_t base, const uint8_t *labels, int k)
     return 1;
 }
 
-/* A base for children labels[0, k) (k >= 1): the first fit from the first free unit, or
- * after 512 misses a fresh block past the units in use. */
+/* A base for children labels[0, k) (k >= 1): the first fit from the first free unit (for
+ * a big node from the last block), or after 512 misses a fresh block past the units in
+ * use. */
 static mg_status find_base(dat_build *b, const uint8_t *labels, int k, size_t *base)
 {
     while (b->scan < b->hi && b->u[b->scan].check != -1) b->scan++;
     int misses = 0;
     size_t f = b->scan;
+    if (k >= BIG_NODE && b->hi - f > RECENT_UNITS) f = b->hi - RECENT_UNITS;
     for (; f < b->hi && misses < 512; f++) {
         if (b->u[f].check != -1) continue;
         if (fits(b, f ^ labels[0], labels, k)) break;
@@ -345,7 +354,7 @@ typedef struct {
 } bp_entry;
 
 /* The piece of unit c (id >= 0) from start to end as a candidate. */
-static inline void packed_candidate(const dat_unit *u, int32_t c, bp_entry *bp, float *ring,
+HOT void packed_candidate(const dat_unit *u, int32_t c, bp_entry *bp, float *ring,
                                     size_t start, size_t end, float till)
 {
     float cand = u[c].score + till, *e = &ring[end % RING];
@@ -358,10 +367,13 @@ static inline void packed_candidate(const dat_unit *u, int32_t c, bp_entry *bp, 
 /* The candidates of the pieces starting at `start` whose walk has reached unit s0 at byte
  * k0 (s0 = 0, k0 = start: from the root; k0 < n); with track_single (a constant at each
  * call), returns whether one spans exactly mblen bytes. An ASCII start does not track it:
- * its one-byte piece is the first node of the walk. */
-static inline int packed_candidates(const dat_unit *u, bp_entry *bp, float *ring,
+ * its one-byte piece is the first node of the walk. With `bounded` (a constant) the walk
+ * stops at n; without, the caller knows start + reach < n: a walk reads at most the byte
+ * t[start + reach] (a node reach bytes deep has no children), so it cannot run past n. */
+HOT int packed_candidates(const dat_unit *u, bp_entry *bp, float *ring,
                                     const uint8_t *t, size_t n, size_t start, int32_t s0,
-                                    size_t k0, size_t mblen, float till, int track_single)
+                                    size_t k0, size_t mblen, float till, int track_single,
+                                    int bounded)
 {
     int single = 0;
     size_t k = k0;
@@ -371,62 +383,105 @@ static inline int packed_candidates(const dat_unit *u, bp_entry *bp, float *ring
             packed_candidate(u, c, bp, ring, start, k + 1, till);
             if (track_single) single |= k + 1 - start == mblen;
         }
-        if (++k == n) break;
+        if (++k == n && bounded) break;
     }
     return single;
 }
 
-/* A start at a 3-byte character (t[start, start + 3), continuation bytes checked): its
- * unit from after3, then the walk on; returns whether a piece is that character alone. */
-static inline int packed_three(const mg_unigram_dat *d, bp_entry *bp, float *ring,
-                               const uint8_t *t, size_t n, size_t start, float till)
+/* The state of run_packed, a local copy the inlined steps keep in registers. */
+typedef struct {
+    const dat_unit *u;
+    const int32_t *after3; /* the double array's, may be NULL */
+    bp_entry *bp;
+    float *ring;
+    const uint8_t *t;
+    size_t n, reach;
+    float unk_score;
+    int32_t unk_id;
+} packed_run;
+
+/* The unk candidate of the character t[start, start + mblen) unless a piece is that
+ * character alone (single). */
+HOT void packed_unk(const packed_run *r, size_t start, size_t mblen, float till, int single)
 {
-    int32_t c = d->after3[three_index(t + start)];
+    float cand = r->unk_score + till, *e = &r->ring[(start + mblen) % RING];
+    if (!single && cand > *e) {
+        *e = cand;
+        r->bp[start + mblen] = (bp_entry){(uint32_t)start, r->unk_id};
+    }
+}
+
+/* A start at a 3-byte character (t[start, start + 3), continuation bytes checked, after3
+ * set): its unit from after3, then the walk on; returns whether a piece is that character
+ * alone. */
+HOT int packed_three(const packed_run *r, size_t start, float till, int bounded)
+{
+    int32_t c = r->after3[three_index(r->t + start)];
     if (c < 0) return 0;
-    int single = d->u[c].id >= 0;
-    if (single) packed_candidate(d->u, c, bp, ring, start, start + 3, till);
-    if (start + 3 < n) packed_candidates(d->u, bp, ring, t, n, start, c, start + 3, 3, till, 0);
+    int single = r->u[c].id >= 0;
+    if (single) packed_candidate(r->u, c, r->bp, r->ring, start, start + 3, till);
+    if (!bounded || start + 3 < r->n)
+        packed_candidates(r->u, r->bp, r->ring, r->t, r->n, start, c, start + 3, 3, till, 0,
+                          bounded);
     return single;
+}
+
+/* The score of the path to `start` (its ring slot then reset for position start + RING),
+ * after sentencepiece's rebasing. */
+HOT float packed_till(const packed_run *r, size_t start)
+{
+    float *ring = r->ring, till = ring[start % RING];
+    ring[start % RING] = -INFINITY;
+    if (fabsf(till) > REBASE_AT) { /* till is finite */
+        size_t to = r->n - start > r->reach ? start + r->reach : r->n;
+        for (size_t i = start + 1; i <= to; i++) ring[i % RING] -= till;
+        till = 0.0f;
+    }
+    return till;
+}
+
+/* One start of run_packed: its candidates and the unk one; returns the next start. */
+HOT size_t packed_start(const packed_run *r, size_t start, int bounded)
+{
+    const dat_unit *u = r->u;
+    const uint8_t *t = r->t;
+    float till = packed_till(r, start);
+    uint8_t b0 = t[start];
+    if (b0 >= 0xE0 && b0 < 0xF0 && r->after3 && (!bounded || r->n - start >= 3) &&
+        ((t[start + 1] ^ 0x80) | (t[start + 2] ^ 0x80)) < 0x40) { /* the usual CJK start */
+        packed_unk(r, start, 3, till, packed_three(r, start, till, bounded));
+        r->ring[(start + 1) % RING] = -INFINITY; /* inside the character: never a start */
+        r->ring[(start + 2) % RING] = -INFINITY;
+        return start + 3;
+    }
+    size_t mblen = b0 < 0x80 ? 1 : char_len(b0);
+    if (bounded && mblen > r->n - start) mblen = r->n - start;
+    int single;
+    if (mblen == 1) {
+        int32_t c = u[0].base ^ b0;
+        single = u[c].check == 0 && u[c].id >= 0;
+        packed_candidates(u, r->bp, r->ring, t, r->n, start, 0, start, 1, till, 0, bounded);
+    } else {
+        single = packed_candidates(u, r->bp, r->ring, t, r->n, start, 0, start, mblen, till, 1,
+                                   bounded);
+    }
+    packed_unk(r, start, mblen, till, single);
+    for (size_t i = 1; i < mblen; i++) /* inside the character: never a start */
+        r->ring[(start + i) % RING] = -INFINITY;
+    return start + mblen;
 }
 
 static void run_packed(const mg_unigram_dat *d, bp_entry *bp, const uint8_t *t, size_t n,
                        size_t reach, float unk_score, int32_t unk_id)
 {
-    const dat_unit *u = d->u;
     float ring[RING]; /* unreached (-inf) until reached; a slot is reset once passed */
     for (size_t i = 1; i < RING; i++) ring[i] = -INFINITY;
     ring[0] = 0.0f;
-    for (size_t start = 0; start < n;) {
-        float till = ring[start % RING];
-        ring[start % RING] = -INFINITY; /* for position start + RING */
-        if (fabsf(till) > REBASE_AT) { /* sentencepiece's rebasing; till is finite */
-            size_t to = n - start > reach ? start + reach : n;
-            for (size_t i = start + 1; i <= to; i++) ring[i % RING] -= till;
-            till = 0.0f;
-        }
-        uint8_t b0 = t[start];
-        size_t mblen = b0 < 0x80 ? 1 : char_len(b0);
-        if (mblen > n - start) mblen = n - start;
-        int single;
-        if (mblen == 1) {
-            int32_t c = u[0].base ^ b0;
-            single = u[c].check == 0 && u[c].id >= 0;
-            packed_candidates(u, bp, ring, t, n, start, 0, start, 1, till, 0);
-        } else if (mblen == 3 && d->after3 && b0 < 0xF0 &&
-                   ((t[start + 1] ^ 0x80) | (t[start + 2] ^ 0x80)) < 0x40) {
-            single = packed_three(d, bp, ring, t, n, start, till);
-        } else {
-            single = packed_candidates(u, bp, ring, t, n, start, 0, start, mblen, till, 1);
-        }
-        float cand = unk_score + till, *e = &ring[(start + mblen) % RING];
-        if (!single && cand > *e) {
-            *e = cand;
-            bp[start + mblen] = (bp_entry){(uint32_t)start, unk_id};
-        }
-        for (size_t i = 1; i < mblen; i++) /* inside the character: never a start */
-            ring[(start + i) % RING] = -INFINITY;
-        start += mblen;
-    }
+    const packed_run r = {d->u, d->after3, bp, ring, t, n, reach, unk_score, unk_id};
+    size_t start = 0;
+    /* while start + reach < n no walk and no character can run past n (reach >= 4) */
+    while (n > reach && start < n - reach) start = packed_start(&r, start, 0);
+    while (start < n) start = packed_start(&r, start, 1);
 }
 
 /* Whether md's Viterbi can run packed over text (reach: the longest piece, >= 4). */
@@ -437,7 +492,7 @@ static int packable(const mg_spm_model *md, float unk_score, size_t reach)
 
 static size_t lattice_reach(const mg_spm_model *md)
 {
-    size_t reach = mg_spm_trie_max_len(md->lattice);
+    size_t reach = md->lattice_max_len;
     return reach < 4 ? 4 : reach; /* an unk spans one character */
 }
 

@@ -283,7 +283,7 @@ MG_TEST(spm_frozen_trie_matches)
     char *file = NULL;
     mg_spm_model md = {0};
     if (parse_ja_model(t, &file, &md.proto) && mg_spm_model_init(&md) == MG_OK) {
-        const mg_spm_frozen *f = mg_spm_trie_frozen(md.lattice);
+        const mg_spm_frozen *f = mg_spm_trie_frozen(md.pieces);
         MG_CHECK(t, f != NULL);
         size_t bad = 0;
         for (size_t i = 0; f && i < md.proto.n_pieces; i++) {
@@ -292,9 +292,9 @@ MG_TEST(spm_frozen_trie_matches)
             for (size_t k = 0; node >= 0 && k <= pc->n; k++) {
                 for (int b = 0; b < 256; b++)
                     bad += mg_spm_frozen_step(f, node, (uint8_t)b) !=
-                           mg_spm_trie_step(md.lattice, node, (uint8_t)b);
-                bad += f->nodes[node].value != mg_spm_trie_value(md.lattice, node);
-                node = k < pc->n ? mg_spm_trie_step(md.lattice, node, pc->p[k]) : -1;
+                           mg_spm_trie_step(md.pieces, node, (uint8_t)b);
+                bad += f->nodes[node].value != mg_spm_trie_value(md.pieces, node);
+                node = k < pc->n ? mg_spm_trie_step(md.pieces, node, pc->p[k]) : -1;
             }
         }
         MG_CHECK_EQ_INT(t, bad, 0);
