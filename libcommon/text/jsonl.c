@@ -104,7 +104,7 @@ static inline void skip_ws(scanner *sc)
 static inline int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
 /* Length of the strict UTF-8 sequence at s (1..4), 0 if invalid. s[0] >= 0x80. */
-static size_t utf8_seq(const uint8_t *s, size_t avail)
+static inline __attribute__((always_inline)) size_t utf8_seq(const uint8_t *s, size_t avail)
 {
     uint8_t c = s[0], lo = 0x80, hi = 0xBF;
     size_t len;
