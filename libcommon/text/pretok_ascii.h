@@ -315,9 +315,9 @@ static inline unsigned mg_pk_bulk_cut(uint64_t st, uint64_t E, mg_pk_lim lim, ui
  * at s + w->base; mg_pk_bulk_classes, which also stops at the bytes of extra; *stop: V):
  *   [^\r\n\p{L}\p{N}]?\p{L}+  a letter run starts a piece unless a space, another
  *                           whitespace but CR/LF, or an "other" character that starts a
- *                           piece comes right before it (that character starts it); with camel (o200k's
- *                           [A-Z]*[a-z]+|[A-Z]+[a-z]*) an upper-case letter after a
- *                           lower-case one starts one too;
+ *                           piece comes right before it (that character starts it); with
+ *                           camel (o200k's [A-Z]*[a-z]+|[A-Z]+[a-z]*) an upper-case letter
+ *                           after a lower-case one starts one too;
  *   ?[^\s\p{L}\p{N}]+[\r\n]*  an "other" byte starts one unless an "other" byte or a
  *                           space comes right before it; the CR/LF run after is taken;
  *   \p{N}{1,max}            mg_pk_bulk_digits;  whitespace: mg_pk_bulk_ws_crlf. */

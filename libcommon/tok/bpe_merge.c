@@ -2,7 +2,8 @@
  *
  *   1. pieces of 2..SHORT_KEY_MAX bytes (of 1.. in mg_bpe_encode_spans, where a piece's
  *      key is two 8-byte loads and masks with no branch on its length, except for the
- *      pieces within 8 bytes of the text's ends) are looked up in the per-thread word cache: a
+ *      pieces within 8 bytes of the text's ends) are looked up in the per-thread word
+ *      cache: a
  *      2-way set-associative table of WORD_LINES 64-byte lines (WORD_LINES * 64 bytes =
  *      16 MiB, the fixed budget that keeps one worker under 100 MB; 32 MiB missed 0.3% of
  *      the lookups of a warm pass over English text, 16 MiB 0.8%; pages are mapped on
@@ -374,8 +375,8 @@ HOT word_key make_word_key(mg_bpe_cache *c, const uint8_t *p, size_t n)
         memcpy(&k.w0, p, 8);
         memcpy(&k.w1, p + n - 8, 8);
     } else {
-        k.w0 = n >= 4 ? mg_bpe_load_tail(p, n)
-                      : p[0] | (n > 1 ? (uint64_t)p[1] << 8 : 0) | (n > 2 ? (uint64_t)p[2] << 16 : 0);
+        k.w0 = n >= 4 ? mg_bpe_load_tail(p, n) : p[0];
+        if (n < 4 && n > 1) k.w0 |= (uint64_t)p[1] << 8 | (n > 2 ? (uint64_t)p[2] << 16 : 0);
         k.w1 = 0;
     }
     k.line = word_line_of(c, k.w0, k.w1, n);
@@ -402,14 +403,14 @@ HOT word_key make_word_key_inner(mg_bpe_cache *c, const uint8_t *p, size_t n)
     return k;
 }
 
-/* The entry of the piece (n bytes, key k) in its line, or NULL. */
+/* The entry of the piece (n bytes, key k) in its line, or NULL; both ways are compared
+ * without a branch between them (which way holds a piece is the data's choice). */
 HOT const word_entry *word_find(const word_line *l, const word_key *k, size_t n)
 {
-    for (int w = 0; w < 2; w++) {
-        const word_entry *e = &l->way[w];
-        if (e->w0 == k->w0 && e->w1 == k->w1 && e->len == n) return e;
-    }
-    return NULL;
+    const word_entry *e0 = &l->way[0], *e1 = &l->way[1];
+    uint64_t d0 = (e0->w0 ^ k->w0) | (e0->w1 ^ k->w1) | (e0->len ^ n);
+    uint64_t d1 = (e1->w0 ^ k->w0) | (e1->w1 ^ k->w1) | (e1->len ^ n);
+    return d0 == 0 ? e0 : d1 == 0 ? e1 : NULL;
 }
 
 HOT void word_put(word_line *l, const word_key *k, size_t n, const int32_t *ids, size_t nids)
@@ -577,7 +578,7 @@ static size_t encode_miss(mg_bpe_cache *c, const uint8_t *p, size_t n, word_line
     return nids;
 }
 
-/* Writes the ids of piece p[0, n) (2 <= n <= SHORT_KEY_MAX, word-cache key k) at dst, which
+/* Writes the ids of piece p[0, n) (1 <= n <= SHORT_KEY_MAX, word-cache key k) at dst, which
  * has room for n + OUT_SLACK ids; returns their number (0 with *st set on an error). */
 HOT size_t encode_short(mg_bpe_cache *c, const uint8_t *p, size_t n, const word_key *k,
                         int64_t *dst, mg_status *st)
@@ -651,24 +652,12 @@ static size_t encode_span_other(const mg_bpe *b, mg_bpe_cache *c, const uint8_t 
 }
 
 /* Writes the ids of one span's piece (key k from prefetch_piece) at dst; returns their
- * number, 0 with *st set on an error (a piece of 1+ bytes has 1+ ids). Both ways of the
- * line are compared without a branch between them. */
+ * number, 0 with *st set on an error (a piece of 1+ bytes has 1+ ids). */
 HOT size_t encode_span(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_t n,
                        const word_key *k, int64_t *dst, mg_status *st)
 {
-    word_line *wl = k->line;
-    if (!wl) return encode_span_other(b, c, p, n, dst, st);
-    const word_entry *e0 = &wl->way[0], *e1 = &wl->way[1];
-    uint64_t d0 = (e0->w0 ^ k->w0) | (e0->w1 ^ k->w1) | (e0->len ^ n);
-    uint64_t d1 = (e1->w0 ^ k->w0) | (e1->w1 ^ k->w1) | (e1->len ^ n);
-    const word_entry *e = d0 == 0 ? e0 : e1;
-    if ((d0 == 0 || d1 == 0) && e->nids != WORD_IN_LONG) {
-        dst[0] = e->ids[0]; /* unconditional: OUT_SLACK covers the unused ones */
-        dst[1] = e->ids[1];
-        dst[2] = e->ids[2];
-        return e->nids;
-    }
-    return encode_miss(c, p, n, d0 && d1 ? wl : NULL, k, dst, st);
+    if (!k->line) return encode_span_other(b, c, p, n, dst, st);
+    return encode_short(c, p, n, k, dst, st);
 }
 
 mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,

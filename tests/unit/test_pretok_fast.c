@@ -1,10 +1,10 @@
 /* test_pretok_fast.c — the scanners' window loops (libcommon/text/pretok_ascii.h): the byte
  * classes of the default and the portable classifier against mg_pk_ascii_kind for all 256
  * bytes, every classifier (AVX-512BW where the CPU has it, SSE2, portable) alike on every
- * window position of a mixed text, and the GPT-2,
- * cl100k and o200k window loops against their reference loops (tests/fuzz/pretok_fast_oracle.h) on
- * edge cases and on deterministic pseudo-random texts mixing ASCII runs longer than a
- * window, contractions, CR/LF, non-ASCII letters, digits and spaces, and malformed bytes.
+ * window position of a mixed text, and the GPT-2, cl100k and o200k window loops against
+ * their reference loops (tests/fuzz/pretok_fast_oracle.h) on edge cases and on deterministic
+ * pseudo-random texts mixing ASCII runs longer than a window, contractions, CR/LF,
+ * non-ASCII letters, digits and spaces, and malformed bytes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -137,7 +137,8 @@ MG_TEST(pretok_fast_windows_classify_alike)
 #endif
 #if MG_PK_AVX512
         if (mg_pk_win_fill_avx512(&w, buf, n, base) && !same_window(&w, &v))
-            mg_test_fail(t, __FILE__, __LINE__, "AVX-512 window at %zu of %zu differs", base, n);
+            mg_test_fail(t, __FILE__, __LINE__, "AVX-512 window at %zu of %zu differs", base,
+                         n);
 #endif
     }
 }
