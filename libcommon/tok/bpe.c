@@ -127,11 +127,12 @@ mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t 
     return MG_OK;
 }
 
-static mg_status grow_pairs(mg_bpe *b)
+/* Moves the pair table into n_slots (a power of two above its count) slots. */
+static mg_status resize_pairs(mg_bpe *b, size_t n_slots)
 {
     mg_bpe_pair *old = b->pairs;
     size_t old_n = b->pair_mask + 1;
-    MG_FORWARD(alloc_pairs(b, old_n * 2));
+    MG_FORWARD(alloc_pairs(b, n_slots));
     for (size_t i = 0; i < old_n; i++) {
         if (old[i].key == MG_BPE_EMPTY_KEY) continue;
         size_t j = (size_t)mg_bpe_mix64(old[i].key) & b->pair_mask;
@@ -146,7 +147,8 @@ static mg_status grow_pairs(mg_bpe *b)
 static mg_status pair_put(mg_bpe *b, int32_t left, int32_t right, uint32_t rank, int32_t merged)
 {
     /* at most 3/4 full: Llama-3's 280K merges fit 512K slots (8 MiB) */
-    if ((b->n_pairs + 1) * 4 > (b->pair_mask + 1) * 3) MG_FORWARD(grow_pairs(b));
+    if ((b->n_pairs + 1) * 4 > (b->pair_mask + 1) * 3)
+        MG_FORWARD(resize_pairs(b, (b->pair_mask + 1) * 2));
     uint64_t key = mg_bpe_pair_key(left, right);
     size_t i = (size_t)mg_bpe_mix64(key) & b->pair_mask;
     while (b->pairs[i].key != MG_BPE_EMPTY_KEY && b->pairs[i].key != key)
@@ -185,21 +187,33 @@ mg_status mg_bpe_add_merge(mg_bpe *b, const uint8_t *left, size_t llen, const ui
     return pair_put(b, b->tok_id[li], b->tok_id[ri], rank, b->tok_id[mi]);
 }
 
-/* TOKEN_RANK: every split of every token into two tokens is a pair ranked by the token. */
+/* TOKEN_RANK: every split of token t into two tokens is a pair ranked by t. The hashes of
+ * its prefixes share the state of their whole words. */
+static mg_status token_splits(mg_bpe *b, size_t t)
+{
+    const uint8_t *s = b->bytes + b->tok_off[t];
+    size_t n = b->tok_len[t];
+    uint64_t h = MG_BPE_HASH_SEED; /* after the whole words of s[0, k) */
+    for (size_t k = 1; k < n; k++) {
+        if (k % 8 == 0) h = mg_bpe_hash_word(h, s + k - 8);
+        uint64_t hk = mg_bpe_hash_end(h, s + (k & ~(size_t)7), k);
+        int64_t l = mg_bpe_find_index_hashed(b, s, k, hk);
+        if (l < 0) continue;
+        int64_t r = mg_bpe_find_index(b, s + k, n - k);
+        if (r < 0) continue;
+        MG_FORWARD(pair_put(b, b->tok_id[l], b->tok_id[r], (uint32_t)b->tok_rank[t],
+                            b->tok_id[t]));
+    }
+    return MG_OK;
+}
+
 static mg_status build_token_rank_pairs(mg_bpe *b)
 {
-    for (size_t t = 0; t < b->n_tok; t++) {
-        const uint8_t *s = b->bytes + b->tok_off[t];
-        size_t n = b->tok_len[t];
-        for (size_t k = 1; k < n; k++) {
-            int64_t l = mg_bpe_find_index(b, s, k);
-            if (l < 0) continue;
-            int64_t r = mg_bpe_find_index(b, s + k, n - k);
-            if (r < 0) continue;
-            MG_FORWARD(pair_put(b, b->tok_id[l], b->tok_id[r], (uint32_t)b->tok_rank[t],
-                                b->tok_id[t]));
-        }
-    }
+    /* the .tiktoken vocabularies have 2.2-2.3 pairs per token: one table of the right size */
+    size_t want = b->n_tok * 5 / 2 * 4 / 3, slots = b->pair_mask + 1;
+    while (slots < want) slots *= 2;
+    if (slots > b->pair_mask + 1) MG_FORWARD(resize_pairs(b, slots));
+    for (size_t t = 0; t < b->n_tok; t++) MG_FORWARD(token_splits(b, t));
     return MG_OK;
 }
 

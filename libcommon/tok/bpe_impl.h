@@ -84,19 +84,45 @@ static inline uint64_t mg_bpe_load_tail(const uint8_t *p, size_t n)
     return p[0] | (uint64_t)p[n / 2] << 8 | (uint64_t)p[n - 1] << 16;
 }
 
-/* Hash of a byte string (also used by the per-thread cache). */
+/* a[0, n) == b[0, n), inline: the strings compared are tokens, mostly under 16 bytes,
+ * where a call to memcmp costs more than the compare. */
+static inline int mg_bpe_bytes_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    for (; n >= 8; a += 8, b += 8, n -= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) return 0;
+    }
+    return mg_bpe_load_tail(a, n) == mg_bpe_load_tail(b, n);
+}
+
+/* Hash of a byte string (also used by the per-thread cache), in two steps so that the
+ * prefixes of one string share the work on its whole 8-byte words (bpe.c derives every
+ * split of every token): the state after each word, then the tail and the length. */
+#define MG_BPE_HASH_SEED 0x9E3779B97F4A7C15ULL
+
+static inline uint64_t mg_bpe_hash_word(uint64_t h, const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    h = (h ^ w) * 0x9fb21c651e98df25ULL;
+    return h ^ h >> 29;
+}
+
+/* The hash of a string of n bytes whose whole words left state h and whose last n % 8
+ * bytes are at tail. */
+static inline uint64_t mg_bpe_hash_end(uint64_t h, const uint8_t *tail, size_t n)
+{
+    uint64_t len = (uint64_t)n * 0x2545F4914F6CDD1DULL;
+    return mg_bpe_mix64(h ^ mg_bpe_load_tail(tail, n % 8) ^ len);
+}
+
 static inline uint64_t mg_bpe_hash(const uint8_t *p, size_t n)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0x2545F4914F6CDD1DULL);
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0x9fb21c651e98df25ULL;
-        h ^= h >> 29;
-        p += 8;
-        n -= 8;
-    }
-    return mg_bpe_mix64(h ^ mg_bpe_load_tail(p, n));
+    uint64_t h = MG_BPE_HASH_SEED;
+    for (size_t i = 0; i + 8 <= n; i += 8) h = mg_bpe_hash_word(h, p + i);
+    return mg_bpe_hash_end(h, p + (n & ~(size_t)7), n);
 }
 
 static inline uint64_t mg_bpe_pair_key(int32_t left, int32_t right)
@@ -121,20 +147,26 @@ static inline uint32_t mg_bpe_pair_find(const mg_bpe *b, int32_t left, int32_t r
     }
 }
 
-/* Token index of a byte string, -1 if none. */
-static inline int64_t mg_bpe_find_index(const mg_bpe *b, const uint8_t *s, size_t n)
+/* Token index of a byte string whose mg_bpe_hash() is h, -1 if none. */
+static inline int64_t mg_bpe_find_index_hashed(const mg_bpe *b, const uint8_t *s, size_t n,
+                                               uint64_t h)
 {
-    uint64_t h = mg_bpe_hash(s, n);
     size_t i = (size_t)h & b->slot_mask;
     for (;;) {
         const mg_bpe_slot *sl = &b->slots[i];
         if (sl->idx1 == 0) return -1;
         size_t t = sl->idx1 - 1;
         if (sl->hash == (uint32_t)h && b->tok_len[t] == n &&
-            memcmp(b->bytes + b->tok_off[t], s, n) == 0)
+            mg_bpe_bytes_equal(b->bytes + b->tok_off[t], s, n))
             return (int64_t)t;
         i = (i + 1) & b->slot_mask;
     }
+}
+
+/* Token index of a byte string, -1 if none. */
+static inline int64_t mg_bpe_find_index(const mg_bpe *b, const uint8_t *s, size_t n)
+{
+    return mg_bpe_find_index_hashed(b, s, n, mg_bpe_hash(s, n));
 }
 
 #endif

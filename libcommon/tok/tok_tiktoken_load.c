@@ -104,12 +104,29 @@ static mg_status parse_rank(const uint8_t *s, size_t n, int64_t *rank)
     return n ? MG_OK : MG_ERR_FORMAT;
 }
 
+/* The usual line, "base64 rank" split at its one space without a scan of every byte: the
+ * caller takes these fields only if they decode, and neither field can then hold whitespace
+ * (it is outside the base64 alphabet and not a digit), so two_fields() would agree. */
+static int one_space_fields(const uint8_t *l, size_t n, size_t f[4])
+{
+    const uint8_t *sp = memchr(l, ' ', n);
+    if (!sp || sp == l || sp + 1 == l + n) return 0;
+    f[0] = 0;
+    f[1] = (size_t)(sp - l);
+    f[2] = f[1] + 1;
+    f[3] = n;
+    return 1;
+}
+
 static mg_status tiktoken_line(const char *path, size_t line_no, const uint8_t *l, size_t n,
                                uint8_t **buf, size_t *cap, mg_tiktoken_add_fn add, void *ctx)
 {
     size_t f[4];
     int64_t rank;
     size_t len;
+    if (one_space_fields(l, n, f) && parse_rank(l + f[2], f[3] - f[2], &rank) == MG_OK &&
+        decode_b64((const char *)l + f[0], f[1] - f[0], buf, cap, &len) == MG_OK)
+        return add(ctx, *buf, len, rank);
     MG_RETURN_IF(!two_fields(l, n, f), MG_ERR_FORMAT, "%s:%zu: expected \"base64 rank\"", path,
                  line_no);
     MG_RETURN_IF(parse_rank(l + f[2], f[3] - f[2], &rank) != MG_OK, MG_ERR_FORMAT,
@@ -132,8 +149,10 @@ static mg_status load_tiktoken(const char *path, const mg_map *m, mg_tiktoken_ad
     size_t cap = 0;
     mg_status st = MG_OK;
     for (size_t i = 0; i < n && st == MG_OK;) {
-        size_t j = i;
-        while (j < n && d[j] != '\n' && d[j] != '\r') j++;
+        const uint8_t *nl = memchr(d + i, '\n', n - i);
+        size_t j = nl ? (size_t)(nl - d) : n;
+        const uint8_t *cr = memchr(d + i, '\r', j - i);
+        if (cr) j = (size_t)(cr - d);
         line_no++;
         if (j > i) st = tiktoken_line(path, line_no, d + i, j - i, &buf, &cap, add, ctx);
         if (j < n && d[j] == '\r' && j + 1 < n && d[j + 1] == '\n') j++;

@@ -202,6 +202,52 @@ MG_TEST(tiktoken_megatron_layout_tiktoken_file)
 
 /* ---- OpenAI layout ---- */
 
+/* Writes a .tiktoken file: the 256 bytes, "ab", "abab", with every separator and line end
+ * tiktoken's bytes.split() and splitlines() accept; line 3 (byte 2) is bad_line if given. */
+static const char *write_rank_file(mg_test_ctx *t, const char *bad_line)
+{
+    static const char *const sep[] = {" ", "\t", "  ", " \t\v\f "};
+    static const char *const end[] = {"\n", "\r\n", "\r", "\n\n"};
+    static const char *const extra[] = {"ab", "abab"};
+    size_t cap = 1 << 15, n = 0;
+    char *buf = malloc(cap), b64[16];
+    for (int r = 0; r < 258; r++) {
+        const char *tok = r < 256 ? (const char[]){(char)r} : extra[r - 256];
+        b64_encode((const uint8_t *)tok, r < 256 ? 1 : strlen(tok), b64);
+        if (r == 2 && bad_line)
+            n += (size_t)snprintf(buf + n, cap - n, "%s\n", bad_line);
+        else
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s%s%d%s", r % 5 == 0 ? " " : "", b64,
+                                  sep[r % 4], r, end[r / 4 % 4]);
+    }
+    const char *p = mg_test_write_file(t, "ranks.tiktoken", buf, n);
+    free(buf);
+    return p;
+}
+
+MG_TEST(tiktoken_rank_file_lines)
+{
+    mg_tok_opts o = tiktoken_opts(write_rank_file(t, NULL), "v1");
+    o.vocab_size = 1000 + 258;
+    mg_tokenizer *tk;
+    MG_CHECK_OK(t, mg_tokenizer_create(&tk, &o));
+    if (!tk) return;
+    CHECK_IDS(t, tk, "abab ab", 1000 + 257, 1000 + 32, 1000 + 256);
+    mg_tokenizer_free(tk);
+    static const struct {
+        const char *line, *err;
+    } cases[] = {
+        {"Ag== x", ":3: invalid rank"},        {"Ag==", ":3: expected \"base64 rank\""},
+        {"Ag== 2 2", ":3: expected"},          {"Ag=A 2", ":3: invalid base64 at character 3"},
+        {"AgAg=A== 2", ":3: invalid base64 at character 4"},
+        {"Ag\x80g 2", ":3: invalid base64 at character 2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        o.model = write_rank_file(t, cases[i].line);
+        MG_CHECK_ERR(t, mg_tokenizer_create(&tk, &o), MG_ERR_FORMAT, cases[i].err);
+    }
+}
+
 MG_TEST(tiktoken_openai_layout)
 {
     char path[512];
@@ -482,4 +528,10 @@ MG_TEST(base64_decode)
     MG_CHECK_ERR(t, mg_base64_decode("QQ=A", 4, out, &n), MG_ERR_FORMAT, "character 3");
     MG_CHECK_ERR(t, mg_base64_decode("QQ==QQ==", 8, out, &n), MG_ERR_FORMAT, "character 2");
     MG_CHECK_ERR(t, mg_base64_decode("aG-s", 4, out, &n), MG_ERR_FORMAT, "character 2");
+    /* the groups before the last take the fast path, which hands errors to the slow one */
+    MG_CHECK_OK(t, mg_base64_decode("aGVsbG8hIQ==", 12, out, &n));
+    MG_CHECK(t, n == 7 && memcmp(out, "hello!!", 7) == 0);
+    MG_CHECK_ERR(t, mg_base64_decode("aGVs\x80G8h", 8, out, &n), MG_ERR_FORMAT, "character 4");
+    MG_CHECK_ERR(t, mg_base64_decode("aGVsbG=h", 8, out, &n), MG_ERR_FORMAT, "character 7");
+    MG_CHECK_ERR(t, mg_base64_decode("aG==bG8h", 8, out, &n), MG_ERR_FORMAT, "character 2");
 }
