@@ -89,16 +89,24 @@ static mg_status grow_slots(mg_bpe *b)
     return MG_OK;
 }
 
+/* Room for need tokens in the four per-token arrays (one capacity) and the slot table. */
+static mg_status grow_token_arrays(mg_bpe *b, size_t need)
+{
+    if (need > b->tok_cap) {
+        size_t c1 = b->tok_cap, c2 = b->tok_cap, c3 = b->tok_cap;
+        MG_FORWARD(MG_GROW(b->tok_off, c1, need, 1024));
+        MG_FORWARD(MG_GROW(b->tok_len, c2, need, 1024));
+        MG_FORWARD(MG_GROW(b->tok_id, c3, need, 1024));
+        MG_FORWARD(MG_GROW(b->tok_rank, b->tok_cap, need, 1024));
+    }
+    while (need * 2 > b->slot_mask + 1) MG_FORWARD(grow_slots(b));
+    return MG_OK;
+}
+
 static mg_status reserve_tokens(mg_bpe *b, size_t len)
 {
-    size_t c1 = b->tok_cap, c2 = b->tok_cap, c3 = b->tok_cap; /* four arrays, one capacity */
-    MG_FORWARD(MG_GROW(b->tok_off, c1, b->n_tok + 1, 1024));
-    MG_FORWARD(MG_GROW(b->tok_len, c2, b->n_tok + 1, 1024));
-    MG_FORWARD(MG_GROW(b->tok_id, c3, b->n_tok + 1, 1024));
-    MG_FORWARD(MG_GROW(b->tok_rank, b->tok_cap, b->n_tok + 1, 1024));
-    MG_FORWARD(MG_GROW(b->bytes, b->bytes_cap, b->bytes_len + len, 16384));
-    if ((b->n_tok + 1) * 2 > b->slot_mask + 1) return grow_slots(b);
-    return MG_OK;
+    MG_FORWARD(grow_token_arrays(b, b->n_tok + 1));
+    return MG_GROW(b->bytes, b->bytes_cap, b->bytes_len + len, 16384);
 }
 
 mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t id, int32_t rank)
@@ -158,6 +166,21 @@ static mg_status pair_put(mg_bpe *b, int32_t left, int32_t right, uint32_t rank,
     return MG_OK;
 }
 
+/* The smallest power of two >= need, at least have. */
+static size_t pow2_at_least(size_t have, size_t need)
+{
+    while (have < need) have *= 2;
+    return have;
+}
+
+mg_status mg_bpe_reserve(mg_bpe *b, size_t n_tokens, size_t n_pairs)
+{
+    MG_RETURN_IF(b->finalized, MG_ERR_ARG, "BPE model already finalized");
+    size_t pair_slots = pow2_at_least(b->pair_mask + 1, n_pairs / 3 * 4 + 4);
+    if (pair_slots > b->pair_mask + 1) MG_FORWARD(resize_pairs(b, pair_slots));
+    return grow_token_arrays(b, n_tokens);
+}
+
 static mg_status merge_error(const uint8_t *l, size_t ll, const uint8_t *r, size_t rl,
                              const char *what)
 {
@@ -210,9 +233,7 @@ static mg_status token_splits(mg_bpe *b, size_t t)
 static mg_status build_token_rank_pairs(mg_bpe *b)
 {
     /* the .tiktoken vocabularies have 2.2-2.3 pairs per token: one table of the right size */
-    size_t want = b->n_tok * 5 / 2 * 4 / 3, slots = b->pair_mask + 1;
-    while (slots < want) slots *= 2;
-    if (slots > b->pair_mask + 1) MG_FORWARD(resize_pairs(b, slots));
+    MG_FORWARD(mg_bpe_reserve(b, 0, b->n_tok * 5 / 2));
     for (size_t t = 0; t < b->n_tok; t++) MG_FORWARD(token_splits(b, t));
     return MG_OK;
 }

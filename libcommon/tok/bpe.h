@@ -46,6 +46,9 @@ mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t 
  * Unknown left/right/merged token is MG_ERR_FORMAT (message names the merge). */
 mg_status mg_bpe_add_merge(mg_bpe *b, const uint8_t *left, size_t llen, const uint8_t *right,
                            size_t rlen);
+/* Sizes the tables for n_tokens tokens and n_pairs merges before they are added (a hint:
+ * more may follow; loading then does not rehash the tables as they fill). */
+mg_status mg_bpe_reserve(mg_bpe *b, size_t n_tokens, size_t n_pairs);
 mg_status mg_bpe_finalize(mg_bpe *b, int whole_piece_shortcut);
 /* Makes the model char-initial (added; PAIR_RANK only, before finalize). unk_id < 0: no
  * unk token. */

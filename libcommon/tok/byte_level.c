@@ -46,6 +46,10 @@ int mg_byte_level_decode(const char *s, size_t len, uint8_t *out, size_t *out_le
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, n = 0;
     while (i < len) {
+        if (u[i] - 0x21u <= 0x7Eu - 0x21u) { /* printable ASCII maps to itself */
+            out[n++] = u[i++];
+            continue;
+        }
         uint32_t cp;
         if (!next_char(u, len, &i, &cp)) return 0;
         int b = char_to_byte(cp);

@@ -26,10 +26,17 @@ typedef struct {
 
 /* ---- lexing ---- */
 
-static void ws(scan *c)
+static inline void ws(scan *c)
 {
     while (c->pos < c->n) {
         uint8_t b = c->s[c->pos];
+        if (b == ' ' && c->pos + 8 <= c->n) { /* indentation: 8 bytes at a time */
+            uint64_t w;
+            memcpy(&w, c->s + c->pos, 8);
+            uint64_t other = w ^ 0x2020202020202020ULL; /* non-zero bytes: not a space */
+            c->pos += other ? (size_t)__builtin_ctzll(other) / 8 : 8;
+            continue;
+        }
         if (b != ' ' && b != '\n' && b != '\r' && b != '\t') return;
         c->pos++;
     }
@@ -165,6 +172,12 @@ static int put_string(scan *c, mg_hf_str *out)
         if (b == '\\') {
             c->pos++;
             if (!put_escape(c, o, &k)) return 0;
+            continue;
+        }
+        if (b >= 0xC2 && b < 0xE0 && c->pos + 1 < c->n && (c->s[c->pos + 1] & 0xC0) == 0x80) {
+            o[k++] = b; /* a 2-byte character (byte-level vocabularies' U+0100-U+0143) */
+            o[k++] = c->s[c->pos + 1];
+            c->pos += 2;
             continue;
         }
         uint32_t cp;

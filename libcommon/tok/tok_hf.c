@@ -407,6 +407,7 @@ static mg_status build_bpe(builder *b)
     b->invalid = mg_calloc(d->n_vocab ? d->n_vocab : 1, sizeof *b->invalid);
     if (!b->buf || !b->invalid) return MG_ERR_NOMEM;
     MG_FORWARD(mg_bpe_create(&b->h->bpe, MG_BPE_PAIR_RANK));
+    MG_FORWARD(mg_bpe_reserve(b->h->bpe, d->n_vocab, d->n_merges));
     if (d->char_level) return build_chars(b);
     MG_FORWARD(add_vocab(b));
     for (size_t i = 0; i < d->n_merges; i++) MG_FORWARD(add_merge(b, i));
