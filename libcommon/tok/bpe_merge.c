@@ -36,6 +36,7 @@
 #include <stdlib.h>
 
 #include "mg/grow.h"
+#include "mg/pages.h"
 
 #define LONG_SETS 24576 /* 2 ways of 128 bytes */
 #define LONG_ENTRY 128
@@ -65,10 +66,9 @@ typedef struct {
     uint8_t data[];
 } cache_entry;
 
-/* One long-cache table: sets of 2 entries of `entry` bytes, 64-byte aligned inside mem. */
+/* One long-cache table: sets of 2 entries of `entry` bytes, from page-aligned base. */
 typedef struct {
     uint8_t *base;
-    void *mem;
     size_t sets, entry;
 } cache_table;
 
@@ -91,8 +91,7 @@ typedef struct {
 
 struct mg_bpe_cache {
     const mg_bpe *b;
-    word_line *words;       /* 64-byte aligned inside words_mem */
-    void *words_mem;
+    word_line *words; /* WORD_LINES lines, page-aligned */
     cache_table narrow, wide;
     /* merge scratch, indexed by byte position in the piece */
     int32_t *ids, *next, *prev;
@@ -101,16 +100,13 @@ struct mg_bpe_cache {
     size_t heap_n, heap_cap;
 };
 
-static void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
-
-/* calloc of these sizes maps fresh zero pages: memory is touched only as entries fill */
+/* Fresh zero pages (mg/pages.h): memory is touched only as entries fill. */
 static int table_alloc(cache_table *t, size_t sets, size_t entry)
 {
-    t->mem = mg_calloc(sets * 2 * entry + 64, 1);
-    t->base = t->mem ? align64(t->mem) : NULL;
+    t->base = mg_pages_alloc(sets * 2 * entry);
     t->sets = sets;
     t->entry = entry;
-    return t->mem != NULL;
+    return t->base != NULL;
 }
 
 mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
@@ -120,8 +116,8 @@ mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
     mg_bpe_cache *c = mg_calloc(1, sizeof *c);
     if (!c) return MG_ERR_NOMEM;
     c->b = b;
-    c->words_mem = mg_calloc(WORD_LINES + 1, sizeof *c->words);
-    int ok = c->words_mem != NULL;
+    c->words = mg_pages_alloc(WORD_LINES * sizeof *c->words);
+    int ok = c->words != NULL;
     ok = table_alloc(&c->narrow, LONG_SETS, LONG_ENTRY) && ok;
     ok = table_alloc(&c->wide, WIDE_SETS, WIDE_ENTRY) && ok;
     if (!ok) {
@@ -129,7 +125,6 @@ mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
         mg_bpe_cache_free(c);
         return MG_ERR_NOMEM;
     }
-    c->words = align64(c->words_mem);
     *out = c;
     return MG_OK;
 }
@@ -149,9 +144,9 @@ void mg_bpe_cache_free(mg_bpe_cache *c)
 {
     if (!c) return;
     free_scratch(c);
-    free(c->words_mem);
-    free(c->narrow.mem);
-    free(c->wide.mem);
+    mg_pages_free(c->words, WORD_LINES * sizeof *c->words);
+    mg_pages_free(c->narrow.base, c->narrow.sets * 2 * c->narrow.entry);
+    mg_pages_free(c->wide.base, c->wide.sets * 2 * c->wide.entry);
     free(c);
 }
 
