@@ -4,22 +4,28 @@
  *      key is two 8-byte loads and masks with no branch on its length, except for the
  *      pieces within 8 bytes of the text's ends) are looked up in the per-thread word
  *      cache: a
- *      2-way set-associative table of WORD_LINES 64-byte lines (WORD_LINES * 64 bytes =
- *      16 MiB, the fixed budget that keeps one worker under 100 MB; 32 MiB missed 0.3% of
- *      the lookups of a warm pass over English text, 16 MiB 0.8%; pages are mapped on
- *      first use, so a small corpus costs less). An entry holds the piece as two words
- *      (its first and last 8 bytes, or its bytes when shorter: with the length, that
- *      determines the piece) and up to WORD_IDS_MAX ids; a new entry goes to way 0 and
- *      pushes way 0 to way 1, so the older of the two is replaced. Longer pieces, and short
- *      ones with more ids, use the long cache: two 2-way set-associative tables whose
- *      entries hold the piece's bytes and then its ids, the narrow one LONG_SETS * 2
- *      entries of 256 bytes (6 MiB), the wide one WIDE_SETS * 2 of 512 bytes (2 MiB) for
- *      the pieces whose bytes and ids do not fit 256 (box-drawing and `====` lines of
- *      60-200 bytes: merged again at every occurrence before the wide table, ~8% of the
- *      bytes of the bench corpus); way 0 takes a new entry and way 1 the one it displaces.
+ *      4-way set-associative table of WORD_SETS sets of two 64-byte lines (WORD_SETS * 128
+ *      bytes = 16 MiB, the fixed budget that keeps one worker under 100 MB; pages are
+ *      mapped on first use, so a small corpus costs less). An entry holds the piece as two
+ *      words (its first and last 8 bytes, or its bytes when shorter: with the length, that
+ *      determines the piece) and up to WORD_IDS_MAX ids. The set's ways are in recency
+ *      order: a new entry goes to way 0 and pushes the others down (way 3 leaves), and a
+ *      hit in the second line (ways 2, 3) moves its entry to way 0; a hit in the first
+ *      line changes nothing, so the common hit reads one line and writes none. With two
+ *      ways, a set that three pieces of one text shared missed on all three at every
+ *      occurrence (a 4.2 MB sample: 2270 merges per warm pass, each ~1.4 us on the cold
+ *      pair table, 14% of the pass). Longer pieces, and short
+ *      ones with more ids, use the long cache: two LONG_WAYS-way set-associative tables
+ *      whose entries hold the piece's bytes and then its ids, the narrow one LONG_SETS *
+ *      LONG_WAYS entries of 128 bytes (6 MiB), the wide one WIDE_SETS * LONG_WAYS of 512
+ *      bytes (2 MiB) for the pieces whose bytes and ids do not fit 128 (box-drawing and
+ *      `====` lines of 60-200 bytes: merged again at every occurrence before the wide
+ *      table, ~8% of the bytes of the bench corpus); their ways are in recency order too
+ *      (a new entry or a hit goes to way 0, the ones before it move down one).
  *      No table grows, so memory stays bounded whatever the corpus (24 MiB per encoder).
  *      mg_bpe_encode_spans computes each piece's word-cache key once, PREFETCH_AHEAD
- *      positions ahead, and prefetches its line: the lookups then rarely wait on memory;
+ *      positions ahead, and prefetches its set's first line: the lookups then rarely wait
+ *      on memory;
  *   2. the whole-piece shortcut (if the model has it);
  *   3. the merge: repeatedly merge the adjacent pair with the lowest rank, leftmost first,
  *      until no adjacent pair has a rank. Pieces under SHORT_MAX bytes use a linear scan
@@ -38,12 +44,14 @@
 #include "mg/grow.h"
 #include "mg/pages.h"
 
-#define LONG_SETS 24576 /* 2 ways of 128 bytes */
+#define LONG_WAYS 4
+#define LONG_SETS 12288 /* LONG_WAYS ways of 128 bytes */
 #define LONG_ENTRY 128
-#define WIDE_SETS 2048 /* 2 ways of 512 bytes */
+#define WIDE_SETS 1024 /* LONG_WAYS ways of 512 bytes */
 #define WIDE_ENTRY 512
-#define WORD_LINE_BITS 18
-#define WORD_LINES (1u << WORD_LINE_BITS)
+#define WORD_SET_BITS 17
+#define WORD_SETS (1u << WORD_SET_BITS)
+#define WORD_WAYS 4
 #define SHORT_KEY_MAX 16
 #define WORD_IDS_MAX 3
 /* nids of a word-cache entry whose piece has more ids: they are in the long cache */
@@ -66,7 +74,8 @@ typedef struct {
     uint8_t data[];
 } cache_entry;
 
-/* One long-cache table: sets of 2 entries of `entry` bytes, from page-aligned base. */
+/* One long-cache table: sets of LONG_WAYS entries of `entry` bytes, from page-aligned
+ * base. */
 typedef struct {
     uint8_t *base;
     size_t sets, entry;
@@ -80,9 +89,10 @@ typedef struct {
     int32_t ids[WORD_IDS_MAX];
 } word_entry;
 
+/* Ways 0, 1 share the first 64-byte line, ways 2, 3 the second. */
 typedef struct {
-    _Alignas(64) word_entry way[2];
-} word_line;
+    _Alignas(128) word_entry way[WORD_WAYS];
+} word_set;
 
 typedef struct {
     uint64_t key; /* rank << 32 | position of the left symbol */
@@ -91,7 +101,7 @@ typedef struct {
 
 struct mg_bpe_cache {
     const mg_bpe *b;
-    word_line *words; /* WORD_LINES lines, page-aligned */
+    word_set *words; /* WORD_SETS sets, page-aligned */
     cache_table narrow, wide;
     /* merge scratch, indexed by byte position in the piece */
     int32_t *ids, *next, *prev;
@@ -103,7 +113,7 @@ struct mg_bpe_cache {
 /* Fresh zero pages (mg/pages.h): memory is touched only as entries fill. */
 static int table_alloc(cache_table *t, size_t sets, size_t entry)
 {
-    t->base = mg_pages_alloc(sets * 2 * entry);
+    t->base = mg_pages_alloc(sets * LONG_WAYS * entry);
     t->sets = sets;
     t->entry = entry;
     return t->base != NULL;
@@ -116,7 +126,7 @@ mg_status mg_bpe_cache_create(mg_bpe_cache **out, const mg_bpe *b)
     mg_bpe_cache *c = mg_calloc(1, sizeof *c);
     if (!c) return MG_ERR_NOMEM;
     c->b = b;
-    c->words = mg_pages_alloc(WORD_LINES * sizeof *c->words);
+    c->words = mg_pages_alloc(WORD_SETS * sizeof *c->words);
     int ok = c->words != NULL;
     ok = table_alloc(&c->narrow, LONG_SETS, LONG_ENTRY) && ok;
     ok = table_alloc(&c->wide, WIDE_SETS, WIDE_ENTRY) && ok;
@@ -144,9 +154,9 @@ void mg_bpe_cache_free(mg_bpe_cache *c)
 {
     if (!c) return;
     free_scratch(c);
-    mg_pages_free(c->words, WORD_LINES * sizeof *c->words);
-    mg_pages_free(c->narrow.base, c->narrow.sets * 2 * c->narrow.entry);
-    mg_pages_free(c->wide.base, c->wide.sets * 2 * c->wide.entry);
+    mg_pages_free(c->words, WORD_SETS * sizeof *c->words);
+    mg_pages_free(c->narrow.base, c->narrow.sets * LONG_WAYS * c->narrow.entry);
+    mg_pages_free(c->wide.base, c->wide.sets * LONG_WAYS * c->wide.entry);
     free(c);
 }
 
@@ -349,16 +359,16 @@ static mg_status merge_long_ids(mg_bpe_cache *c, size_t n, size_t *m)
 
 typedef struct {
     uint64_t w0, w1;
-    word_line *line; /* the piece's line */
+    word_set *set; /* the piece's set */
 } word_key;
 
-/* The line of a key: the top bits of a multiplicative hash of both words and the length
+/* The set of a key: the top bits of a multiplicative hash of both words and the length
  * (they depend on every bit of the key). */
-HOT word_line *word_line_of(mg_bpe_cache *c, uint64_t w0, uint64_t w1, size_t n)
+HOT word_set *word_set_of(mg_bpe_cache *c, uint64_t w0, uint64_t w1, size_t n)
 {
     uint64_t h = (w0 ^ (uint64_t)n << 59) * 0x9E3779B97F4A7C15ULL;
     h ^= (w1 + (h >> 29)) * 0xC2B2AE3D27D4EB4FULL;
-    return &c->words[(size_t)(h >> (64 - WORD_LINE_BITS))];
+    return &c->words[(size_t)(h >> (64 - WORD_SET_BITS))];
 }
 
 /* The piece as two words: its first and last 8 bytes (overlapping), or for n < 8 its bytes
@@ -374,7 +384,7 @@ HOT word_key make_word_key(mg_bpe_cache *c, const uint8_t *p, size_t n)
         if (n < 4 && n > 1) k.w0 |= (uint64_t)p[1] << 8 | (n > 2 ? (uint64_t)p[2] << 16 : 0);
         k.w1 = 0;
     }
-    k.line = word_line_of(c, k.w0, k.w1, n);
+    k.set = word_set_of(c, k.w0, k.w1, n);
     return k;
 }
 
@@ -394,24 +404,43 @@ HOT word_key make_word_key_inner(mg_bpe_cache *c, const uint8_t *p, size_t n)
     word_key k;
     k.w0 = a & first[n];
     k.w1 = b & second[n];
-    k.line = word_line_of(c, k.w0, k.w1, n);
+    k.set = word_set_of(c, k.w0, k.w1, n);
     return k;
 }
 
-/* The entry of the piece (n bytes, key k) in its line, or NULL; both ways are compared
- * without a branch between them (which way holds a piece is the data's choice). */
-HOT const word_entry *word_find(const word_line *l, const word_key *k, size_t n)
+/* Is e the entry of the piece (n bytes, key k)? 0 if so, else nonzero. */
+HOT uint64_t word_differs(const word_entry *e, const word_key *k, size_t n)
 {
-    const word_entry *e0 = &l->way[0], *e1 = &l->way[1];
-    uint64_t d0 = (e0->w0 ^ k->w0) | (e0->w1 ^ k->w1) | (e0->len ^ n);
-    uint64_t d1 = (e1->w0 ^ k->w0) | (e1->w1 ^ k->w1) | (e1->len ^ n);
-    return d0 == 0 ? e0 : d1 == 0 ? e1 : NULL;
+    return (e->w0 ^ k->w0) | (e->w1 ^ k->w1) | (e->len ^ n);
 }
 
-HOT void word_put(word_line *l, const word_key *k, size_t n, const int32_t *ids, size_t nids)
+/* The piece's entry in the second line of set s, moved to way 0 (the others keep their
+ * order), or NULL. */
+static const word_entry *word_find_second(word_set *s, const word_key *k, size_t n)
 {
-    l->way[1] = l->way[0];
-    word_entry *e = &l->way[0];
+    size_t j = !word_differs(&s->way[2], k, n) ? 2 : !word_differs(&s->way[3], k, n) ? 3 : 0;
+    if (!j) return NULL;
+    word_entry e = s->way[j];
+    for (; j > 0; j--) s->way[j] = s->way[j - 1];
+    s->way[0] = e;
+    return &s->way[0];
+}
+
+/* The entry of the piece (n bytes, key k) in its set, or NULL. The two ways of the first
+ * line are compared without a branch between them (which way holds a piece is the data's
+ * choice); the second line is read only when the first does not hold the piece. */
+HOT const word_entry *word_find(word_set *s, const word_key *k, size_t n)
+{
+    const word_entry *e0 = &s->way[0], *e1 = &s->way[1];
+    uint64_t d0 = word_differs(e0, k, n), d1 = word_differs(e1, k, n);
+    if (__builtin_expect((d0 != 0) & (d1 != 0), 0)) return word_find_second(s, k, n);
+    return d0 == 0 ? e0 : e1;
+}
+
+HOT void word_put(word_set *s, const word_key *k, size_t n, const int32_t *ids, size_t nids)
+{
+    for (size_t j = WORD_WAYS - 1; j > 0; j--) s->way[j] = s->way[j - 1];
+    word_entry *e = &s->way[0];
     e->w0 = k->w0;
     e->w1 = k->w1;
     e->len = (uint8_t)n;
@@ -436,11 +465,16 @@ static inline int cache_fits(size_t klen, size_t nids)
     return entry_fits(WIDE_ENTRY, klen, nids);
 }
 
-/* Way 0 of the piece's set in t (the top 32 bits of h pick it); way 1 follows it. */
+/* Way 0 of the piece's set in t (the top 32 bits of h pick it); the other ways follow. */
 static cache_entry *cache_set(const cache_table *t, uint64_t h)
 {
     size_t set = (size_t)(((h >> 32) * (uint64_t)t->sets) >> 32);
-    return (cache_entry *)(void *)(t->base + set * 2 * t->entry);
+    return (cache_entry *)(void *)(t->base + set * LONG_WAYS * t->entry);
+}
+
+static cache_entry *cache_way(const cache_table *t, cache_entry *set, size_t j)
+{
+    return (cache_entry *)(void *)((uint8_t *)set + j * t->entry);
 }
 
 static int cache_match(const cache_entry *e, const uint8_t *p, size_t n, uint64_t h)
@@ -448,13 +482,31 @@ static int cache_match(const cache_entry *e, const uint8_t *p, size_t n, uint64_
     return e->klen == n && e->hash == (uint32_t)h && memcmp(e->data, p, n) == 0;
 }
 
-/* The entry of the piece in table t, or NULL. */
+/* Moves ways 0 .. j-1 of set down one (way j's entry is overwritten). */
+static void cache_shift(const cache_table *t, cache_entry *set, size_t j)
+{
+    for (; j > 0; j--) {
+        const cache_entry *from = cache_way(t, set, j - 1);
+        size_t used = from->klen ? ids_offset(from->klen) + from->nids * sizeof(int32_t) : 0;
+        memcpy(cache_way(t, set, j), from, sizeof *from + used);
+    }
+}
+
+/* The entry of the piece in table t, moved to way 0, or NULL. */
 HOT const cache_entry *table_get(const cache_table *t, const uint8_t *p, size_t n, uint64_t h)
 {
-    const cache_entry *e = cache_set(t, h);
-    if (cache_match(e, p, n, h)) return e;
-    e = (const cache_entry *)(const void *)((const uint8_t *)e + t->entry);
-    return cache_match(e, p, n, h) ? e : NULL;
+    cache_entry *set = cache_set(t, h);
+    if (cache_match(set, p, n, h)) return set;
+    for (size_t j = 1; j < LONG_WAYS; j++) {
+        cache_entry *e = cache_way(t, set, j);
+        if (!cache_match(e, p, n, h)) continue;
+        _Alignas(8) uint8_t hit[WIDE_ENTRY];
+        memcpy(hit, e, t->entry);
+        cache_shift(t, set, j);
+        memcpy(set, hit, t->entry);
+        return set;
+    }
+    return NULL;
 }
 
 /* The cached ids of the piece (and their number in *nids), or NULL. */
@@ -475,9 +527,7 @@ HOT void cache_put(mg_bpe_cache *c, const uint8_t *p, size_t n, uint64_t h,
     if (!cache_fits(n, nids)) return;
     const cache_table *t = entry_fits(LONG_ENTRY, n, nids) ? &c->narrow : &c->wide;
     cache_entry *e = cache_set(t, h);
-    if (e->klen) /* way 0 moves to way 1 */
-        memcpy((uint8_t *)e + t->entry, e,
-               sizeof *e + ids_offset(e->klen) + e->nids * sizeof *ids);
+    cache_shift(t, e, LONG_WAYS - 1);
     memcpy(e->data, p, n);
     memcpy(e->data + ids_offset(n), ids, nids * sizeof *ids);
     e->klen = (uint16_t)n;
@@ -551,9 +601,9 @@ static mg_status encode_long_cached(mg_bpe_cache *c, const uint8_t *p, size_t n,
 }
 
 /* A piece the word cache cannot answer: writes its ids at dst (room for n + OUT_SLACK)
- * and returns their number. wl: the word-cache line that should learn the piece (key k),
+ * and returns their number. wl: the word-cache set that should learn the piece (key k),
  * NULL when the piece is longer than SHORT_KEY_MAX or its entry says "in the long cache". */
-static size_t encode_miss(mg_bpe_cache *c, const uint8_t *p, size_t n, word_line *wl,
+static size_t encode_miss(mg_bpe_cache *c, const uint8_t *p, size_t n, word_set *wl,
                           const word_key *k, int64_t *dst, mg_status *st)
 {
     const int32_t *ids = NULL;
@@ -578,7 +628,7 @@ static size_t encode_miss(mg_bpe_cache *c, const uint8_t *p, size_t n, word_line
 HOT size_t encode_short(mg_bpe_cache *c, const uint8_t *p, size_t n, const word_key *k,
                         int64_t *dst, mg_status *st)
 {
-    word_line *wl = k->line;
+    word_set *wl = k->set;
     const word_entry *e = word_find(wl, k, n);
     if (e && e->nids != WORD_IN_LONG) {
         dst[0] = e->ids[0]; /* unconditional: OUT_SLACK covers the unused ones */
@@ -626,16 +676,16 @@ HOT int inner_short(text_range r, const uint8_t *p, size_t n)
     return (n - 1 < SHORT_KEY_MAX) & (a + n >= r.lo8) & (a <= r.hi8);
 }
 
-/* The key of span piece p[0, n) for the word cache, its line prefetched; line NULL when the
- * piece takes encode_span_other. */
+/* The key of span piece p[0, n) for the word cache, its set's first line prefetched; set
+ * NULL when the piece takes encode_span_other. */
 HOT void prefetch_piece(mg_bpe_cache *c, text_range r, const uint8_t *p, size_t n, word_key *k)
 {
     if (!inner_short(r, p, n)) {
-        k->line = NULL;
+        k->set = NULL;
         return;
     }
     *k = make_word_key_inner(c, p, n);
-    __builtin_prefetch(k->line);
+    __builtin_prefetch(k->set);
 }
 
 /* The pieces that prefetch_piece gave no key: long ones, and short ones near the ends of the
@@ -651,7 +701,7 @@ static size_t encode_span_other(const mg_bpe *b, mg_bpe_cache *c, const uint8_t 
 HOT size_t encode_span(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_t n,
                        const word_key *k, int64_t *dst, mg_status *st)
 {
-    if (!k->line) return encode_span_other(b, c, p, n, dst, st);
+    if (!k->set) return encode_span_other(b, c, p, n, dst, st);
     return encode_short(c, p, n, k, dst, st);
 }
 
