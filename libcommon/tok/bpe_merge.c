@@ -3,29 +3,27 @@
  *   1. pieces of 2..SHORT_KEY_MAX bytes (of 1.. in mg_bpe_encode_spans, where a piece's
  *      key is two 8-byte loads and masks with no branch on its length, except for the
  *      pieces within 8 bytes of the text's ends) are looked up in the per-thread word
- *      cache: a
- *      4-way set-associative table of WORD_SETS sets of two 64-byte lines (WORD_SETS * 128
- *      bytes = 16 MiB, the fixed budget that keeps one worker under 100 MB; pages are
- *      mapped on first use, so a small corpus costs less). An entry holds the piece as two
- *      words (its first and last 8 bytes, or its bytes when shorter: with the length, that
- *      determines the piece) and up to WORD_IDS_MAX ids. The set's ways are in recency
- *      order: a new entry goes to way 0 and pushes the others down (way 3 leaves), and a
- *      hit in the second line (ways 2, 3) moves its entry to way 0; a hit in the first
- *      line changes nothing, so the common hit reads one line and writes none. With two
- *      ways, a set that three pieces of one text shared missed on all three at every
- *      occurrence (a 4.2 MB sample: 2270 merges per warm pass, each ~1.4 us on the cold
- *      pair table, 14% of the pass). Longer pieces, and short
- *      ones with more ids, use the long cache: two LONG_WAYS-way set-associative tables
- *      whose entries hold the piece's bytes and then its ids, the narrow one LONG_SETS *
- *      LONG_WAYS entries of 128 bytes (6 MiB), the wide one WIDE_SETS * LONG_WAYS of 512
- *      bytes (2 MiB) for the pieces whose bytes and ids do not fit 128 (box-drawing and
- *      `====` lines of 60-200 bytes: merged again at every occurrence before the wide
- *      table, ~8% of the bytes of the bench corpus); their ways are in recency order too
- *      (a new entry or a hit goes to way 0, the ones before it move down one).
- *      No table grows, so memory stays bounded whatever the corpus (24 MiB per encoder).
- *      mg_bpe_encode_spans computes each piece's word-cache key once, PREFETCH_AHEAD
- *      positions ahead, and prefetches its set's first line: the lookups then rarely wait
- *      on memory;
+ *      cache: a 4-way set-associative table of WORD_SETS sets of two 64-byte lines
+ *      (WORD_SETS * 128 bytes = 16 MiB, the fixed budget that keeps one worker under 100
+ *      MB; pages are mapped on first use, so a small corpus costs less). An entry holds the
+ *      piece as two words (its first and last 8 bytes, or its bytes when shorter: with the
+ *      length, that determines the piece) and up to WORD_IDS_MAX ids. The set's ways are
+ *      in recency order: a new entry goes to way 0 and pushes the others down (way 3
+ *      leaves), and a hit in the second line (ways 2, 3) moves its entry to way 0; a hit in
+ *      the first line changes nothing, so the common hit reads one line and writes none.
+ *      (With two ways, three pieces of one text that shared a line missed at every
+ *      occurrence: a warm pass over a 4.2 MB sample merged 2270 pieces again, with four
+ *      280.) Longer pieces, and short ones with more ids, use the long cache: two
+ *      LONG_WAYS-way set-associative tables whose entries hold the piece's bytes and then
+ *      its ids, the narrow one LONG_SETS * LONG_WAYS entries of 128 bytes (6 MiB), the wide
+ *      one WIDE_SETS * LONG_WAYS of 512 bytes (2 MiB) for the pieces whose bytes and ids do
+ *      not fit 128 (box-drawing and `====` lines of 60-200 bytes: merged again at every
+ *      occurrence before the wide table, ~8% of the bytes of the bench corpus); their ways
+ *      are in recency order too (a new entry or a hit goes to way 0, the ones before it
+ *      move down one). No table grows, so memory stays bounded whatever the corpus (24 MiB
+ *      per encoder). mg_bpe_encode_spans computes each piece's word-cache key once,
+ *      PREFETCH_AHEAD positions ahead, and prefetches its set's first line: the lookups
+ *      then rarely wait on memory;
  *   2. the whole-piece shortcut (if the model has it);
  *   3. the merge: repeatedly merge the adjacent pair with the lowest rank, leftmost first,
  *      until no adjacent pair has a rank. Pieces under SHORT_MAX bytes use a linear scan
@@ -414,6 +412,12 @@ HOT uint64_t word_differs(const word_entry *e, const word_key *k, size_t n)
     return (e->w0 ^ k->w0) | (e->w1 ^ k->w1) | (e->len ^ n);
 }
 
+/* Moves ways 0 .. j-1 of set s down one (way j's entry is overwritten), freeing way 0. */
+HOT void word_shift(word_set *s, size_t j)
+{
+    for (; j > 0; j--) s->way[j] = s->way[j - 1];
+}
+
 /* The piece's entry in the second line of set s, moved to way 0 (the others keep their
  * order), or NULL. */
 static const word_entry *word_find_second(word_set *s, const word_key *k, size_t n)
@@ -421,7 +425,7 @@ static const word_entry *word_find_second(word_set *s, const word_key *k, size_t
     size_t j = !word_differs(&s->way[2], k, n) ? 2 : !word_differs(&s->way[3], k, n) ? 3 : 0;
     if (!j) return NULL;
     word_entry e = s->way[j];
-    for (; j > 0; j--) s->way[j] = s->way[j - 1];
+    word_shift(s, j);
     s->way[0] = e;
     return &s->way[0];
 }
@@ -439,7 +443,7 @@ HOT const word_entry *word_find(word_set *s, const word_key *k, size_t n)
 
 HOT void word_put(word_set *s, const word_key *k, size_t n, const int32_t *ids, size_t nids)
 {
-    for (size_t j = WORD_WAYS - 1; j > 0; j--) s->way[j] = s->way[j - 1];
+    word_shift(s, WORD_WAYS - 1);
     word_entry *e = &s->way[0];
     e->w0 = k->w0;
     e->w1 = k->w1;
@@ -482,13 +486,19 @@ static int cache_match(const cache_entry *e, const uint8_t *p, size_t n, uint64_
     return e->klen == n && e->hash == (uint32_t)h && memcmp(e->data, p, n) == 0;
 }
 
-/* Moves ways 0 .. j-1 of set down one (way j's entry is overwritten). */
+/* The bytes of e that hold something: its header, key and ids (the header alone if empty). */
+static size_t entry_used(const cache_entry *e)
+{
+    size_t data = e->klen ? ids_offset(e->klen) + e->nids * sizeof(int32_t) : 0;
+    return sizeof *e + data;
+}
+
+/* Moves ways 0 .. j-1 of set down one (way j's entry is overwritten), freeing way 0. */
 static void cache_shift(const cache_table *t, cache_entry *set, size_t j)
 {
     for (; j > 0; j--) {
         const cache_entry *from = cache_way(t, set, j - 1);
-        size_t used = from->klen ? ids_offset(from->klen) + from->nids * sizeof(int32_t) : 0;
-        memcpy(cache_way(t, set, j), from, sizeof *from + used);
+        memcpy(cache_way(t, set, j), from, entry_used(from));
     }
 }
 
@@ -501,9 +511,10 @@ HOT const cache_entry *table_get(const cache_table *t, const uint8_t *p, size_t 
         cache_entry *e = cache_way(t, set, j);
         if (!cache_match(e, p, n, h)) continue;
         _Alignas(8) uint8_t hit[WIDE_ENTRY];
-        memcpy(hit, e, t->entry);
+        size_t used = entry_used(e);
+        memcpy(hit, e, used);
         cache_shift(t, set, j);
-        memcpy(set, hit, t->entry);
+        memcpy(set, hit, used);
         return set;
     }
     return NULL;
