@@ -122,6 +122,18 @@ static inline __attribute__((always_inline)) size_t utf8_seq(const uint8_t *s, s
     return len;
 }
 
+/* Are s[0..2] (s[0] >= 0x80) a valid 3-byte UTF-8 sequence? (CJK text is nearly all of
+ * these.) A lead E0..EF with two continuation bytes, except E0 with s[1] < A0 (overlong)
+ * and ED with s[1] >= A0 (a surrogate); for a continuation byte, bit 5 says >= A0. The
+ * three bytes are tested as one word, without a branch between them. */
+static inline int utf8_three(const uint8_t *s)
+{
+    uint32_t w = s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16;
+    if ((w & 0xC0C0F0) != 0x8080E0) return 0;
+    uint32_t low = w & 0x0F, high_s1 = w >> 13 & 1;
+    return !(low == 0 && !high_s1) && !(low == 0x0D && high_s1);
+}
+
 /* Offset of the first invalid UTF-8 byte of s, or n if all valid. */
 static size_t utf8_first_invalid(const uint8_t *s, size_t n)
 {
@@ -269,6 +281,10 @@ static int scan_string(scanner *sc, outbuf *out, size_t *lone, int *escaped)
             i = skip_plain(s, i, n);
             if (i >= n || s[i] < 0x80) break;
             do { /* a run of non-ASCII characters (CJK text): no SWAR between them */
+                if (i + 3 <= n && utf8_three(s + i)) {
+                    i += 3;
+                    continue;
+                }
                 size_t k = utf8_seq(s + i, n - i);
                 if (!k) return fail(sc, i, "invalid UTF-8");
                 i += k;

@@ -21,9 +21,9 @@
  *      occurrence before the wide table, ~8% of the bytes of the bench corpus); their ways
  *      are in recency order too (a new entry or a hit goes to way 0, the ones before it
  *      move down one). No table grows, so memory stays bounded whatever the corpus (24 MiB
- *      per encoder). mg_bpe_encode_spans computes each piece's word-cache key once,
- *      PREFETCH_AHEAD positions ahead, and prefetches its set's first line: the lookups
- *      then rarely wait on memory;
+ *      per encoder). mg_bpe_encode_spans takes the spans KEY_BATCH at a time: first each
+ *      piece's word-cache key, its set's first line prefetched, then the lookups, which
+ *      by then rarely wait on memory;
  *   2. the whole-piece shortcut (if the model has it);
  *   3. the merge: repeatedly merge the adjacent pair with the lowest rank, leftmost first,
  *      until no adjacent pair has a rank. Pieces under SHORT_MAX bytes use a linear scan
@@ -57,7 +57,7 @@
 /* Room a caller of encode_into leaves after the piece's worst case (unconditional stores) */
 #define OUT_SLACK 4
 #define SHORT_MAX 64
-#define PREFETCH_AHEAD 8
+#define KEY_BATCH 16
 /* Scratch larger than this (in symbols / heap entries) is released after the piece. */
 #define KEEP_SCRATCH_MAX (1u << 16)
 /* Helpers shared by the byte-level and char-initial paths stay inlined into each, so the
@@ -716,6 +716,23 @@ HOT size_t encode_span(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_
     return encode_short(c, p, n, k, dst, st);
 }
 
+/* Encodes spans[0, m) (m <= KEY_BATCH): first every piece's key, its set prefetched, then
+ * the lookups, which by then rarely wait on memory. Returns the ids written at dst. */
+HOT size_t encode_batch(const mg_bpe *b, mg_bpe_cache *c, text_range r, const uint8_t *t,
+                        const mg_span *spans, size_t m, int64_t *dst, mg_status *st)
+{
+    word_key keys[KEY_BATCH];
+    for (size_t j = 0; j < m; j++)
+        prefetch_piece(c, r, t + spans[j].off, spans[j].len, &keys[j]);
+    int64_t *at = dst;
+    for (size_t j = 0; j < m; j++) {
+        size_t got = encode_span(b, c, t + spans[j].off, spans[j].len, &keys[j], at, st);
+        if (!got && *st != MG_OK) break;
+        at += got;
+    }
+    return (size_t)(at - dst);
+}
+
 mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text,
                               const mg_span *spans, size_t n, mg_ids *out)
 {
@@ -726,25 +743,11 @@ mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text
     const uint8_t *lo = t + spans[0].off, *hi = t + spans[n - 1].off + spans[n - 1].len;
     MG_FORWARD(reserve_out(out, (size_t)(hi - lo)));
     text_range r = {(uintptr_t)lo + 8, (uintptr_t)hi - 8};
-    word_key ring[PREFETCH_AHEAD];
-    for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
-        prefetch_piece(c, r, t + spans[i].off, spans[i].len, &ring[i]);
-    int64_t *dst = out->v + out->n;
     mg_status st = MG_OK;
-    size_t i = 0;
-    /* every span but the last PREFETCH_AHEAD refills its ring slot for i + AHEAD */
-    for (; i + PREFETCH_AHEAD < n; i++) {
-        word_key *k = &ring[i & (PREFETCH_AHEAD - 1)];
-        size_t m = encode_span(b, c, t + spans[i].off, spans[i].len, k, dst, &st);
-        if (!m && st != MG_OK) break;
-        dst += m;
-        const mg_span *a = &spans[i + PREFETCH_AHEAD];
-        prefetch_piece(c, r, t + a->off, a->len, k);
+    for (size_t i = 0; i < n && st == MG_OK; i += KEY_BATCH) {
+        size_t m = n - i < KEY_BATCH ? n - i : KEY_BATCH;
+        out->n += encode_batch(b, c, r, t, spans + i, m, out->v + out->n, &st);
     }
-    for (; i < n && st == MG_OK; i++)
-        dst += encode_span(b, c, t + spans[i].off, spans[i].len,
-                           &ring[i & (PREFETCH_AHEAD - 1)], dst, &st);
-    out->n = (size_t)(dst - out->v);
     return st;
 }
 

@@ -77,6 +77,9 @@ MG_TEST(jsonl_escapes_and_surrogates_as_python)
         {"{\"text\":\"\\u0000a\"}", "\0a", 2, 0},
         {"{\"text\":\"a\x7f\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80\"}",
          "a\x7f\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80", 11, 0},
+        /* the edges of the 3-byte range: U+0800, U+D7FF, U+E000, U+FFFF, one after another */
+        {"{\"text\":\"\xE0\xA0\x80\xED\x9F\xBF\xEE\x80\x80\xEF\xBF\xBF\"}",
+         "\xE0\xA0\x80\xED\x9F\xBF\xEE\x80\x80\xEF\xBF\xBF", 12, 0},
         {"{\"te\\u0078t\":\"ok\"}", "ok", 2, 0},
         {"\t {\"text\" :\r\n\"a\" }\r\n", "a", 1, 0},
         {"{\"text\":\"\"}", "", 0, 0},
@@ -174,6 +177,10 @@ MG_TEST(jsonl_error_messages_with_python_columns)
         {"{\"text\":\"\xC0\x80\"}", "invalid UTF-8 at column 10"},
         {"{\"text\":\"\xF4\x90\x80\x80\"}", "invalid UTF-8 at column 10"},
         {"{\"text\":\"\xE4\xB8\"}", "invalid UTF-8 at column 10"},
+        {"{\"text\":\"\xE4\xB8\xAD\xE0\x9F\xBF\"}", "invalid UTF-8 at column 13"},
+        {"{\"text\":\"\xE4\xB8\xAD\xED\xBF\xBF\"}", "invalid UTF-8 at column 13"},
+        {"{\"text\":\"\xE4\xB8\xAD\xE4\x41\xAD\"}", "invalid UTF-8 at column 13"},
+        {"{\"text\":\"\xE4\xB8\xAD\xE4\xB8\xC0\"}", "invalid UTF-8 at column 13"},
         {"{\"text\":\"\x80\"}", "invalid UTF-8 at column 10"},
         {"{\"text\":\"a\", \xFF}", "invalid UTF-8 at column 14"}, /* decoding comes first */
     };
