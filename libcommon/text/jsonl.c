@@ -28,6 +28,7 @@
 #endif
 
 #include "mg/strbuf.h"
+#include "mg/unicode.h"
 
 #define MAX_DEPTH 2048          /* as jansson's JSON_PARSER_MAX_DEPTH */
 #define PY_INT_MAX_DIGITS 4300  /* CPython's default sys.int_info.default_max_str_digits */
@@ -132,21 +133,6 @@ static inline int utf8_three(const uint8_t *s)
     if ((w & 0xC0C0F0) != 0x8080E0) return 0;
     uint32_t low = w & 0x0F, high_s1 = w >> 13 & 1;
     return !(low == 0 && !high_s1) && !(low == 0x0D && high_s1);
-}
-
-/* Offset of the first invalid UTF-8 byte of s, or n if all valid. */
-static size_t utf8_first_invalid(const uint8_t *s, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        if (s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k = utf8_seq(s + i, n - i);
-        if (!k) return i;
-        i += k;
-    }
-    return n;
 }
 
 /* Index of the first byte at or after i that is '"', '\\', < 0x20 or >= 0x80: 16 bytes a
@@ -618,7 +604,7 @@ static mg_status ensure_slots(mg_jsonl *p, size_t n)
 static mg_status parse_error(const scanner *sc)
 {
     if (sc->nomem) return mg_error_set(MG_ERR_NOMEM, "out of memory decoding a JSON line");
-    size_t bad = utf8_first_invalid(sc->s, sc->n); /* Python decodes before it parses */
+    size_t bad = mg_utf8_validate(sc->s, sc->n); /* Python decodes before it parses */
     if (bad < sc->n) return mg_error_set(MG_ERR_FORMAT, "invalid UTF-8 at column %zu", bad + 1);
     return mg_error_set(MG_ERR_FORMAT, "invalid JSON at column %zu: %s", sc->err_pos + 1,
                         sc->err);
