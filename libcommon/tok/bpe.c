@@ -67,13 +67,23 @@ void mg_bpe_free(mg_bpe *b)
     free(b);
 }
 
-/* Places token index t (hash h) into the slot table (no duplicate check). */
-static void slot_put(mg_bpe_slot *slots, size_t mask, uint64_t h, size_t t)
+/* Fills empty slot sl with token t (hash h). */
+static void slot_fill(const mg_bpe *b, mg_bpe_slot *sl, size_t t, uint64_t h)
 {
+    const uint8_t *s = b->bytes + b->tok_off[t];
+    size_t n = b->tok_len[t];
+    sl->tag = mg_bpe_tag(h, n);
+    sl->id = b->tok_id[t];
+    sl->body = n <= MG_BPE_INLINE_MAX ? mg_bpe_load_tail(s, n) : b->tok_off[t] << 16 | n;
+}
+
+/* Places token t into the slot table (no duplicate check). */
+static void slot_put(const mg_bpe *b, mg_bpe_slot *slots, size_t mask, size_t t)
+{
+    uint64_t h = mg_bpe_hash(b->bytes + b->tok_off[t], b->tok_len[t]);
     size_t i = (size_t)h & mask;
-    while (slots[i].idx1 != 0) i = (i + 1) & mask;
-    slots[i].hash = (uint32_t)h;
-    slots[i].idx1 = (uint32_t)(t + 1);
+    while (slots[i].tag != 0) i = (i + 1) & mask;
+    slot_fill(b, &slots[i], t, h);
 }
 
 static mg_status grow_slots(mg_bpe *b)
@@ -81,8 +91,7 @@ static mg_status grow_slots(mg_bpe *b)
     size_t n = (b->slot_mask + 1) * 2;
     mg_bpe_slot *s = mg_calloc(n, sizeof *s);
     if (!s) return MG_ERR_NOMEM;
-    for (size_t t = 0; t < b->n_tok; t++)
-        slot_put(s, n - 1, mg_bpe_hash(b->bytes + b->tok_off[t], b->tok_len[t]), t);
+    for (size_t t = 0; t < b->n_tok; t++) slot_put(b, s, n - 1, t);
     free(b->slots);
     b->slots = s;
     b->slot_mask = n - 1;
@@ -118,12 +127,15 @@ mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t 
     MG_RETURN_IF(b->mode == MG_BPE_TOKEN_RANK && (rank < 0 || rank == INT32_MAX), MG_ERR_FORMAT,
                  "token \"%s\": invalid rank %d", show_bytes(show, sizeof show, bytes, len),
                  (int)rank);
-    MG_RETURN_IF(len > UINT32_MAX || b->n_tok >= INT32_MAX - 1, MG_ERR_LIMIT,
-                 "BPE vocabulary too large");
-    MG_RETURN_IF(mg_bpe_find_index(b, bytes, len) >= 0, MG_ERR_FORMAT,
-                 "duplicate token \"%s\" (id %d)", show_bytes(show, sizeof show, bytes, len),
-                 (int)id);
+    MG_RETURN_IF(len > MG_BPE_TOKEN_MAX, MG_ERR_LIMIT,
+                 "token \"%s\" (id %d): %zu bytes, longer than the %d a token may have",
+                 show_bytes(show, sizeof show, bytes, len), (int)id, len, MG_BPE_TOKEN_MAX);
+    MG_RETURN_IF(b->n_tok >= INT32_MAX - 1, MG_ERR_LIMIT, "BPE vocabulary too large");
     MG_FORWARD(reserve_tokens(b, len));
+    uint64_t h = mg_bpe_hash(bytes, len);
+    mg_bpe_slot *sl = mg_bpe_probe(b, bytes, len, h); /* a token's slot, or where it goes */
+    MG_RETURN_IF(sl->tag != 0, MG_ERR_FORMAT, "duplicate token \"%s\" (id %d)",
+                 show_bytes(show, sizeof show, bytes, len), (int)id);
     size_t t = b->n_tok++;
     if (len) memcpy(b->bytes + b->bytes_len, bytes, len);
     b->tok_off[t] = b->bytes_len;
@@ -131,7 +143,7 @@ mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t 
     b->tok_id[t] = id;
     b->tok_rank[t] = b->mode == MG_BPE_TOKEN_RANK ? rank : 0;
     b->bytes_len += len;
-    slot_put(b->slots, b->slot_mask, mg_bpe_hash(bytes, len), t);
+    slot_fill(b, sl, t, h);
     return MG_OK;
 }
 
@@ -151,8 +163,7 @@ static mg_status resize_pairs(mg_bpe *b, size_t n_slots)
     return MG_OK;
 }
 
-/* Inserts or overwrites pair (left, right) -> (rank, merged). */
-static mg_status pair_put(mg_bpe *b, int32_t left, int32_t right, uint32_t rank, int32_t merged)
+mg_status mg_bpe_pair_put(mg_bpe *b, int32_t left, int32_t right, uint32_t rank, int32_t merged)
 {
     /* at most 3/4 full: Llama-3's 280K merges fit 512K slots (8 MiB) */
     if ((b->n_pairs + 1) * 4 > (b->pair_mask + 1) * 3)
@@ -195,7 +206,7 @@ mg_status mg_bpe_add_merge(mg_bpe *b, const uint8_t *left, size_t llen, const ui
     MG_RETURN_IF(b->finalized, MG_ERR_ARG, "BPE model already finalized");
     MG_RETURN_IF(b->mode != MG_BPE_PAIR_RANK, MG_ERR_ARG, "merges need MG_BPE_PAIR_RANK mode");
     MG_RETURN_IF(b->n_merge_calls >= UINT32_MAX - 1, MG_ERR_LIMIT, "too many merges");
-    int64_t li = mg_bpe_find_index(b, left, llen), ri = mg_bpe_find_index(b, right, rlen);
+    int32_t li = mg_bpe_find_id(b, left, llen), ri = mg_bpe_find_id(b, right, rlen);
     if (li < 0) return merge_error(left, llen, right, rlen, "left part is not a token");
     if (ri < 0) return merge_error(left, llen, right, rlen, "right part is not a token");
     uint8_t stack[256];
@@ -203,39 +214,18 @@ mg_status mg_bpe_add_merge(mg_bpe *b, const uint8_t *left, size_t llen, const ui
     if (!cat) return MG_ERR_NOMEM;
     memcpy(cat, left, llen);
     memcpy(cat + llen, right, rlen);
-    int64_t mi = mg_bpe_find_index(b, cat, llen + rlen);
+    int32_t mi = mg_bpe_find_id(b, cat, llen + rlen);
     if (cat != stack) free(cat);
     if (mi < 0) return merge_error(left, llen, right, rlen, "merged token is not in the vocabulary");
     uint32_t rank = (uint32_t)b->n_merge_calls++;
-    return pair_put(b, b->tok_id[li], b->tok_id[ri], rank, b->tok_id[mi]);
-}
-
-/* TOKEN_RANK: every split of token t into two tokens is a pair ranked by t. The hashes of
- * its prefixes share the state of their whole words. */
-static mg_status token_splits(mg_bpe *b, size_t t)
-{
-    const uint8_t *s = b->bytes + b->tok_off[t];
-    size_t n = b->tok_len[t];
-    uint64_t h = MG_BPE_HASH_SEED; /* after the whole words of s[0, k) */
-    for (size_t k = 1; k < n; k++) {
-        if (k % 8 == 0) h = mg_bpe_hash_word(h, s + k - 8);
-        uint64_t hk = mg_bpe_hash_end(h, s + (k & ~(size_t)7), k);
-        int64_t l = mg_bpe_find_index_hashed(b, s, k, hk);
-        if (l < 0) continue;
-        int64_t r = mg_bpe_find_index(b, s + k, n - k);
-        if (r < 0) continue;
-        MG_FORWARD(pair_put(b, b->tok_id[l], b->tok_id[r], (uint32_t)b->tok_rank[t],
-                            b->tok_id[t]));
-    }
-    return MG_OK;
+    return mg_bpe_pair_put(b, li, ri, rank, mi);
 }
 
 static mg_status build_token_rank_pairs(mg_bpe *b)
 {
     /* the .tiktoken vocabularies have 2.2-2.3 pairs per token: one table of the right size */
     MG_FORWARD(mg_bpe_reserve(b, 0, b->n_tok * 5 / 2));
-    for (size_t t = 0; t < b->n_tok; t++) MG_FORWARD(token_splits(b, t));
-    return MG_OK;
+    return mg_bpe_build_token_rank_pairs(b);
 }
 
 static mg_status build_id_index(mg_bpe *b)
@@ -247,8 +237,13 @@ static mg_status build_id_index(mg_bpe *b)
     b->id_index = mg_malloc((b->n_ids ? b->n_ids : 1) * sizeof *b->id_index);
     if (!b->id_index) return MG_ERR_NOMEM;
     for (size_t i = 0; i < b->n_ids; i++) b->id_index[i] = -1;
-    for (size_t t = 0; t < b->n_tok; t++)
-        if (b->id_index[b->tok_id[t]] < 0) b->id_index[b->tok_id[t]] = (int32_t)t;
+    for (size_t t = 0; t < b->n_tok; t++) {
+        int32_t *at = &b->id_index[b->tok_id[t]];
+        /* a pair of ids must name one string: TOKEN_RANK derives its pairs from strings */
+        MG_RETURN_IF(*at >= 0 && b->mode == MG_BPE_TOKEN_RANK, MG_ERR_FORMAT,
+                     "id %d belongs to two tokens", (int)b->tok_id[t]);
+        if (*at < 0) *at = (int32_t)t;
+    }
     return MG_OK;
 }
 
@@ -277,11 +272,10 @@ mg_status mg_bpe_finalize(mg_bpe *b, int whole_piece_shortcut)
     MG_RETURN_IF(b->finalized, MG_ERR_ARG, "BPE model already finalized");
     for (int c = 0; c < 256; c++) {
         uint8_t byte = (uint8_t)c;
-        int64_t t = mg_bpe_find_index(b, &byte, 1);
-        MG_RETURN_IF(t < 0 && !b->chars, MG_ERR_FORMAT,
+        b->byte_id[c] = mg_bpe_find_id(b, &byte, 1);
+        MG_RETURN_IF(b->byte_id[c] < 0 && !b->chars, MG_ERR_FORMAT,
                      "BPE vocabulary lacks the single byte 0x%02X (every byte must be a token)",
                      c);
-        b->byte_id[c] = t < 0 ? -1 : b->tok_id[t];
         char name[8];
         snprintf(name, sizeof name, "<0x%02X>", c);
         b->fb_id[c] = b->chars ? mg_bpe_token_id(b, (const uint8_t *)name, 6) : -1;
@@ -309,8 +303,7 @@ size_t mg_bpe_n_tokens(const mg_bpe *b) { return b->n_tok; }
 
 int32_t mg_bpe_token_id(const mg_bpe *b, const uint8_t *bytes, size_t len)
 {
-    int64_t t = mg_bpe_find_index(b, bytes, len);
-    return t < 0 ? -1 : b->tok_id[t];
+    return mg_bpe_find_id(b, bytes, len);
 }
 
 const uint8_t *mg_bpe_token_bytes(const mg_bpe *b, int32_t id, size_t *len)

@@ -1,8 +1,12 @@
-/* bpe_impl.h — the BPE model's layout, shared by bpe.c (building) and bpe_merge.c
- * (encoding). Private to those two files; everything else uses bpe.h.
+/* bpe_impl.h — the BPE model's layout, shared by bpe.c and bpe_splits.c (building) and
+ * bpe_merge.c (encoding). Private to those files; everything else uses bpe.h.
  *
  * Tables (all open addressing, linear probing, power-of-two sizes, load <= 1/2):
- *   - tokens: byte string -> token index (slots hold index+1, 0 = empty, plus the hash);
+ *   - tokens: byte string -> id. A slot (16 bytes) holds 24 bits of the string's hash, its
+ *             length, its id and, for a token of at most MG_BPE_INLINE_MAX bytes, its
+ *             bytes: a lookup that finds such a token reads one slot and nothing else (the
+ *             load of a vocabulary is ~2M lookups, mostly of short strings, at random);
+ *             a longer token's slot says where its bytes are;
  *   - pairs:  (left_id << 32 | right_id) -> (rank, merged_id); key ~0 = empty;
  *   - grid:   the pair table for two single bytes, dense (65536 entries), so the first
  *             round of a merge needs no hashing.
@@ -25,9 +29,15 @@ typedef struct {
     int32_t merged;  /* id of left||right */
 } mg_bpe_pair;
 
+/* Tokens are at most this long (a tokenizer's are a few hundred bytes at most). */
+#define MG_BPE_TOKEN_MAX 65535
+#define MG_BPE_INLINE_MAX 8
+
 typedef struct {
-    uint32_t hash; /* low 32 bits of the byte-string hash */
-    uint32_t idx1; /* token index + 1; 0 = empty slot */
+    uint32_t tag;  /* mg_bpe_tag(hash, length); 0 = empty slot */
+    int32_t id;
+    uint64_t body; /* length <= MG_BPE_INLINE_MAX: mg_bpe_load_tail(bytes, length); else
+                    * the bytes' offset in mg_bpe.bytes << 16 | length */
 } mg_bpe_slot;
 
 struct mg_bpe {
@@ -69,9 +79,9 @@ static inline uint64_t mg_bpe_mix64(uint64_t x)
     return x;
 }
 
-/* The n < 8 last bytes of a string as a little-endian integer, read with overlapping
- * fixed-size loads (a variable-size memcpy into a stack word stalls on store forwarding).
- * For n < 4 it combines p[0], p[n/2], p[n-1]: injective for a given n. */
+/* The n <= 8 bytes at p as a little-endian integer, read with overlapping fixed-size
+ * loads (a variable-size memcpy into a stack word stalls on store forwarding). For n < 4
+ * it combines p[0], p[n/2], p[n-1]: injective for a given n. */
 static inline uint64_t mg_bpe_load_tail(const uint8_t *p, size_t n)
 {
     if (n >= 4) {
@@ -147,26 +157,52 @@ static inline uint32_t mg_bpe_pair_find(const mg_bpe *b, int32_t left, int32_t r
     }
 }
 
-/* Token index of a byte string whose mg_bpe_hash() is h, -1 if none. */
-static inline int64_t mg_bpe_find_index_hashed(const mg_bpe *b, const uint8_t *s, size_t n,
-                                               uint64_t h)
+/* Inserts or overwrites pair (left, right) -> (rank, merged) (bpe.c). */
+mg_status mg_bpe_pair_put(mg_bpe *b, int32_t left, int32_t right, uint32_t rank,
+                          int32_t merged);
+/* TOKEN_RANK: the pairs of every split of every token into two tokens, ranked by the
+ * token's rank (bpe_splits.c); ids are unique. */
+mg_status mg_bpe_build_token_rank_pairs(mg_bpe *b);
+
+/* The tag of a string of n bytes whose mg_bpe_hash() is h: bits 40..63 of h (the slot
+ * index takes the low bits) and the length, capped (never 0). */
+static inline uint32_t mg_bpe_tag(uint64_t h, size_t n)
 {
-    size_t i = (size_t)h & b->slot_mask;
-    for (;;) {
-        const mg_bpe_slot *sl = &b->slots[i];
-        if (sl->idx1 == 0) return -1;
-        size_t t = sl->idx1 - 1;
-        if (sl->hash == (uint32_t)h && b->tok_len[t] == n &&
-            mg_bpe_bytes_equal(b->bytes + b->tok_off[t], s, n))
-            return (int64_t)t;
-        i = (i + 1) & b->slot_mask;
+    return ((uint32_t)(h >> 32) & 0xFFFFFF00u) | (uint32_t)(n < 255 ? n + 1 : 255);
+}
+
+/* The slot of a string of n <= MG_BPE_TOKEN_MAX bytes whose mg_bpe_hash() is h: its
+ * token's, or the empty slot where it would go (tag 0). */
+static inline mg_bpe_slot *mg_bpe_probe(const mg_bpe *b, const uint8_t *s, size_t n,
+                                        uint64_t h)
+{
+    uint32_t tag = mg_bpe_tag(h, n);
+    int inline_bytes = n <= MG_BPE_INLINE_MAX;
+    uint64_t body = inline_bytes ? mg_bpe_load_tail(s, n) : (uint64_t)n;
+    for (size_t i = (size_t)h & b->slot_mask;; i = (i + 1) & b->slot_mask) {
+        mg_bpe_slot *sl = &b->slots[i];
+        if (sl->tag == 0) return sl;
+        if (sl->tag != tag) continue;
+        if (inline_bytes ? sl->body == body
+                         : (sl->body & 0xFFFF) == n &&
+                               mg_bpe_bytes_equal(b->bytes + (sl->body >> 16), s, n))
+            return sl;
     }
 }
 
-/* Token index of a byte string, -1 if none. */
-static inline int64_t mg_bpe_find_index(const mg_bpe *b, const uint8_t *s, size_t n)
+/* Id of a byte string whose mg_bpe_hash() is h, -1 if it is not a token. */
+static inline int32_t mg_bpe_find_id_hashed(const mg_bpe *b, const uint8_t *s, size_t n,
+                                            uint64_t h)
 {
-    return mg_bpe_find_index_hashed(b, s, n, mg_bpe_hash(s, n));
+    if (n > MG_BPE_TOKEN_MAX) return -1;
+    const mg_bpe_slot *sl = mg_bpe_probe(b, s, n, h);
+    return sl->tag ? sl->id : -1;
+}
+
+/* Id of a byte string, -1 if it is not a token. */
+static inline int32_t mg_bpe_find_id(const mg_bpe *b, const uint8_t *s, size_t n)
+{
+    return mg_bpe_find_id_hashed(b, s, n, mg_bpe_hash(s, n));
 }
 
 #endif

@@ -574,9 +574,9 @@ static int whole_piece(const mg_bpe *b, const uint8_t *p, size_t n, int32_t *sma
                        const int32_t **ids, size_t *nids)
 {
     if (!b->shortcut) return 0;
-    int64_t t = mg_bpe_find_index(b, p, n);
-    if (t < 0) return 0;
-    small[0] = b->tok_id[t];
+    int32_t id = mg_bpe_find_id(b, p, n);
+    if (id < 0) return 0;
+    small[0] = id;
     *ids = small;
     *nids = 1;
     return 1;
@@ -763,8 +763,7 @@ static size_t utf8_char_len(const uint8_t *p, size_t left)
 static int32_t char_id(const mg_bpe *b, const uint8_t *p, size_t n)
 {
     if (n == 1) return b->byte_id[p[0]];
-    int64_t t = mg_bpe_find_index(b, p, n);
-    return t < 0 ? -1 : b->tok_id[t];
+    return mg_bpe_find_id(b, p, n);
 }
 
 /* Appends the "<0xXX>" ids of p[0, n) if all exist; returns 0 (nothing written) if not. */

@@ -9,6 +9,9 @@
  *             only the first max_entries entries are read and checked (max_entries < 0: all);
  *       else: a .tiktoken file, lines "base64 rank" (tiktoken's load_tiktoken_bpe()); empty
  *             lines are skipped; max_entries is ignored (the caller filters ranks).
+ *   - Before the first add, size (if not NULL) is told at most how many entries will be
+ *     added (the entries of the JSON list read; the lines of a .tiktoken file), so that
+ *     the caller can size its tables once.
  *   - *is_json tells which format it was. Errors name FILE and the entry / line.
  */
 #ifndef MG_TOK_TIKTOKEN_VOCAB_H
@@ -22,7 +25,10 @@
 typedef mg_status (*mg_tiktoken_add_fn)(void *ctx, const uint8_t *bytes, size_t len,
                                         int64_t rank);
 
-mg_status mg_tiktoken_vocab_load(const char *path, int64_t max_entries, mg_tiktoken_add_fn add,
-                                 void *ctx, int *is_json);
+typedef mg_status (*mg_tiktoken_size_fn)(void *ctx, size_t most);
+
+mg_status mg_tiktoken_vocab_load(const char *path, int64_t max_entries,
+                                 mg_tiktoken_size_fn size, mg_tiktoken_add_fn add, void *ctx,
+                                 int *is_json);
 
 #endif

@@ -259,13 +259,21 @@ static mg_status add_rank(void *ctx, const uint8_t *bytes, size_t len, int64_t r
     return MG_OK;
 }
 
+static mg_status reserve_ranks(void *ctx, size_t most)
+{
+    rank_loader *l = ctx;
+    if (l->max_rank >= 0 && (uint64_t)l->max_rank < most) most = (size_t)l->max_rank;
+    return mg_bpe_reserve(l->bpe, most, 0);
+}
+
 /* Loads path into a new TOKEN_RANK model (finalized with the whole-piece shortcut). */
 static mg_status load_bpe(tt_impl *im, rank_loader *l, int64_t max_entries, int *is_json)
 {
     MG_FORWARD(mg_bpe_create(&im->bpe, MG_BPE_TOKEN_RANK));
     l->bpe = im->bpe;
     l->top_rank = -1;
-    mg_status st = mg_tiktoken_vocab_load(l->path, max_entries, add_rank, l, is_json);
+    mg_status st = mg_tiktoken_vocab_load(l->path, max_entries, reserve_ranks, add_rank, l,
+                                          is_json);
     if (st == MG_OK) {
         st = mg_bpe_finalize(im->bpe, 1);
         if (st != MG_OK) mg_error_prefix("%s", l->path);

@@ -54,7 +54,7 @@ static mg_status json_entry(const char *path, size_t i, const json_t *e, uint8_t
 }
 
 static mg_status load_json(const char *path, const mg_map *m, int64_t max_entries,
-                           mg_tiktoken_add_fn add, void *ctx)
+                           mg_tiktoken_size_fn size, mg_tiktoken_add_fn add, void *ctx)
 {
     json_error_t err;
     json_t *root = json_loadb((const char *)m->data, m->size, JSON_ALLOW_NUL, &err);
@@ -63,6 +63,7 @@ static mg_status load_json(const char *path, const mg_map *m, int64_t max_entrie
     if (!json_is_array(root)) st = mg_error_set(MG_ERR_FORMAT, "%s: not a JSON list", path);
     size_t n = json_is_array(root) ? json_array_size(root) : 0;
     if (max_entries >= 0 && (uint64_t)max_entries < n) n = (size_t)max_entries;
+    if (st == MG_OK && size) st = size(ctx, n);
     uint8_t *buf = NULL;
     size_t cap = 0, len = 0;
     for (size_t i = 0; i < n && st == MG_OK; i++) {
@@ -140,14 +141,31 @@ static mg_status tiktoken_line(const char *path, size_t line_no, const uint8_t *
 }
 
 /* bytes.splitlines(): \n, \r and \r\n end a line. */
-static mg_status load_tiktoken(const char *path, const mg_map *m, mg_tiktoken_add_fn add,
-                               void *ctx)
+/* How many times byte c is in d[0, n) (not followed by `unless`, if that is not -1). */
+static size_t count_byte(const uint8_t *d, size_t n, int c, int unless)
+{
+    size_t k = 0;
+    for (const uint8_t *at; n && (at = memchr(d, c, n)); d = at + 1) {
+        n -= (size_t)(at + 1 - d);
+        k += unless < 0 || !n || at[1] != unless;
+    }
+    return k;
+}
+
+/* At most how many lines d[0, n) has (bytes.splitlines(): \n, \r and \r\n end one). */
+static size_t count_lines(const uint8_t *d, size_t n)
+{
+    return 1 + count_byte(d, n, '\n', -1) + count_byte(d, n, '\r', '\n');
+}
+
+static mg_status load_tiktoken(const char *path, const mg_map *m, mg_tiktoken_size_fn size,
+                               mg_tiktoken_add_fn add, void *ctx)
 {
     const uint8_t *d = m->data;
     size_t n = m->size, line_no = 0;
     uint8_t *buf = NULL;
     size_t cap = 0;
-    mg_status st = MG_OK;
+    mg_status st = size ? size(ctx, count_lines(d, n)) : MG_OK;
     for (size_t i = 0; i < n && st == MG_OK;) {
         const uint8_t *nl = memchr(d + i, '\n', n - i);
         size_t j = nl ? (size_t)(nl - d) : n;
@@ -162,16 +180,17 @@ static mg_status load_tiktoken(const char *path, const mg_map *m, mg_tiktoken_ad
     return st;
 }
 
-mg_status mg_tiktoken_vocab_load(const char *path, int64_t max_entries, mg_tiktoken_add_fn add,
-                                 void *ctx, int *is_json)
+mg_status mg_tiktoken_vocab_load(const char *path, int64_t max_entries,
+                                 mg_tiktoken_size_fn size, mg_tiktoken_add_fn add, void *ctx,
+                                 int *is_json)
 {
     mg_map m;
     MG_FORWARD(mg_map_open(&m, path));
     size_t i = 0;
     while (i < m.size && is_ws(m.data[i])) i++;
     *is_json = i < m.size && (m.data[i] == '[' || m.data[i] == '{');
-    mg_status st = *is_json ? load_json(path, &m, max_entries, add, ctx)
-                            : load_tiktoken(path, &m, add, ctx);
+    mg_status st = *is_json ? load_json(path, &m, max_entries, size, add, ctx)
+                            : load_tiktoken(path, &m, size, add, ctx);
     mg_map_close(&m);
     return st;
 }

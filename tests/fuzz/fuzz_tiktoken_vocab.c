@@ -5,7 +5,8 @@
  * follows tiktoken's load_tiktoken_bpe() step by step (bytes.splitlines(), line.split(), a
  * rank of decimal digits, base64.b64decode() of well-formed groups): both must accept the
  * same files, give the same entries in the same order, and reject a file at the same line.
- * A JSON input only has to load without a crash, a sanitizer report or a leak.
+ * A JSON input only has to load without a crash, a sanitizer report or a leak. Either way
+ * the loader's bound on the entries comes first and holds.
  * Seeds: tests/fuzz/corpus/tiktoken_vocab/.
  */
 #include <stdint.h>
@@ -21,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 typedef struct {
     uint8_t bytes[1 << 16];
     size_t n;
+    size_t count, most; /* entries added; the loader's bound on them (SIZE_MAX: none told) */
 } entries;
 
 /* Appends one entry as rank (8 bytes), length (8 bytes), bytes. */
@@ -36,7 +38,18 @@ static void put(entries *e, const uint8_t *s, size_t len, int64_t rank)
 
 static mg_status collect(void *ctx, const uint8_t *bytes, size_t len, int64_t rank)
 {
-    put(ctx, bytes, len, rank);
+    entries *e = ctx;
+    if (e->most == SIZE_MAX) abort(); /* the bound comes before the first entry */
+    put(e, bytes, len, rank);
+    e->count++;
+    return MG_OK;
+}
+
+static mg_status bound(void *ctx, size_t most)
+{
+    entries *e = ctx;
+    if (e->most != SIZE_MAX || e->count) abort(); /* told once, first */
+    e->most = most;
     return MG_OK;
 }
 
@@ -123,9 +136,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!path[0]) snprintf(path, sizeof path, "/tmp/fuzz-tiktoken-%d.tiktoken", (int)getpid());
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0) abort();
-    got.n = want.n = 0;
+    got.n = want.n = got.count = 0;
+    got.most = SIZE_MAX;
     int is_json;
-    mg_status st = mg_tiktoken_vocab_load(path, -1, collect, &got, &is_json);
+    mg_status st = mg_tiktoken_vocab_load(path, -1, bound, collect, &got, &is_json);
+    if (got.count && got.count > got.most) abort();
     if (is_json) return 0;
     size_t bad = ref_load(data, size, &want);
     char where[48];

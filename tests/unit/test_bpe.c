@@ -145,6 +145,17 @@ MG_TEST(bpe_errors)
                  MG_ERR_ARG, "PAIR_RANK");
     MG_CHECK_ERR(t, mg_bpe_add_token(b, (const uint8_t *)"a", 1, -3, 0), MG_ERR_FORMAT,
                  "invalid id");
+    static uint8_t huge[65536];
+    MG_CHECK_ERR(t, mg_bpe_add_token(b, huge, sizeof huge, 7, 7), MG_ERR_LIMIT,
+                 "65536 bytes, longer than the 65535");
+    MG_CHECK_OK(t, mg_bpe_add_token(b, huge, sizeof huge - 1, 7, 7)); /* the longest */
+    mg_bpe_free(b);
+    /* TOKEN_RANK derives pairs of ids from strings: an id must name one token */
+    MG_CHECK_OK(t, mg_bpe_create(&b, MG_BPE_TOKEN_RANK));
+    add_bytes(t, b, 0);
+    add_str(t, b, "ab", 300, 300);
+    add_str(t, b, "cd", 300, 301);
+    MG_CHECK_ERR(t, mg_bpe_finalize(b, 1), MG_ERR_FORMAT, "id 300 belongs to two tokens");
     mg_bpe_free(b);
 }
 
@@ -165,6 +176,9 @@ static uint32_t rnd(rng *r, uint32_t n)
 #define MAXTOK 600
 #define MAXLEN 32
 
+/* The four bytes that random tokens and texts are made of (a round may change them). */
+static uint8_t alphabet[4] = {'a', 'b', 'c', 'd'};
+
 typedef struct {
     uint8_t bytes[MAXTOK][MAXLEN];
     size_t len[MAXTOK];
@@ -181,7 +195,7 @@ static int64_t vocab_find(const vocab *v, const uint8_t *s, size_t n)
     return -1;
 }
 
-/* Bytes 0..255, then tokens made of two earlier tokens over the alphabet "abcd". */
+/* Bytes 0..255, then tokens made of two earlier tokens over the alphabet. */
 static void make_vocab(vocab *v, rng *r, size_t n_extra)
 {
     v->n = v->n_merges = 0;
@@ -192,8 +206,8 @@ static void make_vocab(vocab *v, rng *r, size_t n_extra)
     size_t guard = 0;
     while (v->n < 256 + n_extra && guard++ < 100000) {
         uint32_t made = (uint32_t)(v->n - 256);
-        size_t a = made == 0 || rnd(r, 3) == 0 ? 'a' + rnd(r, 4) : 256 + rnd(r, made);
-        size_t b = made == 0 || rnd(r, 2) ? 'a' + rnd(r, 4) : 256 + rnd(r, made);
+        size_t a = made == 0 || rnd(r, 3) == 0 ? alphabet[rnd(r, 4)] : 256 + rnd(r, made);
+        size_t b = made == 0 || rnd(r, 2) ? alphabet[rnd(r, 4)] : 256 + rnd(r, made);
         if (v->len[a] + v->len[b] > MAXLEN) continue;
         uint8_t cat[MAXLEN];
         memcpy(cat, v->bytes[a], v->len[a]);
@@ -318,7 +332,7 @@ static void random_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut)
     int32_t want[3000];
     for (int k = 0; k < 400 && t->failures == 0; k++) {
         size_t n = k < 300 ? 1 + rnd(r, 100) : 1 + rnd(r, sizeof text);
-        for (size_t i = 0; i < n; i++) text[i] = (uint8_t)(rnd(r, 16) ? 'a' + rnd(r, 4) : rnd(r, 256));
+        for (size_t i = 0; i < n; i++) text[i] = (uint8_t)(rnd(r, 16) ? alphabet[rnd(r, 4)] : rnd(r, 256));
         size_t nw = ref_encode(&v, shortcut, text, n, want);
         mg_ids ids = {0};
         MG_CHECK_OK(t, mg_bpe_encode_piece(b, c, text, n, &ids));
@@ -342,6 +356,13 @@ MG_TEST(bpe_random_vs_reference)
         random_round(t, &r, MG_BPE_PAIR_RANK, 0);
         random_round(t, &r, MG_BPE_PAIR_RANK, 1);
     }
+    /* NUL and 0xFF bytes: the order of the sorted walks (bpe_splits.c) pads with zeros */
+    memcpy(alphabet, "\0a\xff\x01", 4);
+    for (int round = 0; round < 2; round++) {
+        random_round(t, &r, MG_BPE_TOKEN_RANK, round);
+        random_round(t, &r, MG_BPE_PAIR_RANK, round);
+    }
+    memcpy(alphabet, "abcd", 4);
 }
 
 /* Many more distinct pieces (2..16 bytes: the word cache; 17..22 and 40..299: the long
