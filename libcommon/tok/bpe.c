@@ -112,16 +112,13 @@ static mg_status grow_token_arrays(mg_bpe *b, size_t need)
     return MG_OK;
 }
 
-static mg_status reserve_tokens(mg_bpe *b, size_t len)
-{
-    MG_FORWARD(grow_token_arrays(b, b->n_tok + 1));
-    return MG_GROW(b->bytes, b->bytes_cap, b->bytes_len + len, 16384);
-}
-
-mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t id, int32_t rank)
+/* Adds token x (hash h) in room already reserved. */
+static mg_status add_one(mg_bpe *b, const mg_bpe_token *x, uint64_t h)
 {
     char show[200];
-    MG_RETURN_IF(b->finalized, MG_ERR_ARG, "BPE model already finalized");
+    const uint8_t *bytes = x->bytes;
+    size_t len = x->len;
+    int32_t id = x->id, rank = x->rank;
     MG_RETURN_IF(id < 0 || id == INT32_MAX, MG_ERR_FORMAT, "token \"%s\": invalid id %d",
                  show_bytes(show, sizeof show, bytes, len), (int)id);
     MG_RETURN_IF(b->mode == MG_BPE_TOKEN_RANK && (rank < 0 || rank == INT32_MAX), MG_ERR_FORMAT,
@@ -130,9 +127,6 @@ mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t 
     MG_RETURN_IF(len > MG_BPE_TOKEN_MAX, MG_ERR_LIMIT,
                  "token \"%s\" (id %d): %zu bytes, longer than the %d a token may have",
                  show_bytes(show, sizeof show, bytes, len), (int)id, len, MG_BPE_TOKEN_MAX);
-    MG_RETURN_IF(b->n_tok >= INT32_MAX - 1, MG_ERR_LIMIT, "BPE vocabulary too large");
-    MG_FORWARD(reserve_tokens(b, len));
-    uint64_t h = mg_bpe_hash(bytes, len);
     mg_bpe_slot *sl = mg_bpe_probe(b, bytes, len, h); /* a token's slot, or where it goes */
     MG_RETURN_IF(sl->tag != 0, MG_ERR_FORMAT, "duplicate token \"%s\" (id %d)",
                  show_bytes(show, sizeof show, bytes, len), (int)id);
@@ -144,6 +138,48 @@ mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t 
     b->tok_rank[t] = b->mode == MG_BPE_TOKEN_RANK ? rank : 0;
     b->bytes_len += len;
     slot_fill(b, sl, t, h);
+    return MG_OK;
+}
+
+mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t id, int32_t rank)
+{
+    size_t bad;
+    return mg_bpe_add_tokens(b, &(mg_bpe_token){bytes, len, id, rank}, 1, &bad);
+}
+
+/* Tokens are added TOKEN_BATCH at a time: every hash first, each slot prefetched, then the
+ * checks and inserts in order (a token's probe sees the ones before it). */
+#define TOKEN_BATCH 16
+
+/* Room for x[0, n) in the token arrays (the slot table does not grow during the batch)
+ * and their bytes. */
+static mg_status reserve_batch(mg_bpe *b, const mg_bpe_token *x, size_t n)
+{
+    size_t bytes = 0;
+    for (size_t j = 0; j < n; j++)
+        bytes += x[j].len <= MG_BPE_TOKEN_MAX ? x[j].len : 0; /* add_one refuses longer */
+    MG_FORWARD(grow_token_arrays(b, b->n_tok + n));
+    return MG_GROW(b->bytes, b->bytes_cap, b->bytes_len + bytes, 16384);
+}
+
+mg_status mg_bpe_add_tokens(mg_bpe *b, const mg_bpe_token *x, size_t n, size_t *bad)
+{
+    *bad = 0;
+    MG_RETURN_IF(b->finalized, MG_ERR_ARG, "BPE model already finalized");
+    for (size_t i = 0; i < n; i += TOKEN_BATCH) {
+        size_t k = n - i < TOKEN_BATCH ? n - i : TOKEN_BATCH;
+        MG_RETURN_IF(b->n_tok + k >= INT32_MAX - 1, MG_ERR_LIMIT, "BPE vocabulary too large");
+        MG_FORWARD(reserve_batch(b, x + i, k));
+        uint64_t h[TOKEN_BATCH];
+        for (size_t j = 0; j < k; j++) {
+            h[j] = mg_bpe_hash(x[i + j].bytes, x[i + j].len);
+            __builtin_prefetch(&b->slots[(size_t)h[j] & b->slot_mask]);
+        }
+        for (size_t j = 0; j < k; j++) {
+            *bad = i + j;
+            MG_FORWARD(add_one(b, &x[i + j], h[j]));
+        }
+    }
     return MG_OK;
 }
 
@@ -203,22 +239,114 @@ static mg_status merge_error(const uint8_t *l, size_t ll, const uint8_t *r, size
 mg_status mg_bpe_add_merge(mg_bpe *b, const uint8_t *left, size_t llen, const uint8_t *right,
                            size_t rlen)
 {
+    size_t bad;
+    return mg_bpe_add_merges(b, &(mg_bpe_merge){left, right, llen, rlen}, 1, &bad);
+}
+
+/* Merges are looked up MERGE_BATCH at a time: every hash first, each slot prefetched, then
+ * the lookups, each pair's slot prefetched, then the inserts (in order: a later duplicate
+ * overwrites). */
+#define MERGE_BATCH 16
+#define MERGE_CAT_BYTES 4096 /* the batch's concatenations, on the stack if they fit */
+
+typedef struct {
+    uint64_t hl, hr, hc;
+    const uint8_t *cat;
+    int32_t l, r, merged;
+} merge_look;
+
+static void prefetch_slot(const mg_bpe *b, uint64_t h)
+{
+    __builtin_prefetch(&b->slots[(size_t)h & b->slot_mask]);
+}
+
+/* Hashes m[0, n) (n <= MERGE_BATCH) and their concatenations (written at cat). */
+static void hash_merges(const mg_bpe *b, const mg_bpe_merge *m, size_t n, uint8_t *cat,
+                        merge_look *q)
+{
+    for (size_t j = 0; j < n; j++) {
+        memcpy(cat, m[j].left, m[j].llen);
+        memcpy(cat + m[j].llen, m[j].right, m[j].rlen);
+        q[j].cat = cat;
+        q[j].hl = mg_bpe_hash(m[j].left, m[j].llen);
+        q[j].hr = mg_bpe_hash(m[j].right, m[j].rlen);
+        q[j].hc = mg_bpe_hash(cat, m[j].llen + m[j].rlen);
+        prefetch_slot(b, q[j].hl);
+        prefetch_slot(b, q[j].hr);
+        prefetch_slot(b, q[j].hc);
+        cat += m[j].llen + m[j].rlen;
+    }
+}
+
+static mg_status look_up_merges(const mg_bpe *b, const mg_bpe_merge *m, size_t n,
+                                merge_look *q, size_t *bad)
+{
+    for (size_t j = 0; j < n; j++) {
+        const mg_bpe_merge *x = &m[j];
+        size_t cl = x->llen + x->rlen;
+        q[j].l = mg_bpe_find_id_hashed(b, x->left, x->llen, q[j].hl);
+        q[j].r = mg_bpe_find_id_hashed(b, x->right, x->rlen, q[j].hr);
+        q[j].merged = mg_bpe_find_id_hashed(b, q[j].cat, cl, q[j].hc);
+        *bad = j;
+        if (q[j].l < 0) return merge_error(x->left, x->llen, x->right, x->rlen,
+                                           "left part is not a token");
+        if (q[j].r < 0) return merge_error(x->left, x->llen, x->right, x->rlen,
+                                           "right part is not a token");
+        if (q[j].merged < 0) return merge_error(x->left, x->llen, x->right, x->rlen,
+                                                "merged token is not in the vocabulary");
+        __builtin_prefetch(&b->pairs[mg_bpe_mix64(mg_bpe_pair_key(q[j].l, q[j].r)) &
+                                     b->pair_mask], 1);
+    }
+    return MG_OK;
+}
+
+/* mg_bpe_add_merges for n <= MERGE_BATCH merges whose concatenations fit cat. */
+static mg_status merge_batch(mg_bpe *b, const mg_bpe_merge *m, size_t n, uint8_t *cat,
+                             size_t *bad)
+{
+    merge_look q[MERGE_BATCH];
+    hash_merges(b, m, n, cat, q);
+    MG_FORWARD(look_up_merges(b, m, n, q, bad));
+    for (size_t j = 0; j < n; j++) {
+        *bad = j;
+        MG_RETURN_IF(b->n_merge_calls >= UINT32_MAX - 1, MG_ERR_LIMIT, "too many merges");
+        MG_FORWARD(mg_bpe_pair_put(b, q[j].l, q[j].r, (uint32_t)b->n_merge_calls++,
+                                   q[j].merged));
+    }
+    return MG_OK;
+}
+
+/* How many of m[0, n) (at least one, at most MERGE_BATCH) make the next batch, and the
+ * bytes of their concatenations. */
+static size_t batch_size(const mg_bpe_merge *m, size_t n, size_t *bytes)
+{
+    size_t k = 0;
+    *bytes = 0;
+    while (k < n && k < MERGE_BATCH) {
+        size_t cl = m[k].llen + m[k].rlen;
+        if (k > 0 && *bytes + cl > MERGE_CAT_BYTES) break;
+        *bytes += cl;
+        k++;
+    }
+    return k;
+}
+
+mg_status mg_bpe_add_merges(mg_bpe *b, const mg_bpe_merge *m, size_t n, size_t *bad)
+{
+    *bad = 0;
     MG_RETURN_IF(b->finalized, MG_ERR_ARG, "BPE model already finalized");
     MG_RETURN_IF(b->mode != MG_BPE_PAIR_RANK, MG_ERR_ARG, "merges need MG_BPE_PAIR_RANK mode");
-    MG_RETURN_IF(b->n_merge_calls >= UINT32_MAX - 1, MG_ERR_LIMIT, "too many merges");
-    int32_t li = mg_bpe_find_id(b, left, llen), ri = mg_bpe_find_id(b, right, rlen);
-    if (li < 0) return merge_error(left, llen, right, rlen, "left part is not a token");
-    if (ri < 0) return merge_error(left, llen, right, rlen, "right part is not a token");
-    uint8_t stack[256];
-    uint8_t *cat = llen + rlen <= sizeof stack ? stack : mg_malloc(llen + rlen);
-    if (!cat) return MG_ERR_NOMEM;
-    memcpy(cat, left, llen);
-    memcpy(cat + llen, right, rlen);
-    int32_t mi = mg_bpe_find_id(b, cat, llen + rlen);
-    if (cat != stack) free(cat);
-    if (mi < 0) return merge_error(left, llen, right, rlen, "merged token is not in the vocabulary");
-    uint32_t rank = (uint32_t)b->n_merge_calls++;
-    return mg_bpe_pair_put(b, li, ri, rank, mi);
+    uint8_t stack[MERGE_CAT_BYTES];
+    for (size_t i = 0, k, bytes; i < n; i += k) {
+        k = batch_size(m + i, n - i, &bytes);
+        uint8_t *cat = bytes <= sizeof stack ? stack : mg_malloc(bytes);
+        if (!cat) return MG_ERR_NOMEM;
+        mg_status st = merge_batch(b, m + i, k, cat, bad);
+        if (cat != stack) free(cat);
+        *bad += i;
+        MG_FORWARD(st);
+    }
+    return MG_OK;
 }
 
 static mg_status build_token_rank_pairs(mg_bpe *b)

@@ -42,10 +42,27 @@ mg_status mg_bpe_create(mg_bpe **b, mg_bpe_mode mode);
 /* Adds a token. TOKEN_RANK mode: its rank is `rank`; PAIR_RANK mode: rank is ignored.
  * A duplicate byte string is MG_ERR_FORMAT. */
 mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t id, int32_t rank);
+typedef struct {
+    const uint8_t *bytes;
+    size_t len;
+    int32_t id, rank;
+} mg_bpe_token;
+/* mg_bpe_add_token for x[0, n) in order, faster: the probes of a batch of tokens overlap.
+ * On an error *bad is the index of the token it is about (the tokens before it were
+ * added). */
+mg_status mg_bpe_add_tokens(mg_bpe *b, const mg_bpe_token *x, size_t n, size_t *bad);
 /* PAIR_RANK mode only: adds merge (left, right) -> the token left||right, rank = call index.
  * Unknown left/right/merged token is MG_ERR_FORMAT (message names the merge). */
 mg_status mg_bpe_add_merge(mg_bpe *b, const uint8_t *left, size_t llen, const uint8_t *right,
                            size_t rlen);
+typedef struct {
+    const uint8_t *left, *right;
+    size_t llen, rlen;
+} mg_bpe_merge;
+/* mg_bpe_add_merge for m[0, n) in order, faster: the lookups of a batch of merges overlap
+ * (a vocabulary's merges are looked up at random). On an error *bad is the index of the
+ * merge it is about (the merges before it were added). */
+mg_status mg_bpe_add_merges(mg_bpe *b, const mg_bpe_merge *m, size_t n, size_t *bad);
 /* Sizes the tables for n_tokens tokens and n_pairs merges before they are added (a hint:
  * more may follow; loading then does not rehash the tables as they fill). */
 mg_status mg_bpe_reserve(mg_bpe *b, size_t n_tokens, size_t n_pairs);

@@ -321,41 +321,114 @@ static int64_t vocab_lookup(const builder *b, const char *s, size_t len)
     return -1;
 }
 
-static mg_status add_vocab(builder *b)
+/* Vocabulary entries and merges go to the model AT_ONCE at a time (mg_bpe_add_tokens and
+ * mg_bpe_add_merges overlap their lookups), their byte-level forms decoded into one buffer
+ * of QUEUE_BYTES + the longest (a byte-level string decodes to at most as many bytes). */
+#define AT_ONCE 64
+#define QUEUE_BYTES 16384
+
+typedef struct {
+    int merges; /* what it holds: merges, else tokens */
+    mg_bpe_token tok[AT_ONCE];
+    mg_bpe_merge merge[AT_ONCE];
+    size_t index[AT_ONCE]; /* in model.vocab / model.merges */
+    size_t n, used;
+    uint8_t *bytes;
+} bpe_queue;
+
+typedef mg_status (*queue_fn)(builder *b, bpe_queue *q, size_t i);
+
+static mg_status flush_queue(builder *b, bpe_queue *q)
 {
-    const mg_hf_desc *d = b->d;
-    for (size_t i = 0; i < d->n_vocab; i++) {
-        size_t n;
-        if (!mg_byte_level_decode(d->vocab[i].s, d->vocab[i].len, b->buf, &n) || n == 0) {
-            b->invalid[b->n_invalid++] = i; /* e.g. special tokens kept in the vocabulary */
-            continue;
-        }
-        mg_status st = mg_bpe_add_token(b->h->bpe, b->buf, n, (int32_t)d->vocab_id[i], 0);
-        if (st != MG_OK) {
-            mg_error_prefix("%s: model.vocab[\"%.80s\"]", d->file, d->vocab[i].s);
-            return st;
-        }
+    size_t bad;
+    mg_status st = q->merges ? mg_bpe_add_merges(b->h->bpe, q->merge, q->n, &bad)
+                             : mg_bpe_add_tokens(b->h->bpe, q->tok, q->n, &bad);
+    if (st != MG_OK && q->merges)
+        mg_error_prefix("%s: model.merges[%zu]", b->d->file, q->index[bad]);
+    else if (st != MG_OK)
+        mg_error_prefix("%s: model.vocab[\"%.80s\"]", b->d->file, b->d->vocab[q->index[bad]].s);
+    q->n = q->used = 0;
+    return st;
+}
+
+/* Room in q for one more entry of at most `bytes` bytes (q flushed if it has none). */
+static mg_status queue_room(builder *b, bpe_queue *q, size_t bytes)
+{
+    if (q->n < AT_ONCE && q->used + bytes <= QUEUE_BYTES + b->buf_cap) return MG_OK;
+    return flush_queue(b, q);
+}
+
+/* queue(b, q, i) for every i < n, then the rest of the queue to the model. */
+static mg_status run_queue(builder *b, int merges, size_t n, queue_fn queue)
+{
+    bpe_queue q = {.merges = merges, .bytes = mg_malloc(QUEUE_BYTES + b->buf_cap)};
+    if (!q.bytes) return MG_ERR_NOMEM;
+    mg_status st = MG_OK;
+    for (size_t i = 0; i < n && st == MG_OK; i++) st = queue(b, &q, i);
+    if (st == MG_OK && q.n) st = flush_queue(b, &q);
+    free(q.bytes);
+    return st;
+}
+
+/* Queues vocabulary entry i, its byte-level form decoded. */
+static mg_status queue_token(builder *b, bpe_queue *q, size_t i)
+{
+    const mg_hf_str *v = &b->d->vocab[i];
+    MG_FORWARD(queue_room(b, q, v->len));
+    size_t n;
+    if (!mg_byte_level_decode(v->s, v->len, q->bytes + q->used, &n) || n == 0) {
+        b->invalid[b->n_invalid++] = i; /* e.g. special tokens kept in the vocabulary */
+        return MG_OK;
     }
+    q->tok[q->n] = (mg_bpe_token){q->bytes + q->used, n, (int32_t)b->d->vocab_id[i], 0};
+    q->index[q->n++] = i;
+    q->used += n;
     return MG_OK;
 }
 
-static mg_status add_merge(builder *b, size_t i)
+/* Queues merge i, its byte-level form decoded (a merge that is not byte-level can never
+ * apply: its tokens must still exist). */
+static mg_status queue_byte_level(builder *b, bpe_queue *q, size_t i)
 {
     const mg_hf_desc *d = b->d;
     const mg_hf_str *l = &d->merge_l[i], *r = &d->merge_r[i];
+    MG_FORWARD(queue_room(b, q, l->len + r->len));
+    uint8_t *at = q->bytes + q->used;
     size_t nl, nr;
-    int ok_l = mg_byte_level_decode(l->s, l->len, b->buf, &nl) && nl > 0;
-    int ok_r = ok_l && mg_byte_level_decode(r->s, r->len, b->buf + nl, &nr) && nr > 0;
+    int ok_l = mg_byte_level_decode(l->s, l->len, at, &nl) && nl > 0;
+    int ok_r = ok_l && mg_byte_level_decode(r->s, r->len, at + nl, &nr) && nr > 0;
     if (!ok_l || !ok_r) {
-        /* Not byte-level: the merge can never apply; the tokens must still exist. */
-        if (vocab_lookup(b, l->s, l->len) < 0 || vocab_lookup(b, r->s, r->len) < 0)
-            return mg_error_set(MG_ERR_FORMAT, "%s: model.merges[%zu] uses a token that is "
-                                "not in the vocabulary", d->file, i);
-        return MG_OK;
+        if (vocab_lookup(b, l->s, l->len) >= 0 && vocab_lookup(b, r->s, r->len) >= 0)
+            return MG_OK;
+        MG_FORWARD(flush_queue(b, q)); /* the error of an earlier merge comes first */
+        return mg_error_set(MG_ERR_FORMAT, "%s: model.merges[%zu] uses a token that is not "
+                            "in the vocabulary", d->file, i);
     }
-    mg_status st = mg_bpe_add_merge(b->h->bpe, b->buf, nl, b->buf + nl, nr);
-    if (st != MG_OK) mg_error_prefix("%s: model.merges[%zu]", d->file, i);
-    return st;
+    q->merge[q->n] = (mg_bpe_merge){at, at + nl, nl, nr};
+    q->index[q->n++] = i;
+    q->used += nl + nr;
+    return MG_OK;
+}
+
+/* Queues vocabulary entry i as a plain string (char-initial models). */
+static mg_status queue_char_token(builder *b, bpe_queue *q, size_t i)
+{
+    const mg_hf_str *v = &b->d->vocab[i];
+    MG_FORWARD(queue_room(b, q, 0));
+    q->tok[q->n] = (mg_bpe_token){(const uint8_t *)v->s, v->len, (int32_t)b->d->vocab_id[i], 0};
+    q->index[q->n++] = i;
+    return MG_OK;
+}
+
+/* Queues merge i as plain strings (char-initial models). */
+static mg_status queue_chars(builder *b, bpe_queue *q, size_t i)
+{
+    const mg_hf_str *l = &b->d->merge_l[i], *r = &b->d->merge_r[i];
+    MG_FORWARD(queue_room(b, q, 0));
+    q->merge[q->n] = (mg_bpe_merge){(const uint8_t *)l->s, (const uint8_t *)r->s, l->len,
+                                    r->len};
+    q->index[q->n++] = i;
+    return MG_OK;
 }
 
 /* Char-initial: vocabulary and merges as plain UTF-8 strings. */
@@ -363,23 +436,8 @@ static mg_status build_chars(builder *b)
 {
     const mg_hf_desc *d = b->d;
     mg_bpe *bpe = b->h->bpe;
-    for (size_t i = 0; i < d->n_vocab; i++) {
-        mg_status st = mg_bpe_add_token(bpe, (const uint8_t *)d->vocab[i].s, d->vocab[i].len,
-                                        (int32_t)d->vocab_id[i], 0);
-        if (st != MG_OK) {
-            mg_error_prefix("%s: model.vocab[\"%.80s\"]", d->file, d->vocab[i].s);
-            return st;
-        }
-    }
-    for (size_t i = 0; i < d->n_merges; i++) {
-        const mg_hf_str *l = &d->merge_l[i], *r = &d->merge_r[i];
-        mg_status st = mg_bpe_add_merge(bpe, (const uint8_t *)l->s, l->len,
-                                        (const uint8_t *)r->s, r->len);
-        if (st != MG_OK) {
-            mg_error_prefix("%s: model.merges[%zu]", d->file, i);
-            return st;
-        }
-    }
+    MG_FORWARD(run_queue(b, 0, d->n_vocab, queue_char_token));
+    MG_FORWARD(run_queue(b, 1, d->n_merges, queue_chars));
     int32_t unk = -1;
     if (d->unk_token) {
         unk = mg_bpe_token_id(bpe, (const uint8_t *)d->unk_token, strlen(d->unk_token));
@@ -409,8 +467,8 @@ static mg_status build_bpe(builder *b)
     MG_FORWARD(mg_bpe_create(&b->h->bpe, MG_BPE_PAIR_RANK));
     MG_FORWARD(mg_bpe_reserve(b->h->bpe, d->n_vocab, d->n_merges));
     if (d->char_level) return build_chars(b);
-    MG_FORWARD(add_vocab(b));
-    for (size_t i = 0; i < d->n_merges; i++) MG_FORWARD(add_merge(b, i));
+    MG_FORWARD(run_queue(b, 0, d->n_vocab, queue_token));
+    MG_FORWARD(run_queue(b, 1, d->n_merges, queue_byte_level));
     mg_status st = mg_bpe_finalize(b->h->bpe, d->ignore_merges);
     if (st != MG_OK) mg_error_prefix("%s", d->file);
     return st;

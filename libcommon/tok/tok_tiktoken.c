@@ -213,6 +213,11 @@ static const struct mg_tok_vtbl tt_vtbl = {
 
 /* ---- loading the ranks ---- */
 
+/* Tokens go to the model QUEUE_TOKENS at a time (mg_bpe_add_tokens overlaps their
+ * probes), their bytes copied into a buffer of QUEUE_BYTES (a longer token goes alone). */
+#define QUEUE_TOKENS 64
+#define QUEUE_BYTES 4096
+
 typedef struct {
     mg_bpe *bpe;
     const char *path;
@@ -222,6 +227,9 @@ typedef struct {
     size_t seen_cap;
     size_t n_added;
     int64_t top_rank;  /* largest rank added */
+    mg_bpe_token queue[QUEUE_TOKENS];
+    size_t n_queued, queued_bytes;
+    uint8_t queue_bytes[QUEUE_BYTES];
 } rank_loader;
 
 static mg_status mark_rank(rank_loader *l, int64_t rank)
@@ -241,6 +249,38 @@ static mg_status mark_rank(rank_loader *l, int64_t rank)
     return MG_OK;
 }
 
+static mg_status flush_queue(rank_loader *l)
+{
+    size_t bad;
+    mg_status st = mg_bpe_add_tokens(l->bpe, l->queue, l->n_queued, &bad);
+    if (st != MG_OK) mg_error_prefix("%s", l->path);
+    l->n_queued = l->queued_bytes = 0;
+    return st;
+}
+
+/* Queues one token, its bytes copied (one longer than the queue's buffer goes at once). */
+static mg_status queue_token(rank_loader *l, const uint8_t *bytes, size_t len, int64_t rank)
+{
+    if (l->n_queued == QUEUE_TOKENS || l->queued_bytes + len > QUEUE_BYTES)
+        MG_FORWARD(flush_queue(l));
+    mg_bpe_token *x = &l->queue[l->n_queued++];
+    *x = (mg_bpe_token){bytes, len, (int32_t)(rank + l->id_shift), (int32_t)rank};
+    if (len > QUEUE_BYTES) return flush_queue(l); /* the loader's buffer holds it till now */
+    x->bytes = memcpy(l->queue_bytes + l->queued_bytes, bytes, len);
+    l->queued_bytes += len;
+    return MG_OK;
+}
+
+/* Error st (its message set) of the file's loading, or the error of a queued token: that
+ * one comes first in the file. */
+static mg_status later_error(rank_loader *l, mg_status st)
+{
+    char why[MG_ERROR_MAX];
+    snprintf(why, sizeof why, "%s", mg_last_error());
+    MG_FORWARD(flush_queue(l));
+    return mg_error_set(st, "%s", why);
+}
+
 static mg_status add_rank(void *ctx, const uint8_t *bytes, size_t len, int64_t rank)
 {
     rank_loader *l = ctx;
@@ -248,12 +288,7 @@ static mg_status add_rank(void *ctx, const uint8_t *bytes, size_t len, int64_t r
     MG_RETURN_IF(rank + l->id_shift >= INT32_MAX, MG_ERR_LIMIT, "%s: rank %lld is too large",
                  l->path, (long long)rank);
     MG_FORWARD(mark_rank(l, rank));
-    mg_status st = mg_bpe_add_token(l->bpe, bytes, len, (int32_t)(rank + l->id_shift),
-                                    (int32_t)rank);
-    if (st != MG_OK) {
-        mg_error_prefix("%s", l->path);
-        return st;
-    }
+    MG_FORWARD(queue_token(l, bytes, len, rank));
     l->n_added++;
     if (rank > l->top_rank) l->top_rank = rank;
     return MG_OK;
@@ -274,6 +309,7 @@ static mg_status load_bpe(tt_impl *im, rank_loader *l, int64_t max_entries, int 
     l->top_rank = -1;
     mg_status st = mg_tiktoken_vocab_load(l->path, max_entries, reserve_ranks, add_rank, l,
                                           is_json);
+    st = st == MG_OK ? flush_queue(l) : later_error(l, st);
     if (st == MG_OK) {
         st = mg_bpe_finalize(im->bpe, 1);
         if (st != MG_OK) mg_error_prefix("%s", l->path);

@@ -797,6 +797,25 @@ MG_TEST(hf_rejects_malformed_files)
     json_array_append_new(json_object_get(json_object_get(j, "model"), "merges"),
                           json_string("x y")); /* "xy" is not a token */
     expect_fail(t, "mxy", j, MG_ERR_FORMAT, "model.merges[7]", __LINE__);
+    /* the merges go to the model in batches: the error names the merge, wherever it is */
+    j = small_model(0);
+    json_t *ms = json_object_get(json_object_get(j, "model"), "merges");
+    for (int i = 0; i < 150; i++) json_array_append_new(ms, json_string("h e")); /* dups */
+    json_array_append_new(ms, json_string("x y"));
+    expect_fail(t, "mbatch", j, MG_ERR_FORMAT, "model.merges[157]: merge \"x y\": merged",
+                __LINE__);
+    /* ... and the first bad one is named: a queued merge before a merge that is not
+     * byte-level (U+4E00 is not a byte's character) and names no token */
+    j = small_model(0);
+    ms = json_object_get(json_object_get(j, "model"), "merges");
+    json_array_append_new(ms, json_string("x y"));
+    json_array_append_new(ms, json_string("\xe4\xb8\x80 h"));
+    expect_fail(t, "morder", j, MG_ERR_FORMAT, "model.merges[7]", __LINE__);
+    j = small_model(0);
+    ms = json_object_get(json_object_get(j, "model"), "merges");
+    json_array_append_new(ms, json_string("\xe4\xb8\x80 h"));
+    expect_fail(t, "mnotbl", j, MG_ERR_FORMAT,
+                "model.merges[7] uses a token that is not in the vocabulary", __LINE__);
     j = small_model(0);
     json_object_set_new(json_object_get(json_object_get(j, "model"), "vocab"), "zz",
                         json_string("1"));

@@ -248,6 +248,36 @@ MG_TEST(tiktoken_rank_file_lines)
     }
 }
 
+/* The tokens go to the model in batches: a duplicate token is still the error reported
+ * when a later line is bad too (errors come in file order). */
+MG_TEST(tiktoken_rank_file_first_error)
+{
+    static const struct {
+        const char *line5, *err;
+    } cases[] = {
+        {NULL, "duplicate token \"\\x01\""},
+        {"Ag== x", "duplicate token \"\\x01\""}, /* not ":6: invalid rank" */
+        {"BQ== 1", "duplicate token \"\\x01\""}, /* not "rank 1 appears twice" */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t cap = 1 << 13, n = 0;
+        char *buf = malloc(cap), b64[16];
+        for (int r = 0; r < 256; r++) {
+            const char tok = (char)(r == 2 ? 1 : r); /* line 3: the bytes of rank 1 again */
+            b64_encode((const uint8_t *)&tok, 1, b64);
+            if (r == 5 && cases[c].line5)
+                n += (size_t)snprintf(buf + n, cap - n, "%s\n", cases[c].line5);
+            else
+                n += (size_t)snprintf(buf + n, cap - n, "%s %d\n", b64, r);
+        }
+        mg_tok_opts o = tiktoken_opts(mg_test_write_file(t, "dup.tiktoken", buf, n), "v1");
+        free(buf);
+        o.vocab_size = 1000 + 256;
+        mg_tokenizer *tk;
+        MG_CHECK_ERR(t, mg_tokenizer_create(&tk, &o), MG_ERR_FORMAT, cases[c].err);
+    }
+}
+
 MG_TEST(tiktoken_openai_layout)
 {
     char path[512];
