@@ -224,7 +224,7 @@ static void ops(mg_comm *w, mg_comm *g)
         expect(buf[i] == val(mg_comm_world_rank(g, i / m), i % m), name, "all-gather", i);
     /* broadcast from the last rank; a ring of messages: send to the next, recv from the
      * previous (the even ranks send first) */
-    char text[32], got[32];
+    char text[32] = {0}, got[32]; /* the digest takes all 32 bytes: none uninitialized */
     snprintf(text, sizeof text, "from world rank %lld", (long long)mg_comm_world_rank(g, me));
     memcpy(got, text, sizeof got);
     OK(w, broadcast(g, got, sizeof got, p - 1));
