@@ -173,7 +173,7 @@ mg_status mg_bpe_add_tokens(mg_bpe *b, const mg_bpe_token *x, size_t n, size_t *
         uint64_t h[TOKEN_BATCH];
         for (size_t j = 0; j < k; j++) {
             h[j] = mg_bpe_hash(x[i + j].bytes, x[i + j].len);
-            __builtin_prefetch(&b->slots[(size_t)h[j] & b->slot_mask]);
+            mg_bpe_prefetch_slot(b, h[j]);
         }
         for (size_t j = 0; j < k; j++) {
             *bad = i + j;
@@ -255,11 +255,6 @@ typedef struct {
     int32_t l, r, merged;
 } merge_look;
 
-static void prefetch_slot(const mg_bpe *b, uint64_t h)
-{
-    __builtin_prefetch(&b->slots[(size_t)h & b->slot_mask]);
-}
-
 /* Hashes m[0, n) (n <= MERGE_BATCH) and their concatenations (written at cat). */
 static void hash_merges(const mg_bpe *b, const mg_bpe_merge *m, size_t n, uint8_t *cat,
                         merge_look *q)
@@ -271,9 +266,9 @@ static void hash_merges(const mg_bpe *b, const mg_bpe_merge *m, size_t n, uint8_
         q[j].hl = mg_bpe_hash(m[j].left, m[j].llen);
         q[j].hr = mg_bpe_hash(m[j].right, m[j].rlen);
         q[j].hc = mg_bpe_hash(cat, m[j].llen + m[j].rlen);
-        prefetch_slot(b, q[j].hl);
-        prefetch_slot(b, q[j].hr);
-        prefetch_slot(b, q[j].hc);
+        mg_bpe_prefetch_slot(b, q[j].hl);
+        mg_bpe_prefetch_slot(b, q[j].hr);
+        mg_bpe_prefetch_slot(b, q[j].hc);
         cat += m[j].llen + m[j].rlen;
     }
 }
@@ -294,8 +289,7 @@ static mg_status look_up_merges(const mg_bpe *b, const mg_bpe_merge *m, size_t n
                                            "right part is not a token");
         if (q[j].merged < 0) return merge_error(x->left, x->llen, x->right, x->rlen,
                                                 "merged token is not in the vocabulary");
-        __builtin_prefetch(&b->pairs[mg_bpe_mix64(mg_bpe_pair_key(q[j].l, q[j].r)) &
-                                     b->pair_mask], 1);
+        mg_bpe_prefetch_pair(b, q[j].l, q[j].r);
     }
     return MG_OK;
 }

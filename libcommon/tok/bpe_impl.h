@@ -107,9 +107,8 @@ static inline int mg_bpe_bytes_equal(const uint8_t *a, const uint8_t *b, size_t 
     return mg_bpe_load_tail(a, n) == mg_bpe_load_tail(b, n);
 }
 
-/* Hash of a byte string (also used by the per-thread cache), in two steps so that the
- * prefixes of one string share the work on its whole 8-byte words (bpe.c derives every
- * split of every token): the state after each word, then the tail and the length. */
+/* Hash of a byte string (also used by the per-thread cache), in two steps: the state
+ * after each whole 8-byte word, then the tail and the length. */
 #define MG_BPE_HASH_SEED 0x9E3779B97F4A7C15ULL
 
 static inline uint64_t mg_bpe_hash_word(uint64_t h, const uint8_t *p)
@@ -138,6 +137,20 @@ static inline uint64_t mg_bpe_hash(const uint8_t *p, size_t n)
 static inline uint64_t mg_bpe_pair_key(int32_t left, int32_t right)
 {
     return (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
+}
+
+/* Asks for the token-table slot where a lookup of hash h starts (a batch of lookups
+ * overlaps its misses). */
+static inline void mg_bpe_prefetch_slot(const mg_bpe *b, uint64_t h)
+{
+    __builtin_prefetch(&b->slots[(size_t)h & b->slot_mask]);
+}
+
+/* Asks for the pair-table slot where pair (left, right) goes, to be written. */
+static inline void mg_bpe_prefetch_pair(const mg_bpe *b, int32_t left, int32_t right)
+{
+    size_t i = (size_t)mg_bpe_mix64(mg_bpe_pair_key(left, right)) & b->pair_mask;
+    __builtin_prefetch(&b->pairs[i], 1);
 }
 
 /* Looks up pair (left, right): returns its rank (MG_BPE_NO_RANK if none) and sets *merged. */

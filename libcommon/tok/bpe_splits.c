@@ -178,8 +178,7 @@ static mg_status add_pair(mg_bpe *b, prefixes *p, int32_t left, int32_t right,
 {
     if (p->n_pend == PAIR_BATCH) MG_FORWARD(flush_pairs(b, p));
     p->pend[p->n_pend++] = (pending_pair){left, right, u->id, (uint32_t)u->rank};
-    uint64_t key = mg_bpe_pair_key(left, right);
-    __builtin_prefetch(&b->pairs[mg_bpe_mix64(key) & b->pair_mask], 1);
+    mg_bpe_prefetch_pair(b, left, right);
     return MG_OK;
 }
 
