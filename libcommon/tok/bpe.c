@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "mg/grow.h"
+#include "mg/pages.h"
 
 #define INITIAL_SLOTS 1024
 
@@ -24,12 +25,13 @@ static const char *show_bytes(char *buf, size_t cap, const uint8_t *s, size_t n)
     return buf;
 }
 
-static mg_status alloc_pairs(mg_bpe *b, size_t n_slots)
+/* A pair table of n_slots empty slots in *out (fresh pages, mg/pages.h). */
+static mg_status alloc_pairs(mg_bpe_pair **out, size_t n_slots)
 {
-    b->pairs = mg_malloc(n_slots * sizeof *b->pairs);
-    if (!b->pairs) return MG_ERR_NOMEM;
-    for (size_t i = 0; i < n_slots; i++) b->pairs[i].key = MG_BPE_EMPTY_KEY;
-    b->pair_mask = n_slots - 1;
+    mg_bpe_pair *p = mg_pages_alloc(n_slots * sizeof *p);
+    if (!p) return MG_ERR_NOMEM;
+    for (size_t i = 0; i < n_slots; i++) p[i].key = MG_BPE_EMPTY_KEY;
+    *out = p;
     return MG_OK;
 }
 
@@ -42,12 +44,13 @@ mg_status mg_bpe_create(mg_bpe **out, mg_bpe_mode mode)
     if (!b) return MG_ERR_NOMEM;
     b->mode = mode;
     b->unk_id = -1;
-    b->slots = mg_calloc(INITIAL_SLOTS, sizeof *b->slots);
-    if (!b->slots || alloc_pairs(b, INITIAL_SLOTS) != MG_OK) {
+    b->slots = mg_pages_alloc(INITIAL_SLOTS * sizeof *b->slots);
+    b->slot_mask = INITIAL_SLOTS - 1;
+    b->pair_mask = INITIAL_SLOTS - 1;
+    if (!b->slots || alloc_pairs(&b->pairs, INITIAL_SLOTS) != MG_OK) {
         mg_bpe_free(b);
         return MG_ERR_NOMEM;
     }
-    b->slot_mask = INITIAL_SLOTS - 1;
     *out = b;
     return MG_OK;
 }
@@ -60,9 +63,9 @@ void mg_bpe_free(mg_bpe *b)
     free(b->tok_len);
     free(b->tok_id);
     free(b->tok_rank);
-    free(b->slots);
+    mg_pages_free(b->slots, (b->slot_mask + 1) * sizeof *b->slots);
     free(b->id_index);
-    free(b->pairs);
+    mg_pages_free(b->pairs, (b->pair_mask + 1) * sizeof *b->pairs);
     free(b->grid);
     free(b);
 }
@@ -89,10 +92,10 @@ static void slot_put(const mg_bpe *b, mg_bpe_slot *slots, size_t mask, size_t t)
 static mg_status grow_slots(mg_bpe *b)
 {
     size_t n = (b->slot_mask + 1) * 2;
-    mg_bpe_slot *s = mg_calloc(n, sizeof *s);
+    mg_bpe_slot *s = mg_pages_alloc(n * sizeof *s);
     if (!s) return MG_ERR_NOMEM;
     for (size_t t = 0; t < b->n_tok; t++) slot_put(b, s, n - 1, t);
-    free(b->slots);
+    mg_pages_free(b->slots, (b->slot_mask + 1) * sizeof *b->slots);
     b->slots = s;
     b->slot_mask = n - 1;
     return MG_OK;
@@ -141,7 +144,8 @@ static mg_status add_one(mg_bpe *b, const mg_bpe_token *x, uint64_t h)
     return MG_OK;
 }
 
-mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t id, int32_t rank)
+mg_status mg_bpe_add_token(mg_bpe *b, const uint8_t *bytes, size_t len, int32_t id,
+                           int32_t rank)
 {
     size_t bad;
     return mg_bpe_add_tokens(b, &(mg_bpe_token){bytes, len, id, rank}, 1, &bad);
@@ -186,16 +190,17 @@ mg_status mg_bpe_add_tokens(mg_bpe *b, const mg_bpe_token *x, size_t n, size_t *
 /* Moves the pair table into n_slots (a power of two above its count) slots. */
 static mg_status resize_pairs(mg_bpe *b, size_t n_slots)
 {
-    mg_bpe_pair *old = b->pairs;
-    size_t old_n = b->pair_mask + 1;
-    MG_FORWARD(alloc_pairs(b, n_slots));
-    for (size_t i = 0; i < old_n; i++) {
-        if (old[i].key == MG_BPE_EMPTY_KEY) continue;
-        size_t j = (size_t)mg_bpe_mix64(old[i].key) & b->pair_mask;
-        while (b->pairs[j].key != MG_BPE_EMPTY_KEY) j = (j + 1) & b->pair_mask;
-        b->pairs[j] = old[i];
+    mg_bpe_pair *t;
+    MG_FORWARD(alloc_pairs(&t, n_slots));
+    for (size_t i = 0; i <= b->pair_mask; i++) {
+        if (b->pairs[i].key == MG_BPE_EMPTY_KEY) continue;
+        size_t j = (size_t)mg_bpe_mix64(b->pairs[i].key) & (n_slots - 1);
+        while (t[j].key != MG_BPE_EMPTY_KEY) j = (j + 1) & (n_slots - 1);
+        t[j] = b->pairs[i];
     }
-    free(old);
+    mg_pages_free(b->pairs, (b->pair_mask + 1) * sizeof *b->pairs);
+    b->pairs = t;
+    b->pair_mask = n_slots - 1;
     return MG_OK;
 }
 
