@@ -23,7 +23,7 @@ enum opt_id {
     O_APPEND_EOD, O_WORKERS, O_PARTITIONS, O_KEEP_SEQUENTIAL, O_LOG_INTERVAL,
     O_PUNKT_DIR, O_TOKENIZER_TYPE, O_VOCAB_FILE, O_MERGE_FILE, O_TOKENIZER_MODEL, O_VOCAB_SIZE,
     O_TIKTOKEN_PATTERN, O_TIKTOKEN_NUM_SPECIAL, O_SPECIAL_TOKENS, O_HF_NO_SPECIAL,
-    O_NULL_EOD, O_SKIP_INVALID, O_QUIET, O_MERGE, O_MULTIMODAL, O_HELP, O_VERSION,
+    O_NULL_EOD, O_SKIP_INVALID, O_QUIET, O_NO_DIRECT_IO, O_MERGE, O_MULTIMODAL, O_HELP, O_VERSION,
     O_LIST_FLAGS, O_INSPECT, O_DECODE,
     /* accepted, no effect on preprocessing (training-only or fixed by preprocess_data.py) */
     O_PADDED_VOCAB, O_NO_PAD_VOCAB, O_DISABLE_PAD_VOCAB, O_VOCAB_EXTRA_IDS, O_NULL_PAD,
@@ -65,6 +65,7 @@ static const struct flag flags[O_COUNT] = {
     [O_NULL_EOD] = {"--null-tokenizer-eod-id", ARG_ONE, CL_NORMAL},
     [O_SKIP_INVALID] = {"--skip-invalid", ARG_NONE, CL_NORMAL},
     [O_QUIET] = {"--quiet", ARG_NONE, CL_NORMAL},
+    [O_NO_DIRECT_IO] = {"--no-direct-io", ARG_NONE, CL_NORMAL},
     [O_MERGE] = {"--merge", ARG_NONE, CL_NORMAL},
     [O_MULTIMODAL] = {"--multimodal", ARG_NONE, CL_UNSUPPORTED},
     [O_HELP] = {"--help", ARG_NONE, CL_NORMAL},
@@ -180,6 +181,7 @@ static void set_switch(struct mg_preprocess_opts *o, int id)
     case O_HF_NO_SPECIAL: o->tok.hf_no_include_special = 1; break;
     case O_SKIP_INVALID: o->skip_invalid = 1; break;
     case O_QUIET: o->quiet = 1; break;
+    case O_NO_DIRECT_IO: o->no_direct_io = 1; break;
     case O_MERGE: o->merge = 1; break;
     case O_MULTIMODAL: o->multimodal = 1; break;
     case O_HELP: o->help = 1; break;

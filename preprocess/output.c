@@ -55,7 +55,8 @@ static mg_status alloc_arrays(pp_outputs *o)
 }
 
 mg_status pp_outputs_create(pp_outputs **out, const char *prefix, const char *const *keys,
-                            size_t n_keys, const char *level, size_t partitions, mg_dtype dtype)
+                            size_t n_keys, const char *level, size_t partitions, mg_dtype dtype,
+                            int direct)
 {
     pp_outputs *o = mg_calloc(1, sizeof *o);
     *out = NULL;
@@ -66,8 +67,11 @@ mg_status pp_outputs_create(pp_outputs **out, const char *prefix, const char *co
     mg_status st = alloc_arrays(o);
     if (st == MG_OK) st = make_names(o, prefix, keys, level);
     for (size_t w = 0; st == MG_OK && w < n_keys * o->parts; w++) {
-        const char *p = o->parts > 1 ? o->part_prefix[w] : o->final_prefix[w];
-        st = mg_idx_writer_create(&o->writers[w], p, dtype);
+        mg_idx_writer **wr = &o->writers[w];
+        /* partitions are read back by the merge: page cache */
+        if (o->parts > 1) st = mg_idx_writer_create(wr, o->part_prefix[w], dtype);
+        else if (direct) st = mg_idx_writer_create_direct(wr, o->final_prefix[w], dtype);
+        else st = mg_idx_writer_create(wr, o->final_prefix[w], dtype);
     }
     if (st != MG_OK) {
         pp_outputs_free(o);

@@ -21,8 +21,11 @@
 
 typedef struct pp_outputs pp_outputs;
 
+/* direct: the final .bin files by direct I/O (mg_idx_writer_create_direct); partition
+ * datasets, read back by the merge, always through the page cache. */
 mg_status pp_outputs_create(pp_outputs **o, const char *prefix, const char *const *keys,
-                            size_t n_keys, const char *level, size_t partitions, mg_dtype dtype);
+                            size_t n_keys, const char *level, size_t partitions, mg_dtype dtype,
+                            int direct);
 /* Adds the document of global input line `line` for key index k: n ids in n_lens sequences
  * of the given lengths (their sum is n), or an empty document when n_lens == 0 (Megatron
  * add_document(ids, lens) / ([], [])). */

@@ -38,6 +38,7 @@ struct mg_preprocess_opts {
                                     --null-tokenizer-eod-id */
     int skip_invalid;            /* --skip-invalid */
     int quiet;                   /* --quiet */
+    int no_direct_io;            /* --no-direct-io (.bin through the page cache) */
     int merge;                   /* --merge (tools/merge_datasets.py mode) */
     int multimodal;              /* --multimodal (merge mode; refused: not supported yet) */
     int help;                    /* --help / -h */

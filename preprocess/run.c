@@ -119,7 +119,7 @@ static void setup(run_ctx *r, const struct mg_preprocess_opts *o)
     mg_dtype dt = mg_dtype_for_vocab(mg_tokenizer_vocab_size(r->tk));
     const char *level = o->split_sentences ? "sentence" : "document";
     st = pp_outputs_create(&r->out, o->output_prefix, o->json_keys, o->n_json_keys, level, parts,
-                           dt);
+                           dt, !o->no_direct_io);
     if (st == MG_OK) st = make_encoders(r, o);
     if (st == MG_OK && !o->quiet)
         st = mg_progress_create(&r->progress, "docs", (uint64_t)o->log_interval, 1.0,

@@ -7,9 +7,15 @@
  *     directory; writes go through a 1 MiB buffer and are flushed with pwrite() at 64-bit
  *     offsets; every 32 MiB written, the writeback of those bytes is started
  *     (sync_file_range, not waited for); mg_out_commit() flushes, fsyncs the file, renames
- *     it over the final path and fsyncs the directory. Any failure leaves the temporary file for mg_out_abort()
- *     (or mg_out_free()) to delete; after the first failed write every further call
- *     fails again, so a caller cannot commit a file with a hole in it.
+ *     it over the final path and fsyncs the directory. Any failure leaves the temporary
+ *     file for mg_out_abort() (or mg_out_free()) to delete; after the first failed write
+ *     every further call fails again, so a caller cannot commit a file with a hole in it.
+ *   - mg_out_create_direct() does the same with direct I/O (O_DIRECT) where the filesystem
+ *     takes it: the buffer is DIRECT_BUF_SIZE bytes from mg_pages_alloc (aligned), only
+ *     whole buffers are written direct (so every direct write is at a multiple of its size),
+ *     and the file goes back to buffered I/O (fcntl) for anything else: the tail at commit,
+ *     writev, copies, or a direct write the kernel refuses with EINVAL (then retried
+ *     buffered). The bytes written do not depend on the path they took.
  *   - mg_out_writev() flushes the buffer and appends the pieces of an iovec array with
  *     pwritev() at the on-disk offset (at most IOV_MAX pieces per system call), resuming
  *     partial writes inside the piece where they stopped.
@@ -33,14 +39,20 @@
 #include <unistd.h>
 
 #include "mg/grow.h"
+#include "mg/pages.h"
 
 #define OUT_BUF_SIZE ((size_t)1 << 20)
+/* One huge page (mg/pages.h): a multiple of any logical block size, and as fast per byte as
+ * larger synchronous direct writes on the disks measured (docs/BENCHMARKS.md). */
+#define DIRECT_BUF_SIZE ((size_t)2 << 20)
 #define OUT_MAX_TRIES 1000
 #define WRITEBACK_STEP ((uint64_t)32 << 20)
 
 struct mg_out {
     int fd;
     int committed;
+    int direct;        /* O_DIRECT is set on fd (mg_out_create_direct, until dropped) */
+    size_t cap;        /* buffer size: OUT_BUF_SIZE, or DIRECT_BUF_SIZE from mg_pages_alloc */
     mg_status failed;  /* sticky: first write/flush error */
     uint64_t flushed;  /* bytes on disk (the pwrite offset) */
     uint64_t kicked;   /* writeback started for [0, kicked) */
@@ -113,15 +125,40 @@ static mg_status create_tmp(mg_out *o)
                         o->path);
 }
 
-mg_status mg_out_create(mg_out **out, const char *path)
+/* Sets or clears O_DIRECT on o->fd; 0 on success. */
+static int set_direct(mg_out *o, int on)
+{
+#ifdef O_DIRECT
+    int fl = fcntl(o->fd, F_GETFL);
+    if (fl < 0 || fcntl(o->fd, F_SETFL, on ? fl | O_DIRECT : fl & ~O_DIRECT) != 0) return -1;
+    o->direct = on;
+    return 0;
+#else
+    (void)o;
+    return on ? -1 : 0;
+#endif
+}
+
+/* Back to buffered I/O for the rest of the file (a no-op when not direct). */
+static mg_status drop_direct(mg_out *o)
+{
+    if (!o->direct || set_direct(o, 0) == 0) return MG_OK;
+    return o->failed = mg_error_errno(errno, "%s: cannot leave direct I/O", o->path);
+}
+
+static mg_status out_open(mg_out **out, const char *path, int direct)
 {
     *out = NULL;
     mg_out *o = mg_calloc(1, sizeof *o);
     if (!o) return MG_ERR_NOMEM;
     o->fd = -1;
     o->path = dup_str(path);
-    o->buf = mg_malloc(OUT_BUF_SIZE);
+    o->cap = direct ? DIRECT_BUF_SIZE : OUT_BUF_SIZE;
+    o->buf = direct ? mg_pages_alloc(o->cap) : mg_malloc(o->cap);
     mg_status st = (o->path && o->buf) ? create_tmp(o) : MG_ERR_NOMEM;
+    /* after the creation: an open(O_CREAT | O_DIRECT) that the filesystem refuses may
+     * leave the file behind; a refused fcntl leaves it buffered */
+    if (st == MG_OK && direct) (void)set_direct(o, 1);
     if (st != MG_OK) {
         free(o->tmp);
         o->tmp = NULL; /* nothing was created: nothing to unlink */
@@ -132,7 +169,13 @@ mg_status mg_out_create(mg_out **out, const char *path)
     return MG_OK;
 }
 
-/* Writes len bytes at the current on-disk offset, retrying short writes. */
+mg_status mg_out_create(mg_out **out, const char *path) { return out_open(out, path, 0); }
+
+mg_status mg_out_create_direct(mg_out **out, const char *path)
+{
+    return out_open(out, path, 1);
+}
+
 /* Starts the writeback of what was written since the last start, every WRITEBACK_STEP
  * bytes, without waiting for it: the disk works while we copy, and the fsync of
  * mg_out_commit waits only for the tail. Advisory: a failure here is ignored (the fsync
@@ -145,12 +188,17 @@ static void start_writeback(mg_out *o)
     o->kicked = o->flushed;
 }
 
+/* Writes len bytes at the current on-disk offset, retrying short writes. */
 static mg_status write_at(mg_out *o, const uint8_t *p, size_t len)
 {
     while (len > 0) {
         size_t chunk = len < ((size_t)1 << 30) ? len : ((size_t)1 << 30);
         ssize_t w = pwrite(o->fd, p, chunk, (off_t)o->flushed);
         if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno == EINVAL && o->direct) { /* not direct here after all */
+            MG_FORWARD(drop_direct(o));
+            continue;
+        }
         if (w <= 0) {
             int e = w < 0 ? errno : EIO;
             o->failed = mg_error_errno(e, "%s: write failed", o->path);
@@ -164,6 +212,9 @@ static mg_status write_at(mg_out *o, const uint8_t *p, size_t len)
     return MG_OK;
 }
 
+/* Writes the buffer out. While direct, mg_out_write flushes only a full buffer (so every
+ * direct write is at a multiple of the buffer's size); every other caller leaves direct I/O
+ * first (drop_direct). */
 static mg_status flush_buf(mg_out *o)
 {
     mg_status st = write_at(o, o->buf, o->used);
@@ -184,20 +235,18 @@ mg_status mg_out_write(mg_out *o, const void *data, size_t len)
 {
     MG_FORWARD(check_writable(o));
     const uint8_t *p = data;
-    if (o->used + len <= OUT_BUF_SIZE) {
-        if (len) memcpy(o->buf + o->used, p, len);
-        o->used += len;
-        return MG_OK;
+    while (o->used + len > o->cap) {
+        size_t fill = o->cap - o->used;
+        memcpy(o->buf + o->used, p, fill);
+        o->used = o->cap;
+        MG_FORWARD(flush_buf(o));
+        p += fill;
+        len -= fill;
+        /* large writes bypass the buffer, except while direct (aligned memory only) */
+        if (len >= o->cap && !o->direct) return write_at(o, p, len);
     }
-    size_t fill = OUT_BUF_SIZE - o->used;
-    memcpy(o->buf + o->used, p, fill);
-    o->used = OUT_BUF_SIZE;
-    MG_FORWARD(flush_buf(o));
-    p += fill;
-    len -= fill;
-    if (len >= OUT_BUF_SIZE) return write_at(o, p, len); /* large writes bypass the buffer */
-    memcpy(o->buf, p, len);
-    o->used = len;
+    if (len) memcpy(o->buf + o->used, p, len);
+    o->used += len;
     return MG_OK;
 }
 
@@ -216,6 +265,7 @@ static int iov_skip(const struct iovec **iov, int n, size_t *done)
 mg_status mg_out_writev(mg_out *o, const struct iovec *iov, int n)
 {
     MG_FORWARD(check_writable(o));
+    MG_FORWARD(drop_direct(o)); /* the caller's memory: no alignment */
     MG_FORWARD(flush_buf(o));
     struct iovec v[IOV_MAX];
     size_t done = 0; /* bytes of iov[0] already written */
@@ -246,7 +296,7 @@ static mg_status copy_by_read(mg_out *o, int fd, uint64_t off, uint64_t len,
                               void (*see)(void *ctx, const void *p, size_t n), void *ctx)
 {
     while (len > 0) {
-        size_t chunk = len < OUT_BUF_SIZE ? (size_t)len : OUT_BUF_SIZE;
+        size_t chunk = len < o->cap ? (size_t)len : o->cap;
         ssize_t r = pread(fd, o->buf, chunk, (off_t)off);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
@@ -270,13 +320,15 @@ static int copy_unsupported(int e)
 mg_status mg_out_copy_from(mg_out *o, int src_fd, uint64_t src_off, uint64_t len)
 {
     MG_FORWARD(check_writable(o));
+    MG_FORWARD(drop_direct(o)); /* copy_file_range and reads of any length */
     MG_FORWARD(flush_buf(o));
     while (len > 0) {
         loff_t in = (loff_t)src_off, out = (loff_t)o->flushed;
         size_t chunk = len < ((uint64_t)1 << 30) ? (size_t)len : ((size_t)1 << 30);
         ssize_t w = copy_file_range(src_fd, &in, o->fd, &out, chunk, 0);
         if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && copy_unsupported(errno)) return copy_by_read(o, src_fd, src_off, len, NULL, NULL);
+        if (w < 0 && copy_unsupported(errno))
+            return copy_by_read(o, src_fd, src_off, len, NULL, NULL);
         if (w <= 0) {
             o->failed = w < 0 ? mg_error_errno(errno, "%s: copy failed", o->path)
                               : mg_error_set(MG_ERR_IO, "%s: copy source ends early", o->path);
@@ -294,11 +346,14 @@ mg_status mg_out_copy_seen(mg_out *o, int src_fd, uint64_t src_off, uint64_t len
                            void (*see)(void *ctx, const void *p, size_t n), void *ctx)
 {
     MG_FORWARD(check_writable(o));
+    MG_FORWARD(drop_direct(o));
     MG_FORWARD(flush_buf(o));
     return copy_by_read(o, src_fd, src_off, len, see, ctx);
 }
 
 uint64_t mg_out_offset(const mg_out *o) { return o->flushed + o->used; }
+
+int mg_out_is_direct(const mg_out *o) { return o->direct; }
 
 const char *mg_out_path(const mg_out *o) { return o->path; }
 
@@ -324,6 +379,7 @@ static mg_status sync_dir(const char *path)
 mg_status mg_out_commit(mg_out *o)
 {
     MG_FORWARD(check_writable(o));
+    MG_FORWARD(drop_direct(o)); /* the tail, of any length */
     MG_FORWARD(flush_buf(o));
     if (fsync(o->fd) != 0) return o->failed = mg_error_errno(errno, "%s: fsync failed", o->path);
     int rc = close(o->fd);
@@ -351,7 +407,8 @@ void mg_out_free(mg_out *o)
     if (!o) return;
     mg_out_abort(o);
     if (o->fd >= 0) close(o->fd);
-    free(o->buf);
+    if (o->cap == DIRECT_BUF_SIZE) mg_pages_free(o->buf, o->cap);
+    else free(o->buf);
     free(o->tmp);
     free(o->path);
     free(o);

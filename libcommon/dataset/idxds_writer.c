@@ -2,7 +2,8 @@
  *
  * Contract (mg/idxds.h; layout in docs/FORMATS.md §1.2-§1.3, builder §1.4):
  *   - P.bin and P.idx are atomic outputs (mg/file.h); tokens go to P.bin as they come, through
- *     a conversion buffer, in the dataset dtype, little-endian. A document is checked whole
+ *     a conversion buffer, in the dataset dtype, little-endian; create_direct writes P.bin
+ *     with mg_out_create_direct. A document is checked whole
  *     (lengths >= 0, sum(lengths) == n_tokens, every token in the dtype's range) before any
  *     byte of it is written, so a rejected document leaves the writer usable.
  *   - Memory is bounded whatever the dataset size: sequence lengths (int32), document
@@ -62,19 +63,21 @@ static mg_status init_spills(mg_idx_writer *w, const char *prefix)
     return a != MG_OK ? a : b != MG_OK ? b : c;
 }
 
-static mg_status open_outputs(mg_idx_writer *w, const char *prefix)
+static mg_status open_outputs(mg_idx_writer *w, const char *prefix, int direct)
 {
     char *bin = mg_idx_path_alloc(prefix, ".bin");
     char *idx = mg_idx_path_alloc(prefix, ".idx");
     mg_status st = bin && idx ? MG_OK : MG_ERR_NOMEM;
-    if (st == MG_OK) st = mg_out_create(&w->bin, bin);
+    if (st == MG_OK && direct) st = mg_out_create_direct(&w->bin, bin);
+    else if (st == MG_OK) st = mg_out_create(&w->bin, bin);
     if (st == MG_OK) st = mg_out_create(&w->idx, idx);
     free(bin);
     free(idx);
     return st;
 }
 
-mg_status mg_idx_writer_create(mg_idx_writer **out, const char *prefix, mg_dtype dtype)
+static mg_status writer_create(mg_idx_writer **out, const char *prefix, mg_dtype dtype,
+                               int direct)
 {
     *out = NULL;
     MG_RETURN_IF(mg_dtype_size((int)dtype) == 0, MG_ERR_ARG, "%s: invalid dtype code %d",
@@ -84,7 +87,7 @@ mg_status mg_idx_writer_create(mg_idx_writer **out, const char *prefix, mg_dtype
     w->dtype = dtype;
     w->elem = mg_dtype_size((int)dtype);
     mg_status st = init_spills(w, prefix);
-    if (st == MG_OK) st = open_outputs(w, prefix);
+    if (st == MG_OK) st = open_outputs(w, prefix, direct);
     if (st == MG_OK) st = (w->conv = mg_malloc(CONV_BYTES)) ? MG_OK : MG_ERR_NOMEM;
     const int64_t zero = 0;
     if (st == MG_OK) st = mg_spill_append(&w->docs, &zero, sizeof zero);
@@ -94,6 +97,16 @@ mg_status mg_idx_writer_create(mg_idx_writer **out, const char *prefix, mg_dtype
     }
     *out = w;
     return MG_OK;
+}
+
+mg_status mg_idx_writer_create(mg_idx_writer **out, const char *prefix, mg_dtype dtype)
+{
+    return writer_create(out, prefix, dtype, 0);
+}
+
+mg_status mg_idx_writer_create_direct(mg_idx_writer **out, const char *prefix, mg_dtype dtype)
+{
+    return writer_create(out, prefix, dtype, 1);
 }
 
 void mg_idx_writer_set_spill_bytes(mg_idx_writer *w, size_t bytes)

@@ -37,6 +37,18 @@ typedef struct mg_out mg_out; /* opaque */
 
 /* Creates the temporary file for final path `path`. *out is NULL on failure. */
 mg_status mg_out_create(mg_out **out, const char *path);
+/* The same with direct I/O (O_DIRECT) for the whole buffers written, where the filesystem
+ * takes it (else buffered, silently): the data goes from an aligned buffer to the device,
+ * not through the page cache, which costs the kernel a copy and a fresh page per 4 KiB
+ * (mg-preprocess's .bin; a file read again soon after is better buffered). */
+mg_status mg_out_create_direct(mg_out **out, const char *path);
+/* 1 while o writes with direct I/O (for tests). */
+int mg_out_is_direct(const mg_out *o);
+/* The same with direct I/O (O_DIRECT) for the whole buffers written, where the filesystem
+ * takes it (else buffered, silently): the data goes from an aligned buffer to the device,
+ * not through the page cache, which costs the kernel a copy and a fresh page per 4 KiB
+ * (mg-preprocess's .bin; a file read again soon after is better buffered). */
+mg_status mg_out_create_direct(mg_out **out, const char *path);
 mg_status mg_out_write(mg_out *o, const void *data, size_t len);
 /* Appends the n pieces of iov in order (the buffer is flushed first, then pwritev() from
  * the caller's memory: no copy through the buffer); partial writes are resumed. */

@@ -61,6 +61,9 @@ mg_dtype mg_dtype_for_vocab(int64_t vocab_size);
 typedef struct mg_idx_writer mg_idx_writer;
 
 mg_status mg_idx_writer_create(mg_idx_writer **w, const char *prefix, mg_dtype dtype);
+/* The same with P.bin written by direct I/O where the filesystem takes it
+ * (mg_out_create_direct): for a dataset that is not read back right away. */
+mg_status mg_idx_writer_create_direct(mg_idx_writer **w, const char *prefix, mg_dtype dtype);
 mg_status mg_idx_writer_add_document(mg_idx_writer *w, const int64_t *tokens, size_t n_tokens,
                                      const int32_t *lengths, size_t n_lengths);
 mg_status mg_idx_writer_add_index(mg_idx_writer *w, const char *prefix);
