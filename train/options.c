@@ -368,6 +368,7 @@ mg_status mg_train_parse(mg_train_opts *o, int argc, char **argv)
     o->tok.n_special_tokens = o->n_special_tokens;
     MG_FORWARD(mg_train_megatron_check(o));
     if (o->use_checkpoint_args) MG_FORWARD(mg_train_use_ckpt_args(o));
+    MG_FORWARD(mg_train_megatron_conditions(o));
     return mg_train_validate(o);
 }
 

@@ -120,10 +120,27 @@ void mg_train_megatron_take(mg_train_opts *o, size_t i, const char *const *value
     else add_refused(o, i, values, n);
 }
 
+static int was_given(const mg_train_opts *o, const char *name)
+{
+    for (size_t k = 0; k < o->n_ignored_flags; k++)
+        if (!strcmp(o->ignored_flags[k], name)) return 1;
+    return 0;
+}
+
 mg_status mg_train_megatron_check(const mg_train_opts *o)
 {
     MG_RETURN_IF(o->refused_flags[0], MG_ERR_UNSUPPORTED, "not supported yet: Megatron flags "
                  "whose meaning mg-train cannot honour: %s", o->refused_flags);
+    return MG_OK;
+}
+
+mg_status mg_train_megatron_conditions(const mg_train_opts *o)
+{
+    int opg = was_given(o, "--overlap-param-gather");
+    MG_RETURN_IF(opg && !o->use_distributed_optimizer, MG_ERR_ARG,
+                 "--overlap-param-gather only supported with distributed optimizer");
+    MG_RETURN_IF(opg && !o->overlap_grad_reduce, MG_ERR_ARG,
+                 "Must use --overlap-param-gather with --overlap-grad-reduce");
     return MG_OK;
 }
 

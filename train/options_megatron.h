@@ -15,6 +15,10 @@
  *     gloo) is ignored at that value and refused at another.
  *   - mg_train_megatron_check(o): MG_ERR_UNSUPPORTED "not supported yet: Megatron flags
  *     whose meaning mg-train cannot honour: A; B; ..." naming every refused flag, else MG_OK.
+ *   - mg_train_megatron_conditions(o), once every option is final (after
+ *     --use-checkpoint-args): Megatron's conditions on the accepted flags, with the
+ *     messages of arguments.py's asserts (MG_ERR_ARG): --overlap-param-gather needs
+ *     --use-distributed-optimizer and --overlap-grad-reduce.
  *   - mg_train_megatron_note(o, buf, n): the note ("ignored (no effect on this backend):
  *     --a, --b"), or "" when none was given.
  */
@@ -32,6 +36,7 @@ size_t mg_train_megatron_count(void);
 mg_argv_flag mg_train_megatron_flag(size_t i);
 void mg_train_megatron_take(mg_train_opts *o, size_t i, const char *const *values, size_t n);
 mg_status mg_train_megatron_check(const mg_train_opts *o);
+mg_status mg_train_megatron_conditions(const mg_train_opts *o);
 void mg_train_megatron_note(const mg_train_opts *o, char *buf, size_t n);
 
 #endif

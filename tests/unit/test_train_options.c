@@ -150,6 +150,10 @@ MG_TEST(train_options_errors)
            "--recompute-num-layers 3", MG_ERR_ARG,
            "recompute_num_layers must be between 1 and num_layers_per_pipeline_rank: 2 "
            "(--recompute-num-layers 3)");
+    expect(t, BASE "--overlap-param-gather --overlap-grad-reduce", MG_ERR_ARG,
+           "--overlap-param-gather only supported with distributed optimizer");
+    expect(t, BASE "--overlap-param-gather --use-distributed-optimizer", MG_ERR_ARG,
+           "Must use --overlap-param-gather with --overlap-grad-reduce");
     expect(t, BASE "--recompute-granularity partial", MG_ERR_ARG, "invalid choice: 'partial'");
     expect(t, BASE "--recompute-method chunked", MG_ERR_ARG, "invalid choice: 'chunked'");
     expect(t, BASE "--device tpu", MG_ERR_ARG, "invalid choice: 'tpu'");
