@@ -351,6 +351,23 @@ mg_status mg_out_copy_seen(mg_out *o, int src_fd, uint64_t src_off, uint64_t len
     return copy_by_read(o, src_fd, src_off, len, see, ctx);
 }
 
+mg_status mg_out_room(mg_out *o, uint8_t **p, size_t *avail)
+{
+    *p = NULL;
+    *avail = 0;
+    MG_FORWARD(check_writable(o));
+    if (o->used == o->cap) MG_FORWARD(flush_buf(o)); /* a full buffer: direct stays valid */
+    *p = o->buf + o->used;
+    *avail = o->cap - o->used;
+    return MG_OK;
+}
+
+void mg_out_wrote(mg_out *o, size_t n)
+{
+    MG_ASSERT(n <= o->cap - o->used);
+    o->used += n;
+}
+
 uint64_t mg_out_offset(const mg_out *o) { return o->flushed + o->used; }
 
 int mg_out_is_direct(const mg_out *o) { return o->direct; }

@@ -14,6 +14,7 @@
  *   - mg_idx_writer_set_spill_bytes(): the writer's per-array buffer size (tests use a tiny
  *     one to force spilling); a multiple of 8, at least 8. mg_idx_writer_spilled_bytes():
  *     how much went to spill files (tests check that spilling happened, or did not).
+ *   - idxds_convert.c: the range check and narrowing of token ids (declared below).
  *   - The .idx/.bin bytes are little-endian; the code stores host integers directly, so it
  *     refuses to compile on a big-endian host.
  */
@@ -31,6 +32,23 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #define MG_IDX_HEADER_SIZE 34
 
 char *mg_idx_path_alloc(const char *prefix, const char *suffix);
+
+/* ---- idxds_convert.c: ids -> dtype, as numpy.array(ids, dtype) ---- */
+
+/* Whether numpy.array([v], dtype) keeps v (numpy >= 2 raises otherwise); for all n ids. */
+int mg_idx_id_fits(mg_dtype dt, int64_t v);
+int mg_idx_ids_fit(mg_dtype dt, const int64_t *t, size_t n);
+/* The n ids (all fitting) as dtype values at dst (n * element size bytes, unaligned). */
+void mg_idx_ids_convert(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst);
+/* The portable loops (the reference of the tests) and, on x86-64 with GCC or clang, the
+ * AVX-512 path for uint16 and int32 (0 when the dtype or the CPU does not have one). */
+void mg_idx_ids_convert_portable(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst);
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MG_IDX_AVX512 1
+int mg_idx_ids_convert_avx512(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst);
+#else
+#define MG_IDX_AVX512 0
+#endif
 
 /* ---- idxds_spill.c ---- */
 

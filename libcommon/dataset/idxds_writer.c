@@ -1,11 +1,12 @@
 /* idxds_writer.c — writes a Megatron indexed dataset like IndexedDatasetBuilder.
  *
  * Contract (mg/idxds.h; layout in docs/FORMATS.md §1.2-§1.3, builder §1.4):
- *   - P.bin and P.idx are atomic outputs (mg/file.h); tokens go to P.bin as they come, through
- *     a conversion buffer, in the dataset dtype, little-endian; create_direct writes P.bin
- *     with mg_out_create_direct. A document is checked whole
- *     (lengths >= 0, sum(lengths) == n_tokens, every token in the dtype's range) before any
- *     byte of it is written, so a rejected document leaves the writer usable.
+ *   - P.bin and P.idx are atomic outputs (mg/file.h); tokens go to P.bin as they come,
+ *     converted to the dataset dtype (little-endian; idxds_convert.c) straight into the
+ *     output's buffer (mg_out_room); create_direct writes P.bin with mg_out_create_direct.
+ *     A document is checked whole (lengths >= 0, sum(lengths) == n_tokens, every token in
+ *     the dtype's range) before any byte of it is written, so a rejected document leaves
+ *     the writer usable.
  *   - Memory is bounded whatever the dataset size: sequence lengths (int32), document
  *     indices (int64) and, once a multimodal dataset was added, sequence modes (int8) go to
  *     three mg_spill arrays (idxds_spill.c: a buffer of at most 1 MiB each, spilled to an
@@ -130,46 +131,6 @@ static mg_status check_usable(const mg_idx_writer *w)
     return MG_OK;
 }
 
-/* The dtype's integer range as ((uint64_t)v + bias) >> bits == 0: v survives
- * numpy.array([v], dtype) unchanged (numpy >= 2 raises otherwise). bits 64: any int64. */
-typedef struct {
-    uint64_t bias;
-    int bits;
-} id_range;
-
-static id_range range_of(mg_dtype dt)
-{
-    switch (dt) {
-    case MG_DT_UINT8: return (id_range){0, 8};
-    case MG_DT_INT8: return (id_range){UINT64_C(1) << 7, 8};
-    case MG_DT_INT16: return (id_range){UINT64_C(1) << 15, 16};
-    case MG_DT_UINT16: return (id_range){0, 16};
-    case MG_DT_INT32: return (id_range){UINT64_C(1) << 31, 32};
-    default: return (id_range){0, 64}; /* int64, float32, float64 take any int64 */
-    }
-}
-
-static int token_fits(id_range r, int64_t v)
-{
-    return r.bits == 64 || (((uint64_t)v + r.bias) >> r.bits) == 0;
-}
-
-/* Whether every token fits: one OR over the biased values (branch-free, 4 lanes). */
-static int tokens_fit(id_range r, const int64_t *t, size_t n)
-{
-    if (r.bits == 64) return 1;
-    uint64_t a = 0, b = 0, c = 0, d = 0;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        a |= (uint64_t)t[i] + r.bias;
-        b |= (uint64_t)t[i + 1] + r.bias;
-        c |= (uint64_t)t[i + 2] + r.bias;
-        d |= (uint64_t)t[i + 3] + r.bias;
-    }
-    for (; i < n; i++) a |= (uint64_t)t[i] + r.bias;
-    return ((a | b | c | d) >> r.bits) == 0;
-}
-
 static mg_status check_document(const mg_idx_writer *w, const int64_t *tokens, size_t n_tokens,
                                 const int32_t *lengths, size_t n_lengths)
 {
@@ -182,61 +143,34 @@ static mg_status check_document(const mg_idx_writer *w, const int64_t *tokens, s
     MG_RETURN_IF(sum != n_tokens, MG_ERR_ARG,
                  "%s: the sequence lengths add up to %s%" PRIu64 ", expected %zu (the token count)",
                  mg_out_path(w->bin), sum > n_tokens ? "at least " : "", sum, n_tokens);
-    id_range r = range_of(w->dtype);
-    if (tokens_fit(r, tokens, n_tokens)) return MG_OK;
+    if (mg_idx_ids_fit(w->dtype, tokens, n_tokens)) return MG_OK;
     for (size_t i = 0; i < n_tokens; i++) {
-        MG_RETURN_IF(!token_fits(r, tokens[i]), MG_ERR_LIMIT,
+        MG_RETURN_IF(!mg_idx_id_fits(w->dtype, tokens[i]), MG_ERR_LIMIT,
                      "token id %" PRId64 " does not fit in %s", tokens[i],
                      mg_dtype_name((int)w->dtype));
     }
     return MG_OK;
 }
 
-#define CONVERT(T, EXPR)                                                                   \
-    for (size_t i = 0; i < n; i++) {                                                       \
-        T x_ = (T)(EXPR);                                                                  \
-        memcpy(dst + i * sizeof x_, &x_, sizeof x_);                                       \
-    }                                                                                      \
-    break
-
-/* uint16 ids, four to a 64-bit store (the common case: vocabularies under 65536). */
-static void convert_u16(const int64_t *src, size_t n, uint8_t *dst)
-{
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        uint64_t x = (uint64_t)(uint16_t)src[i] | (uint64_t)(uint16_t)src[i + 1] << 16 |
-                     (uint64_t)(uint16_t)src[i + 2] << 32 | (uint64_t)(uint16_t)src[i + 3] << 48;
-        memcpy(dst + 2 * i, &x, sizeof x);
-    }
-    for (; i < n; i++) {
-        uint16_t x = (uint16_t)src[i];
-        memcpy(dst + 2 * i, &x, sizeof x);
-    }
-}
-
-/* numpy.array(list_of_ints, dtype) for values already range-checked (float32 goes through
- * double like numpy's Python-int conversion). */
-static void convert(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst)
-{
-    switch (dt) {
-    case MG_DT_UINT8: CONVERT(uint8_t, src[i]);
-    case MG_DT_INT8: CONVERT(int8_t, src[i]);
-    case MG_DT_INT16: CONVERT(int16_t, src[i]);
-    case MG_DT_UINT16: convert_u16(src, n, dst); break;
-    case MG_DT_INT32: CONVERT(int32_t, src[i]);
-    case MG_DT_INT64: CONVERT(int64_t, src[i]);
-    case MG_DT_FLOAT32: CONVERT(float, (double)src[i]);
-    case MG_DT_FLOAT64: CONVERT(double, src[i]);
-    }
-}
-
+/* The tokens converted straight into the output's buffer (mg_out_room); a token that
+ * would straddle the buffer's end goes through conv. */
 static mg_status write_tokens(mg_idx_writer *w, const int64_t *tokens, size_t n_tokens)
 {
-    size_t per = CONV_BYTES / w->elem;
-    for (size_t at = 0; at < n_tokens; at += per) {
-        size_t n = n_tokens - at < per ? n_tokens - at : per;
-        convert(w->dtype, tokens + at, n, w->conv);
-        MG_FORWARD(mg_out_write(w->bin, w->conv, n * w->elem));
+    while (n_tokens > 0) {
+        uint8_t *dst;
+        size_t room, n;
+        MG_FORWARD(mg_out_room(w->bin, &dst, &room));
+        n = room / w->elem < n_tokens ? room / w->elem : n_tokens;
+        if (n == 0) {
+            mg_idx_ids_convert(w->dtype, tokens, 1, w->conv);
+            MG_FORWARD(mg_out_write(w->bin, w->conv, w->elem));
+            n = 1;
+        } else {
+            mg_idx_ids_convert(w->dtype, tokens, n, dst);
+            mg_out_wrote(w->bin, n * w->elem);
+        }
+        tokens += n;
+        n_tokens -= n;
     }
     return MG_OK;
 }

@@ -159,3 +159,39 @@ MG_TEST(file_direct_on_a_second_filesystem)
     rmdir(dir);
     free(data);
 }
+
+MG_TEST(file_out_room_fills_the_buffer_in_place)
+{
+    /* writes through mg_out_room until past three buffers: each call gives >= 1 byte */
+    size_t n = 7 * MIB + 3;
+    uint8_t *data = pattern(n, 23);
+    for (int direct = 0; direct < 2; direct++) {
+        const char *path = mg_test_path(t, direct ? "room-d.bin" : "room-b.bin");
+        mg_out *o;
+        MG_CHECK_OK(t, direct ? mg_out_create_direct(&o, path) : mg_out_create(&o, path));
+        MG_CHECK_OK(t, mg_out_write(o, data, 5)); /* an odd start */
+        size_t at = 5, calls = 0, min_room = (size_t)-1;
+        while (at < n) {
+            uint8_t *p;
+            size_t room;
+            MG_CHECK_OK(t, mg_out_room(o, &p, &room));
+            if (room < min_room) min_room = room;
+            if (room == 0) break;
+            size_t k = room < n - at ? room : n - at;
+            memcpy(p, data + at, k);
+            mg_out_wrote(o, k);
+            at += k;
+            calls++;
+        }
+        MG_CHECK(t, min_room >= 1 && calls <= 8);
+        MG_CHECK_EQ_INT(t, mg_out_offset(o), n);
+        if (at < n) {
+            mg_out_free(o);
+            break;
+        }
+        MG_CHECK_OK(t, mg_out_commit(o));
+        mg_out_free(o);
+        MG_CHECK(t, file_is(path, data, n));
+    }
+    free(data);
+}

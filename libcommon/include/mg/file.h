@@ -50,6 +50,11 @@ int mg_out_is_direct(const mg_out *o);
  * (mg-preprocess's .bin; a file read again soon after is better buffered). */
 mg_status mg_out_create_direct(mg_out **out, const char *path);
 mg_status mg_out_write(mg_out *o, const void *data, size_t len);
+/* The free end of the buffer, to write into in place (a dtype conversion): *p and *avail
+ * (>= 1) bytes, a full buffer flushed first; the caller then counts what it wrote with
+ * mg_out_wrote(o, n), n <= *avail, before any other call on o. */
+mg_status mg_out_room(mg_out *o, uint8_t **p, size_t *avail);
+void mg_out_wrote(mg_out *o, size_t n);
 /* Appends the n pieces of iov in order (the buffer is flushed first, then pwritev() from
  * the caller's memory: no copy through the buffer); partial writes are resumed. */
 mg_status mg_out_writev(mg_out *o, const struct iovec *iov, int n);
