@@ -44,11 +44,6 @@ mg_status mg_out_create(mg_out **out, const char *path);
 mg_status mg_out_create_direct(mg_out **out, const char *path);
 /* 1 while o writes with direct I/O (for tests). */
 int mg_out_is_direct(const mg_out *o);
-/* The same with direct I/O (O_DIRECT) for the whole buffers written, where the filesystem
- * takes it (else buffered, silently): the data goes from an aligned buffer to the device,
- * not through the page cache, which costs the kernel a copy and a fresh page per 4 KiB
- * (mg-preprocess's .bin; a file read again soon after is better buffered). */
-mg_status mg_out_create_direct(mg_out **out, const char *path);
 mg_status mg_out_write(mg_out *o, const void *data, size_t len);
 /* The free end of the buffer, to write into in place (a dtype conversion): *p and *avail
  * (>= 1) bytes, a full buffer flushed first; the caller then counts what it wrote with
