@@ -366,12 +366,12 @@ MG_TEST(bpe_random_vs_reference)
 }
 
 /* Many more distinct pieces (2..16 bytes: the word cache; 17..22 and 40..299: the long
- * cache's narrow and wide tables, or no table when bytes and ids fit neither) than the
- * caches hold, each drawn several times in random order, encoded as spans of one text by
- * one cache: every piece's ids must equal the reference's, whatever was evicted. */
+ * cache's tables of 64, 128 and 512 bytes, or no table when bytes and ids fit none) than
+ * the caches hold, each drawn several times in random order, encoded as spans of one text
+ * by one cache: every piece's ids must equal the reference's, whatever was evicted. */
 static void cache_overflow_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut)
 {
-    enum { POOL = 1200000, LONG_EVERY = 50, WIDE_EVERY = 7, MAX_LEN = 299 };
+    enum { POOL = 1200000, LONG_EVERY = 8, WIDE_EVERY = 7, MAX_LEN = 299 };
     enum { DRAWS = 1600000, BATCH = 4096 };
     static vocab v;
     mg_bpe_cache *c;
