@@ -69,6 +69,8 @@ endif
 UNIT_BIN  := $(BUILD)/test-unit
 # Test helper programs (tests/tools/NAME.c -> build/tests/tools/NAME), built by `make test`.
 TEST_TOOLS := $(TOOL_SRCS:%.c=$(BUILD)/%)
+# Every object's compile flags: a change recompiles (-Werror: see the file).
+include mk/compile_flags.mk
 # The CUDA emulator and build/test-cuda-emu (make test-cuda-emu).
 include mk/cuda_emu.mk
 # The NCCL host shim and build/tests/tools/comm_probe_nccl (make nccl-emu).
@@ -83,7 +85,7 @@ tools-test: $(TEST_TOOLS)
 .PHONY: tools-test all test test-c test-cli test-interop test-minimal asan fuzz bench demo \
         clean config vocab
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c $(COMPILE_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) CC $<
 	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -MMD -MP -c $< -o $@

@@ -41,12 +41,12 @@ ifeq ($(HAVE_CUDA),1)
 all: cuda
 cuda gpu-test: $(CUDA_KLIB) $(GPU_TEST)
 
-$(BUILD)/nvcc/%.o: %.cu
+$(BUILD)/nvcc/%.o: %.cu $(COMPILE_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) NVCC $<
 	$(Q)$(NVCC) $(NVCC_FLAGS) $(NVCC_GENCODE) -MMD -MP -c $< -o $@
 
-$(BUILD)/nvcc/kernels/%.o: kernels/%.c
+$(BUILD)/nvcc/kernels/%.o: kernels/%.c $(COMPILE_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) CC '$< (MGK_CUDA)'
 	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) -DMG_HAVE_CUDA=1 -Ikernels -I. -MMD -MP -c $< -o $@
@@ -62,12 +62,13 @@ $(BUILD)/nvcc/tests/test_list.h: $(GPU_TEST_SRCS)
 	@mkdir -p $(dir $@)
 	@grep -h '^MG_TEST(' $^ /dev/null | sed 's/^MG_TEST(\([a-z0-9_]*\)).*/MG_TEST_ENTRY(\1)/' | sort > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
-$(BUILD)/nvcc/tests/harness.o: tests/unit/harness.c $(BUILD)/nvcc/tests/test_list.h
+$(BUILD)/nvcc/tests/harness.o: tests/unit/harness.c $(BUILD)/nvcc/tests/test_list.h \
+                             $(COMPILE_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) CC $<
 	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) $(GPU_CFLAGS) -Dmain=mg_test_harness_main \
 	  -Wno-missing-prototypes -MMD -MP -c $< -o $@
-$(BUILD)/nvcc/tests/%.o: tests/%.c
+$(BUILD)/nvcc/tests/%.o: tests/%.c $(COMPILE_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) CC $<
 	$(Q)$(CC) $(CFLAGS_BASE) $(CFLAGS) $(GPU_CFLAGS) -MMD -MP -c $< -o $@

@@ -46,17 +46,17 @@ EMU_OBJS := $(EMU_CORE_SRCS:%.cc=$(EMU_DIR)/%.o) $(EMU_CU_SRCS:%.cu=$(EMU_DIR)/%
 # The CPU kernels (references for the tests) without the CPU-only kernels.o.
 EMU_CPU_OBJS := $(filter $(BUILD)/kernels/cpu/%,$(KERN_OBJS))
 
-$(EMU_DIR)/%.o: %.cc
+$(EMU_DIR)/%.o: %.cc $(COMPILE_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) CXX $<
 	$(Q)$(CXX) $(CXXFLAGS_EMU) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(EMU_DIR)/%.o: %.cu
+$(EMU_DIR)/%.o: %.cu $(COMPILE_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) CXX-EMU $<
 	$(Q)$(CXX) $(CXXFLAGS_EMU) $(CUFLAGS_EMU) $(CFLAGS) -Itests/unit -MMD -MP -c $< -o $@
 
-$(EMU_DIR)/%.o: %.c
+$(EMU_DIR)/%.o: %.c $(COMPILE_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) CC-EMU $<
 	$(Q)$(CC) $(CFLAGS_EMU) $(CFLAGS) -Itests/unit -I$(EMU_DIR)/tests -MMD -MP -c $< -o $@

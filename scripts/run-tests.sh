@@ -8,7 +8,8 @@
 #   3. CUDA kernels on the host execution path (build/test-cuda-emu, docs/CUDA_EMU.md; fails
 #      when it could not be built, e.g. without NVIDIA's CUDA headers)
 #   4. CLI golden tests  (tests/cli/run.sh)
-#   5. install, man pages, completion, --version (tests/install/run.sh, on bin/)
+#   5. install, man pages, completion, --version, recompiles on a change of flags
+#      (tests/install/run.sh, on bin/)
 #   6. fuzz smoke runs   (scripts/fuzz.sh, a few seconds per target; fails without clang)
 #   7. interop tests     (pytest -rs in the Python test environment of scripts/setup.sh; a
 #      skip not named in tests/interop/expected-skips.txt fails it)
@@ -70,7 +71,7 @@ if [ "${MG_SKIP_CLI:-0}" != 1 ]; then
 fi
 
 if [ "${MG_SKIP_INSTALL:-0}" != 1 ]; then
-  echo "== install, man pages, bash completion, --version"
+  echo "== install, man pages, bash completion, --version, compile flags"
   tests/install/run.sh || failed+=(install)
 fi
 

@@ -10,7 +10,10 @@
 #   4. --version names the source tree's revision and one optional part per MG_HAVE_* macro
 #      of the build;
 #   5. the bash completion, sourced in bash, completes flags, files and directories, and no
-#      flag named like a path (-dir, -path, -file, -prefix) completes as text.
+#      flag named like a path (-dir, -path, -file, -prefix) completes as text;
+#   6. an object is compiled again when its flags change (CFLAGS, an optional part forced
+#      off), and one compiled with -Werror serves a build without it, not the reverse
+#      (mk/compile_flags.mk), in a build folder of its own.
 # Needs a built tree (make). Prints "N passed, N failed"; exit 1 if any check failed.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -160,6 +163,19 @@ for d in "$dest:PREFIX=/usr" "$alt:PREFIX=/opt/mg BINDIR=/opt/bin MANDIR=/opt/ma
   [ -z "$left" ] && ok || bad "make uninstall ${d#*:} left:" $left
 done
 [ ! -e "$dest/usr/share/doc/mgtools" ] && ok || bad "make uninstall left share/doc/mgtools"
+
+# --- 6. compile flags ---
+obj=libcommon/base/error.o
+# how many times one make of $obj in a fresh build folder compiled something
+compiles() { mk BUILD="$tmp/flags" "$@" "$tmp/flags/$obj" 2>&1 | grep -c ' CC '; }
+for step in "first:1" "again:0" "CFLAGS=-DMG_FLAG_TEST:1" "CFLAGS=-Werror:1" "plain:0" \
+            "CFLAGS=-Werror:0" "HAVE_ONIG=0:1" "plain:1"; do
+  what=${step%:*} want=${step##*:} args=()
+  case $what in *=*) args=("$what") ;; esac
+  got=$(compiles "${args[@]}")
+  [ "$got" = "$want" ] && ok ||
+    bad "make $obj after a change of flags ($what): $got compiles, want $want"
+done
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
