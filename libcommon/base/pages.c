@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "mg/error.h"
 
@@ -48,4 +49,17 @@ void *mg_pages_alloc(size_t n)
 void mg_pages_free(void *p, size_t n)
 {
     if (p) munmap(p, mapped_len(n));
+}
+
+/* n rounded up to whole pages (what a mapping of n bytes spans). */
+static size_t page_up(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return (n + page - 1) & ~(page - 1);
+}
+
+void mg_pages_shrink(void *p, size_t n, size_t m)
+{
+    size_t keep = page_up(mapped_len(m)), had = page_up(mapped_len(n));
+    if (p && keep < had) munmap((uint8_t *)p + keep, had - keep);
 }

@@ -66,6 +66,7 @@ void mg_bpe_free(mg_bpe *b)
     mg_pages_free(b->slots, (b->slot_mask + 1) * sizeof *b->slots);
     free(b->id_index);
     mg_pages_free(b->pairs, (b->pair_mask + 1) * sizeof *b->pairs);
+    mg_pages_free(b->packed, (b->packed_mask + 1) * sizeof *b->packed);
     free(b->grid);
     free(b);
 }
@@ -374,6 +375,56 @@ static mg_status build_id_index(mg_bpe *b)
     return MG_OK;
 }
 
+/* Do the pairs' ranks order as their merged ids (bpe_impl.h, "packed"), all ids below
+ * 2^21? 1 if so, 0 if not; -1 out of memory. */
+static int ranks_follow_ids(const mg_bpe *b)
+{
+    if (b->n_ids > (size_t)1 << MG_BPE_PACKED_BITS) return 0;
+    uint32_t *rank = mg_malloc((b->n_ids ? b->n_ids : 1) * sizeof *rank);
+    if (!rank) return -1;
+    for (size_t i = 0; i < b->n_ids; i++) rank[i] = MG_BPE_NO_RANK;
+    int ok = 1;
+    for (size_t i = 0; ok && i <= b->pair_mask; i++) {
+        const mg_bpe_pair *p = &b->pairs[i];
+        if (p->key == MG_BPE_EMPTY_KEY) continue;
+        uint32_t *r = &rank[p->merged];
+        ok = *r == MG_BPE_NO_RANK || *r == p->rank; /* one rank per merged token */
+        *r = p->rank;
+    }
+    uint32_t last = 0;
+    for (size_t i = 0, seen = 0; ok && i < b->n_ids; i++) {
+        if (rank[i] == MG_BPE_NO_RANK) continue;
+        ok = !seen || rank[i] > last; /* greater id, greater rank */
+        last = rank[i];
+        seen = 1;
+    }
+    free(rank);
+    return ok;
+}
+
+/* Packs the pair table where the model allows it (bpe_impl.h): in place, slot by slot
+ * (slot i's 8 bytes overwrite only slots up to i, already read), then the second half of
+ * its pages goes back to the kernel. */
+static mg_status pack_pairs(mg_bpe *b)
+{
+    int ok = ranks_follow_ids(b);
+    if (ok <= 0) return ok < 0 ? MG_ERR_NOMEM : MG_OK;
+    size_t n_slots = b->pair_mask + 1;
+    uint64_t *t = (uint64_t *)(void *)b->pairs;
+    for (size_t i = 0; i < n_slots; i++) {
+        mg_bpe_pair p = b->pairs[i];
+        uint64_t key = mg_bpe_packed_key((int32_t)(p.key >> 32), (int32_t)(uint32_t)p.key);
+        t[i] = p.key == MG_BPE_EMPTY_KEY ? MG_BPE_EMPTY_KEY
+                                         : key << MG_BPE_PACKED_BITS | (uint32_t)p.merged;
+    }
+    mg_pages_shrink(t, n_slots * sizeof *b->pairs, n_slots * sizeof *t);
+    b->pairs = NULL;
+    b->pair_mask = 0;
+    b->packed = t;
+    b->packed_mask = n_slots - 1;
+    return MG_OK;
+}
+
 static mg_status build_grid(mg_bpe *b)
 {
     b->grid = mg_malloc(65536 * sizeof *b->grid);
@@ -409,11 +460,14 @@ mg_status mg_bpe_finalize(mg_bpe *b, int whole_piece_shortcut)
     }
     MG_FORWARD(build_id_index(b));
     if (b->mode == MG_BPE_TOKEN_RANK) MG_FORWARD(build_token_rank_pairs(b));
+    MG_FORWARD(pack_pairs(b)); /* before the grid, which holds ranks */
     MG_FORWARD(build_grid(b));
     b->shortcut = whole_piece_shortcut != 0;
     b->finalized = 1;
     return MG_OK;
 }
+
+int mg_bpe_pairs_packed(const mg_bpe *b) { return b->packed != NULL; }
 
 mg_status mg_bpe_set_char_symbols(mg_bpe *b, int byte_fallback, int32_t unk_id, int fuse_unk)
 {

@@ -66,7 +66,11 @@ mg_status mg_bpe_add_merges(mg_bpe *b, const mg_bpe_merge *m, size_t n, size_t *
 /* Sizes the tables for n_tokens tokens and n_pairs merges before they are added (a hint:
  * more may follow; loading then does not rehash the tables as they fill). */
 mg_status mg_bpe_reserve(mg_bpe *b, size_t n_tokens, size_t n_pairs);
+/* Builds the lookup tables; the pair table is packed into half the bytes where the ranks
+ * order as the merged ids (bpe_impl.h). */
 mg_status mg_bpe_finalize(mg_bpe *b, int whole_piece_shortcut);
+/* 1 if the finalized model's pair table is the packed one (for tests), else 0. */
+int mg_bpe_pairs_packed(const mg_bpe *b);
 /* Makes the model char-initial (added; PAIR_RANK only, before finalize). unk_id < 0: no
  * unk token. */
 mg_status mg_bpe_set_char_symbols(mg_bpe *b, int byte_fallback, int32_t unk_id, int fuse_unk);

@@ -7,7 +7,16 @@
  *             bytes: a lookup that finds such a token reads one slot and nothing else (the
  *             load of a vocabulary is ~2M lookups, mostly of short strings, at random);
  *             a longer token's slot says where its bytes are;
- *   - pairs:  (left_id << 32 | right_id) -> (rank, merged_id); key ~0 = empty;
+ *   - pairs:  (left_id << 32 | right_id) -> (rank, merged_id); key ~0 = empty (16 bytes a
+ *             slot, while the model is built);
+ *   - packed: the pair table of a finalized model whose ranks order as their merged ids
+ *             (every pair that makes a token has that token's rank, and a greater id means
+ *             a greater rank: the .tiktoken vocabularies, GPT-2's and Qwen's merges, not
+ *             Llama-3's) with ids below 2^21, in 8-byte slots left << 42 | right << 21 |
+ *             merged, ~0 = empty, packed in place by finalizing (slot for slot, the pages
+ *             of the second half returned); its lookups return the merged id as the rank,
+ *             which picks the same pair at every step of a merge (lowest rank, leftmost
+ *             first). Half the bytes: the random lookups of a merge hit the caches more;
  *   - grid:   the pair table for two single bytes, dense (65536 entries), so the first
  *             round of a merge needs no hashing.
  * A rank value of MG_BPE_NO_RANK means "no merge".
@@ -62,6 +71,8 @@ struct mg_bpe {
     size_t pair_mask, n_pairs;
     size_t n_merge_calls; /* PAIR_RANK: rank of the next merge */
     uint64_t *grid;       /* [a << 8 | b] = rank << 32 | merged, or MG_BPE_EMPTY_KEY */
+    uint64_t *packed;     /* the packed pair table (then pairs is NULL), or NULL */
+    size_t packed_mask;
     /* char-initial models (mg_bpe_set_char_symbols); byte_id[c] is -1 for a byte that is
      * not a token */
     int chars, byte_fallback, fuse_unk;
@@ -153,10 +164,37 @@ static inline void mg_bpe_prefetch_pair(const mg_bpe *b, int32_t left, int32_t r
     __builtin_prefetch(&b->pairs[i], 1);
 }
 
+#define MG_BPE_PACKED_BITS 21
+#define MG_BPE_PACKED_ID_MASK ((1u << MG_BPE_PACKED_BITS) - 1)
+
+/* The key of pair (left, right) in the packed table (ids of the model, below 2^21). */
+static inline uint64_t mg_bpe_packed_key(int32_t left, int32_t right)
+{
+    return (uint64_t)(uint32_t)left << MG_BPE_PACKED_BITS | (uint32_t)right;
+}
+
+/* mg_bpe_pair_find in the packed table (slots where the other table had them: the same
+ * hash of the same key, the same probes): the merged id is the rank. */
+static inline uint32_t mg_bpe_packed_find(const mg_bpe *b, int32_t left, int32_t right,
+                                          int32_t *merged)
+{
+    uint64_t key = mg_bpe_packed_key(left, right);
+    size_t i = (size_t)mg_bpe_mix64(mg_bpe_pair_key(left, right)) & b->packed_mask;
+    for (;; i = (i + 1) & b->packed_mask) {
+        uint64_t e = b->packed[i];
+        if (e >> MG_BPE_PACKED_BITS == key) {
+            *merged = (int32_t)(e & MG_BPE_PACKED_ID_MASK);
+            return (uint32_t)*merged;
+        }
+        if (e == MG_BPE_EMPTY_KEY) return MG_BPE_NO_RANK;
+    }
+}
+
 /* Looks up pair (left, right): returns its rank (MG_BPE_NO_RANK if none) and sets *merged. */
 static inline uint32_t mg_bpe_pair_find(const mg_bpe *b, int32_t left, int32_t right,
                                         int32_t *merged)
 {
+    if (b->packed) return mg_bpe_packed_find(b, left, right, merged);
     uint64_t key = mg_bpe_pair_key(left, right);
     size_t i = (size_t)mg_bpe_mix64(key) & b->pair_mask;
     for (;;) {

@@ -312,22 +312,53 @@ static mg_bpe *build_model(mg_test_ctx *t, const vocab *v, mg_bpe_mode mode, int
     return b;
 }
 
-/* A random vocabulary (300 tokens past the bytes) in v, its model and a cache for it. */
+/* New ids for v's tokens in which the ranks order as the merged ids (what the packed pair
+ * table needs, bpe_impl.h): TOKEN_RANK: a token's id is its rank; PAIR_RANK: the bytes
+ * first, then every token made by a merge in the order of its pair's rank (its last
+ * listing). */
+static void order_ids(vocab *v, mg_bpe_mode mode)
+{
+    static int32_t last[MAXTOK], made[2 * MAXTOK];
+    if (mode == MG_BPE_TOKEN_RANK) {
+        for (size_t i = 0; i < v->n; i++) v->id[i] = v->rank[i];
+        return;
+    }
+    for (size_t i = 0; i < v->n; i++) last[i] = -1;
+    for (size_t m = 0; m < v->n_merges; m++) {
+        size_t l = (size_t)v->merge_l[m], r = (size_t)v->merge_r[m];
+        uint8_t cat[2 * MAXLEN];
+        memcpy(cat, v->bytes[l], v->len[l]);
+        memcpy(cat + v->len[l], v->bytes[r], v->len[r]);
+        made[m] = (int32_t)vocab_find(v, cat, v->len[l] + v->len[r]);
+        last[made[m]] = (int32_t)m;
+    }
+    int32_t next = 0;
+    for (size_t i = 0; i < v->n; i++)
+        if (last[i] < 0) v->id[i] = next++;
+    for (size_t m = 0; m < v->n_merges; m++)
+        if (last[made[m]] == (int32_t)m) v->id[made[m]] = next++;
+}
+
+/* A random vocabulary (300 tokens past the bytes) in v, its model and a cache for it;
+ * ordered: with ids in which its ranks order (order_ids), so that the model packs its pair
+ * table, else with ids and ranks that do not (checked both ways). */
 static mg_bpe *random_model(mg_test_ctx *t, rng *r, vocab *v, mg_bpe_mode mode, int shortcut,
-                            mg_bpe_cache **c)
+                            int ordered, mg_bpe_cache **c)
 {
     make_vocab(v, r, 300);
+    if (ordered) order_ids(v, mode);
     fill_pair_table(v, mode);
     mg_bpe *b = build_model(t, v, mode, shortcut);
+    MG_CHECK(t, mg_bpe_pairs_packed(b) == (ordered != 0));
     MG_CHECK_OK(t, mg_bpe_cache_create(c, b));
     return b;
 }
 
-static void random_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut)
+static void random_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut, int ordered)
 {
     static vocab v;
     mg_bpe_cache *c;
-    mg_bpe *b = random_model(t, r, &v, mode, shortcut, &c);
+    mg_bpe *b = random_model(t, r, &v, mode, shortcut, ordered, &c);
     uint8_t text[3000];
     int32_t want[3000];
     for (int k = 0; k < 400 && t->failures == 0; k++) {
@@ -339,8 +370,9 @@ static void random_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut)
         int same = ids.n == nw;
         for (size_t i = 0; same && i < nw; i++) same = ids.v[i] == want[i];
         if (!same)
-            mg_test_fail(t, __FILE__, __LINE__, "mode %d shortcut %d: piece of %zu bytes: %zu ids, "
-                         "reference %zu", (int)mode, shortcut, n, ids.n, nw);
+            mg_test_fail(t, __FILE__, __LINE__, "mode %d shortcut %d ordered %d: piece of %zu "
+                         "bytes: %zu ids, reference %zu", (int)mode, shortcut, ordered, n, ids.n,
+                         nw);
         mg_ids_free(&ids);
     }
     mg_bpe_cache_free(c);
@@ -350,17 +382,17 @@ static void random_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut)
 MG_TEST(bpe_random_vs_reference)
 {
     rng r = {0x9E3779B97F4A7C15ULL};
-    for (int round = 0; round < 3; round++) {
-        random_round(t, &r, MG_BPE_TOKEN_RANK, 1);
-        random_round(t, &r, MG_BPE_TOKEN_RANK, 0);
-        random_round(t, &r, MG_BPE_PAIR_RANK, 0);
-        random_round(t, &r, MG_BPE_PAIR_RANK, 1);
+    for (int round = 0; round < 6; round++) { /* odd rounds: packed pair tables */
+        random_round(t, &r, MG_BPE_TOKEN_RANK, 1, round % 2);
+        random_round(t, &r, MG_BPE_TOKEN_RANK, 0, round % 2);
+        random_round(t, &r, MG_BPE_PAIR_RANK, 0, round % 2);
+        random_round(t, &r, MG_BPE_PAIR_RANK, 1, round % 2);
     }
     /* NUL and 0xFF bytes: the order of the sorted walks (bpe_splits.c) pads with zeros */
     memcpy(alphabet, "\0a\xff\x01", 4);
-    for (int round = 0; round < 2; round++) {
-        random_round(t, &r, MG_BPE_TOKEN_RANK, round);
-        random_round(t, &r, MG_BPE_PAIR_RANK, round);
+    for (int round = 0; round < 4; round++) {
+        random_round(t, &r, MG_BPE_TOKEN_RANK, round % 2, round / 2);
+        random_round(t, &r, MG_BPE_PAIR_RANK, round % 2, round / 2);
     }
     memcpy(alphabet, "abcd", 4);
 }
@@ -369,13 +401,14 @@ MG_TEST(bpe_random_vs_reference)
  * cache's tables of 64, 128 and 512 bytes, or no table when bytes and ids fit none) than
  * the caches hold, each drawn several times in random order, encoded as spans of one text
  * by one cache: every piece's ids must equal the reference's, whatever was evicted. */
-static void cache_overflow_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut)
+static void cache_overflow_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int shortcut,
+                                 int ordered)
 {
     enum { POOL = 1200000, LONG_EVERY = 8, WIDE_EVERY = 7, MAX_LEN = 299 };
     enum { DRAWS = 1600000, BATCH = 4096 };
     static vocab v;
     mg_bpe_cache *c;
-    mg_bpe *b = random_model(t, r, &v, mode, shortcut, &c);
+    mg_bpe *b = random_model(t, r, &v, mode, shortcut, ordered, &c);
     uint32_t *off = malloc(POOL * sizeof *off);
     uint16_t *len = malloc(POOL * sizeof *len);
     uint8_t *pool = malloc((size_t)POOL * 24 + (size_t)POOL / LONG_EVERY / WIDE_EVERY * MAX_LEN);
@@ -429,8 +462,8 @@ static void cache_overflow_round(mg_test_ctx *t, rng *r, mg_bpe_mode mode, int s
 MG_TEST(bpe_cache_past_capacity)
 {
     rng r = {0x2545F4914F6CDD1DULL};
-    cache_overflow_round(t, &r, MG_BPE_TOKEN_RANK, 1);
-    cache_overflow_round(t, &r, MG_BPE_PAIR_RANK, 0);
+    cache_overflow_round(t, &r, MG_BPE_TOKEN_RANK, 1, 0);
+    cache_overflow_round(t, &r, MG_BPE_PAIR_RANK, 0, 1);
 }
 
 /* ---- TestPlans.txt (gpt-tokenizer's expected ids for the OpenAI encodings) ---- */

@@ -92,3 +92,24 @@ MG_TEST(pages_blocks_of_exactly_two_mib_and_more)
         MG_CHECK(t, !any_mapped(p, rounded));
     }
 }
+
+/* Shrinking keeps the first m bytes (their contents too) and unmaps the pages past them:
+ * huge blocks to huge and to small sizes, a small block to fewer pages. */
+MG_TEST(pages_shrink_returns_the_tail)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t sizes[][2] = {{8 * MIB, 4 * MIB}, {4 * MIB, 1 * MIB}, {5 * page + 100, 2 * page}};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k][0], m = sizes[k][1];
+        size_t unit = n < 2 * MIB ? page : 2 * MIB, had = (n + unit - 1) / unit * unit;
+        uint8_t *p = mg_pages_alloc(n);
+        MG_CHECK(t, p != NULL);
+        if (!p) continue;
+        memset(p, 0x5A, n);
+        mg_pages_shrink(p, n, m);
+        MG_CHECK(t, p[0] == 0x5A && p[m - 1] == 0x5A);
+        MG_CHECK(t, !any_mapped(p + m, had - m));
+        mg_pages_free(p, m);
+        MG_CHECK(t, !any_mapped(p, m));
+    }
+}

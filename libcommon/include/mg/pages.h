@@ -13,6 +13,8 @@
  *     it. Where the kernel gives no huge pages the block is ordinary pages, as below 2 MiB.
  *   - On failure it returns NULL with MG_ERR_NOMEM's message set.
  *   - mg_pages_free(p, n) returns them (n as given to mg_pages_alloc; p NULL: nothing).
+ *   - mg_pages_shrink(p, n, m) (m <= n) returns the pages past the first m bytes; the block
+ *     is then one of m bytes (for mg_pages_free and mg_pages_shrink).
  */
 #ifndef MG_PAGES_H
 #define MG_PAGES_H
@@ -21,5 +23,6 @@
 
 void *mg_pages_alloc(size_t n);
 void mg_pages_free(void *p, size_t n);
+void mg_pages_shrink(void *p, size_t n, size_t m);
 
 #endif /* MG_PAGES_H */
