@@ -2,7 +2,8 @@
  * for values it accepts (idxds_internal.h): the range check of a whole document and the
  * narrowing. uint16 and int32 (the dtypes of every tokenizer's datasets) have an AVX-512
  * path (vpmovqw / vpmovqd, 8 ids an instruction) used when the CPU has AVX-512F; the
- * portable loops below are the reference the tests compare it with. */
+ * portable loops below are the reference the tests compare it with; the writer's path
+ * (mg_idx_ids_convert_checked) checks the range in the same pass. */
 #include "idxds_internal.h"
 
 #include <string.h>
@@ -117,7 +118,55 @@ int mg_idx_ids_convert_avx512(mg_dtype dt, const int64_t *src, size_t n, uint8_t
     convert_avx512(dt, src, n, dst);
     return 1;
 }
+
+/* convert_avx512 with the range check in the same pass: the OR of the biased values, as
+ * mg_idx_ids_fit. Whether all fit. */
+__attribute__((target("avx512f"))) static int convert_checked_avx512(mg_dtype dt,
+                                                                      const int64_t *src,
+                                                                      size_t n, uint8_t *dst)
+{
+    id_range r = range_of(dt);
+    __m512i bias = _mm512_set1_epi64((long long)r.bias), acc = _mm512_setzero_si512();
+    size_t i = 0;
+    if (dt == MG_DT_UINT16) {
+        for (; i + 8 <= n; i += 8) {
+            __m512i x = _mm512_loadu_si512((const void *)(src + i));
+            acc = _mm512_or_si512(acc, _mm512_add_epi64(x, bias));
+            _mm_storeu_si128((__m128i *)(void *)(dst + 2 * i), _mm512_cvtepi64_epi16(x));
+        }
+    } else {
+        for (; i + 8 <= n; i += 8) {
+            __m512i x = _mm512_loadu_si512((const void *)(src + i));
+            acc = _mm512_or_si512(acc, _mm512_add_epi64(x, bias));
+            _mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i), _mm512_cvtepi64_epi32(x));
+        }
+    }
+    uint64_t all = (uint64_t)_mm512_reduce_or_epi64(acc);
+    if ((all >> r.bits) != 0 || !mg_idx_ids_fit(dt, src + i, n - i)) return 0;
+    mg_idx_ids_convert_portable(dt, src + i, n - i, dst + (dt == MG_DT_UINT16 ? 2 : 4) * i);
+    return 1;
+}
+
+int mg_idx_ids_convert_checked_avx512(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst,
+                                      int *fit)
+{
+    if ((dt != MG_DT_UINT16 && dt != MG_DT_INT32) || !__builtin_cpu_supports("avx512f"))
+        return 0;
+    *fit = convert_checked_avx512(dt, src, n, dst);
+    return 1;
+}
 #endif
+
+int mg_idx_ids_convert_checked(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst)
+{
+#if MG_IDX_AVX512
+    int fit;
+    if (mg_idx_ids_convert_checked_avx512(dt, src, n, dst, &fit)) return fit;
+#endif
+    if (!mg_idx_ids_fit(dt, src, n)) return 0;
+    mg_idx_ids_convert_portable(dt, src, n, dst);
+    return 1;
+}
 
 void mg_idx_ids_convert(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst)
 {

@@ -40,12 +40,18 @@ int mg_idx_id_fits(mg_dtype dt, int64_t v);
 int mg_idx_ids_fit(mg_dtype dt, const int64_t *t, size_t n);
 /* The n ids (all fitting) as dtype values at dst (n * element size bytes, unaligned). */
 void mg_idx_ids_convert(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst);
+/* mg_idx_ids_convert and mg_idx_ids_fit in one pass where the CPU allows: 1 if all ids fit
+ * (dst written as mg_idx_ids_convert writes it), 0 if not (dst then holds anything). */
+int mg_idx_ids_convert_checked(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst);
 /* The portable loops (the reference of the tests) and, on x86-64 with GCC or clang, the
  * AVX-512 path for uint16 and int32 (0 when the dtype or the CPU does not have one). */
 void mg_idx_ids_convert_portable(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst);
 #if defined(__x86_64__) && defined(__GNUC__)
 #define MG_IDX_AVX512 1
 int mg_idx_ids_convert_avx512(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst);
+/* mg_idx_ids_convert_checked's AVX-512 path: 0 when there is none, else 1 with *fit set. */
+int mg_idx_ids_convert_checked_avx512(mg_dtype dt, const int64_t *src, size_t n, uint8_t *dst,
+                                      int *fit);
 #else
 #define MG_IDX_AVX512 0
 #endif

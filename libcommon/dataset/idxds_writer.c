@@ -131,8 +131,8 @@ static mg_status check_usable(const mg_idx_writer *w)
     return MG_OK;
 }
 
-static mg_status check_document(const mg_idx_writer *w, const int64_t *tokens, size_t n_tokens,
-                                const int32_t *lengths, size_t n_lengths)
+static mg_status check_lengths(const mg_idx_writer *w, size_t n_tokens, const int32_t *lengths,
+                               size_t n_lengths)
 {
     uint64_t sum = 0;
     for (size_t i = 0; i < n_lengths; i++) {
@@ -143,6 +143,12 @@ static mg_status check_document(const mg_idx_writer *w, const int64_t *tokens, s
     MG_RETURN_IF(sum != n_tokens, MG_ERR_ARG,
                  "%s: the sequence lengths add up to %s%" PRIu64 ", expected %zu (the token count)",
                  mg_out_path(w->bin), sum > n_tokens ? "at least " : "", sum, n_tokens);
+    return MG_OK;
+}
+
+/* The range error of the first token that does not fit the dtype (MG_OK if all fit). */
+static mg_status check_ids(const mg_idx_writer *w, const int64_t *tokens, size_t n_tokens)
+{
     if (mg_idx_ids_fit(w->dtype, tokens, n_tokens)) return MG_OK;
     for (size_t i = 0; i < n_tokens; i++) {
         MG_RETURN_IF(!mg_idx_id_fits(w->dtype, tokens[i]), MG_ERR_LIMIT,
@@ -184,12 +190,34 @@ static mg_status append_document(mg_idx_writer *w, const int32_t *lengths, size_
     return mg_spill_append(&w->docs, &end, sizeof end);
 }
 
+/* The document's tokens: converted into the output's buffer and range-checked in one pass
+ * when the buffer has room for all of them (committed only if they all fit), else checked
+ * first and written by write_tokens. A range error (MG_ERR_LIMIT) writes nothing and
+ * leaves the writer usable (*io 0); any other error is the output's (*io 1). */
+static mg_status add_tokens(mg_idx_writer *w, const int64_t *tokens, size_t n_tokens, int *io)
+{
+    uint8_t *dst;
+    size_t room;
+    *io = 1;
+    MG_FORWARD(mg_out_room(w->bin, &dst, &room));
+    *io = 0;
+    if (n_tokens <= room / w->elem && mg_idx_ids_convert_checked(w->dtype, tokens, n_tokens, dst)) {
+        mg_out_wrote(w->bin, n_tokens * w->elem);
+        return MG_OK;
+    }
+    MG_FORWARD(check_ids(w, tokens, n_tokens)); /* what did not fit, or not in one pass */
+    *io = 1;
+    return write_tokens(w, tokens, n_tokens);
+}
+
 mg_status mg_idx_writer_add_document(mg_idx_writer *w, const int64_t *tokens, size_t n_tokens,
                                      const int32_t *lengths, size_t n_lengths)
 {
     MG_FORWARD(check_usable(w));
-    MG_FORWARD(check_document(w, tokens, n_tokens, lengths, n_lengths));
-    mg_status st = write_tokens(w, tokens, n_tokens);
+    MG_FORWARD(check_lengths(w, n_tokens, lengths, n_lengths));
+    int io;
+    mg_status st = add_tokens(w, tokens, n_tokens, &io);
+    if (st != MG_OK && !io) return st;
     if (st == MG_OK) st = append_document(w, lengths, n_lengths);
     if (st != MG_OK) {
         w->state = W_FAILED;
