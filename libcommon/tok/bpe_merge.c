@@ -724,6 +724,12 @@ HOT size_t encode_span(const mg_bpe *b, mg_bpe_cache *c, const uint8_t *p, size_
     return encode_short(c, p, n, k, dst, st);
 }
 
+/* The length of the batch of n spans that starts at span i < n (or 0 when n is 0). */
+static inline size_t batch_len(size_t n, size_t i)
+{
+    return n - i < KEY_BATCH ? n - i : KEY_BATCH;
+}
+
 /* The keys of spans[0, m) (m <= KEY_BATCH), each set's first line prefetched. */
 HOT void prefetch_batch(mg_bpe_cache *c, text_range r, const uint8_t *t, const mg_span *spans,
                         size_t m, word_key *keys)
@@ -758,16 +764,12 @@ mg_status mg_bpe_encode_spans(const mg_bpe *b, mg_bpe_cache *c, const char *text
     mg_status st = MG_OK;
     /* a batch's keys are made (and their sets prefetched) one batch before its lookups */
     word_key keys[2][KEY_BATCH];
-    size_t m = n < KEY_BATCH ? n : KEY_BATCH;
-    prefetch_batch(c, r, t, spans, m, keys[0]);
+    prefetch_batch(c, r, t, spans, batch_len(n, 0), keys[0]);
     for (size_t i = 0, k = 0; i < n && st == MG_OK; i += KEY_BATCH, k ^= 1) {
-        size_t next = i + KEY_BATCH, mn = 0;
-        if (next < n) {
-            mn = n - next < KEY_BATCH ? n - next : KEY_BATCH;
-            prefetch_batch(c, r, t, spans + next, mn, keys[k ^ 1]);
-        }
-        out->n += encode_batch(b, c, t, spans + i, m, keys[k], out->v + out->n, &st);
-        m = mn;
+        if (i + KEY_BATCH < n)
+            prefetch_batch(c, r, t, spans + i + KEY_BATCH, batch_len(n, i + KEY_BATCH),
+                           keys[k ^ 1]);
+        out->n += encode_batch(b, c, t, spans + i, batch_len(n, i), keys[k], out->v + out->n, &st);
     }
     return st;
 }
